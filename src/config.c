@@ -1,0 +1,798 @@
+/* Config keys, declared once in `keys[]`, and the YAML reader built on
+ * libyaml's event parser. The reader accepts exactly the shape dpbench uses
+ * (a mapping of scalars and sections, sections of scalars or scalar lists, and
+ * `sweep:` of key -> list) and refuses anything else at the first event that
+ * does not fit, so deep nesting or alias bombs never get expanded. */
+#include "config.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+enum key_type { KEY_INT, KEY_BOOL, KEY_FLOAT, KEY_STRING, KEY_ENUM, KEY_INT_LIST };
+
+struct key {
+    const char *path;
+    enum key_type type;
+    size_t offset;       // into struct config
+    const char *def;     // default, as text; parsed by the same setter as input
+    double min, max;     // inclusive range for numbers, list items and string lengths
+    const char *choices; // "a|b|c" for KEY_ENUM
+    const char *help;
+};
+
+#define OFF(field) offsetof(struct config, field)
+#define MAX_SAFE_INT 9007199254740991.0 // 2^53 - 1
+
+static const struct key keys[] = {
+    {"name", KEY_STRING, OFF(name), "tutorial", 1, CONFIG_STR - 1, NULL,
+     "run name, used in result file names"},
+    {"seed", KEY_INT, OFF(seed), "0", 0, MAX_SAFE_INT, NULL,
+     "seeds the data, the teacher, the initial weights and the shuffles"},
+    {"dataset.kind", KEY_ENUM, OFF(dataset.kind), "random", 0, 0, "random",
+     "the tutorial's RandomDataset with teacher targets"},
+    {"dataset.length", KEY_INT, OFF(dataset.length), "100", 1, 1e9, NULL,
+     "samples in the dataset"},
+    {"dataset.features", KEY_INT, OFF(dataset.features), "5", 1, 1 << 20, NULL,
+     "floats per sample (Linear in_features)"},
+    {"dataset.noise", KEY_FLOAT, OFF(dataset.noise), "0.01", 0, 1e6, NULL,
+     "standard deviation of the teacher's target noise"},
+    {"dataset.sample_cost_us", KEY_FLOAT, OFF(dataset.sample_cost_us), "0", 0, 1e6, NULL,
+     "emulated per-sample decode/augment CPU work in the loader, microseconds"},
+    {"model.out_features", KEY_INT, OFF(model.out_features), "2", 1, 1 << 16, NULL,
+     "Linear out_features"},
+    {"loader.batch_size", KEY_INT, OFF(loader.batch_size), "30", 1, 1 << 24, NULL,
+     "samples per batch"},
+    {"loader.shuffle", KEY_BOOL, OFF(loader.shuffle), "true", 0, 0, NULL,
+     "new seeded permutation every epoch"},
+    {"loader.drop_last", KEY_BOOL, OFF(loader.drop_last), "false", 0, 0, NULL,
+     "drop the last incomplete batch"},
+    {"loader.num_workers", KEY_INT, OFF(loader.num_workers), "0", 0, 256, NULL,
+     "loader threads; 0 = the training thread loads each batch itself"},
+    {"loader.prefetch_factor", KEY_INT, OFF(loader.prefetch_factor), "2", 1, 1024, NULL,
+     "batches in flight per worker (only with workers)"},
+    {"loader.pin_memory", KEY_BOOL, OFF(loader.pin_memory), "false", 0, 0, NULL,
+     "page-locked batch buffers (cuda only; no effect on cpu)"},
+    {"loader.persistent_workers", KEY_BOOL, OFF(loader.persistent_workers), "false", 0, 0,
+     NULL, "keep workers across epochs instead of re-creating them"},
+    {"loader.async_copy", KEY_BOOL, OFF(loader.async_copy), "false", 0, 0, NULL,
+     "copy batches to the device on a copy thread and stream (cuda only)"},
+    {"loader.copy_depth", KEY_INT, OFF(loader.copy_depth), "2", 1, 64, NULL,
+     "device buffers in the async-copy ring (cuda only)"},
+    {"train.epochs", KEY_INT, OFF(train.epochs), "1", 1, 1e7, NULL,
+     "measured epochs"},
+    {"train.warmup_epochs", KEY_INT, OFF(train.warmup_epochs), "0", 0, 1e7, NULL,
+     "epochs run before the measured ones and left out of the results"},
+    {"train.lr", KEY_FLOAT, OFF(train.lr), "0.01", 0, 1e6, NULL, "SGD learning rate"},
+    {"parallel.device", KEY_ENUM, OFF(parallel.device), "cpu", 0, 0, "cpu|cuda|auto",
+     "where replicas run; auto = cuda when a device is usable, else cpu"},
+    {"parallel.replicas", KEY_INT, OFF(parallel.replicas), "1", 1, 1024, NULL,
+     "DataParallel replicas (cuda: the first N devices)"},
+    {"parallel.devices", KEY_INT_LIST, OFF(parallel.devices), "[]", 0, 1023, NULL,
+     "cuda device ids, one per replica; a repeated id shares that GPU"},
+    {"report.trace", KEY_BOOL, OFF(report.trace), "false", 0, 0, NULL,
+     "print the tutorial's In Model / Outside lines for every batch"},
+    {"report.format", KEY_ENUM, OFF(report.format), "text", 0, 0, "text|json|csv",
+     "stdout format"},
+    {"report.out", KEY_STRING, OFF(report.out), "", 0, CONFIG_STR - 1, NULL,
+     "directory for NAME-YYYYmmdd-HHMMSS.json/.csv result files; empty = none"},
+};
+#define N_KEYS (sizeof keys / sizeof keys[0])
+
+static const char *const sections[] = {"dataset", "model", "loader", "train", "parallel",
+                                       "report"};
+#define N_SECTIONS (sizeof sections / sizeof sections[0])
+
+static const struct key *key_find(const char *path)
+{
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (strcmp(keys[i].path, path) == 0)
+            return &keys[i];
+    return NULL;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    size_t prev[65], cur[65];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof cur);
+    }
+    return prev[lb];
+}
+
+/* The known key closest to `path`: by edit distance on the full path, or the
+ * key whose last component matches (num_workers -> loader.num_workers). */
+static const char *key_suggest(const char *path)
+{
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    const char *leaf = strrchr(path, '.');
+    leaf = leaf ? leaf + 1 : path;
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const char *kl = strrchr(keys[i].path, '.');
+        kl = kl ? kl + 1 : keys[i].path;
+        size_t d = edit_distance(path, keys[i].path);
+        if (strcmp(leaf, kl) == 0)
+            d = 0;
+        if (d < best_d) {
+            best_d = d;
+            best = keys[i].path;
+        }
+    }
+    return best_d <= 4 ? best : NULL;
+}
+
+static int unknown_key(const char *path, struct error *e)
+{
+    const char *s = key_suggest(path);
+    if (s)
+        return error_set(e, "unknown key '%s' (did you mean %s?)", path, s);
+    return error_set(e, "unknown key '%s' (dpbench --help-config lists the keys)", path);
+}
+
+/* Quotes a value for an error message, shortened if long. */
+static const char *shown(const char *v, char *buf, size_t n)
+{
+    size_t len = strlen(v);
+    if (len > 40)
+        snprintf(buf, n, "'%.40s...' (%zu bytes)", v, len);
+    else
+        snprintf(buf, n, "'%s'", v);
+    return buf;
+}
+
+static int parse_long(const char *v, long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end != '\0')
+        return -1;
+    if (errno == ERANGE)
+        return -2;
+    *out = (long)x;
+    return 0;
+}
+
+static int set_int(const struct key *k, long *dst, const char *v, struct error *e)
+{
+    char b[96];
+    long x;
+    int rc = parse_long(v, &x);
+    if (rc == -2)
+        return error_set(e, "%s: integer %s overflows", k->path, shown(v, b, sizeof b));
+    if (rc < 0)
+        return error_set(e, "%s: expected an integer, found %s", k->path, shown(v, b, sizeof b));
+    if ((double)x < k->min || (double)x > k->max)
+        return error_set(e, "%s: expected an integer in [%.0f, %.0f], found %ld", k->path,
+                         k->min, k->max, x);
+    *dst = x;
+    return 0;
+}
+
+static int set_value(struct config *c, const struct key *k, const char *v, struct error *e)
+{
+    char b[96];
+    void *dst = (char *)c + k->offset;
+    switch (k->type) {
+    case KEY_INT:
+        return set_int(k, dst, v, e);
+    case KEY_BOOL: {
+        static const char *const yes[] = {"true", "yes", "on", "1"};
+        static const char *const no[] = {"false", "no", "off", "0"};
+        for (int i = 0; i < 4; i++) {
+            if (strcasecmp(v, yes[i]) == 0)
+                return *(bool *)dst = true, 0;
+            if (strcasecmp(v, no[i]) == 0)
+                return *(bool *)dst = false, 0;
+        }
+        return error_set(e, "%s: expected true or false, found %s", k->path,
+                         shown(v, b, sizeof b));
+    }
+    case KEY_FLOAT: {
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (end == v || *end != '\0' || strcasecmp(v, ".nan") == 0 || strcasecmp(v, ".inf") == 0)
+            return error_set(e, "%s: expected a number, found %s", k->path, shown(v, b, sizeof b));
+        if (!isfinite(x) || errno == ERANGE)
+            return error_set(e, "%s: expected a finite number, found %s", k->path,
+                             shown(v, b, sizeof b));
+        if (x < k->min || x > k->max)
+            return error_set(e, "%s: expected a number in [%g, %g], found %g", k->path, k->min,
+                             k->max, x);
+        *(double *)dst = x;
+        return 0;
+    }
+    case KEY_STRING:
+        if (strlen(v) < k->min || strlen(v) > k->max)
+            return error_set(e, "%s: expected a string of %.0f to %.0f bytes, found %zu bytes",
+                             k->path, k->min, k->max, strlen(v));
+        snprintf(dst, CONFIG_STR, "%s", v);
+        return 0;
+    case KEY_ENUM: {
+        size_t n = strlen(v);
+        for (const char *p = k->choices; *p;) {
+            size_t len = strcspn(p, "|");
+            if (len == n && strncmp(p, v, n) == 0) {
+                snprintf(dst, CONFIG_STR, "%s", v);
+                return 0;
+            }
+            p += len + (p[len] == '|');
+        }
+        return error_set(e, "%s: expected one of %s, found %s", k->path, k->choices,
+                         shown(v, b, sizeof b));
+    }
+    case KEY_INT_LIST: {
+        /* "[0, 1, 1]", "0,1,1" or "" */
+        long *list = dst;
+        char tmp[CONFIG_STR * 4];
+        if (strlen(v) >= sizeof tmp)
+            return error_set(e, "%s: list too long", k->path);
+        snprintf(tmp, sizeof tmp, "%s", v);
+        char *s = tmp;
+        size_t len = strlen(s);
+        if (len && s[0] == '[' && s[len - 1] == ']') {
+            s[len - 1] = '\0';
+            s++;
+        }
+        int n = 0;
+        for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok;
+             tok = strtok_r(NULL, ",", &save)) {
+            while (*tok == ' ')
+                tok++;
+            for (char *t = tok + strlen(tok); t > tok && t[-1] == ' ';)
+                *--t = '\0';
+            if (n == CONFIG_MAX_DEVICES)
+                return error_set(e, "%s: at most %d ids", k->path, CONFIG_MAX_DEVICES);
+            if (set_int(k, &list[n], tok, e))
+                return -1;
+            n++;
+        }
+        c->parallel.n_devices = n;
+        return 0;
+    }
+    }
+    return error_set(e, "%s: internal error: unknown key type", k->path);
+}
+
+int config_set(struct config *c, const char *path, const char *value, struct error *e)
+{
+    const struct key *k = key_find(path);
+    if (!k)
+        return unknown_key(path, e);
+    return set_value(c, k, value, e);
+}
+
+void config_defaults(struct config *c)
+{
+    struct error e;
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (set_value(c, &keys[i], keys[i].def, &e)) // defaults are valid by construction
+            abort();
+}
+
+int config_set_arg(struct config *c, const char *arg, struct error *e)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg)
+        return error_set(e, "--set %s: expected path=value", arg);
+    char path[CONFIG_STR];
+    snprintf(path, sizeof path, "%.*s", (int)(eq - arg), arg);
+    if (config_set(c, path, eq + 1, e))
+        return error_wrap(e, "--set %s", arg);
+    return 0;
+}
+
+static int sweep_add(struct config *c, const char *key, struct error *e)
+{
+    if (!key_find(key))
+        return unknown_key(key, e);
+    if (strcmp(key, "parallel.devices") == 0 || strcmp(key, "report.format") == 0 ||
+        strcmp(key, "report.out") == 0 || strcmp(key, "name") == 0)
+        return error_set(e, "sweep: key %s cannot be swept", key);
+    for (int i = 0; i < c->n_sweep; i++)
+        if (strcmp(c->sweep[i].key, key) == 0)
+            return error_set(e, "sweep: key %s given twice", key);
+    if (c->n_sweep == CONFIG_MAX_SWEEP_KEYS)
+        return error_set(e, "sweep: at most %d keys", CONFIG_MAX_SWEEP_KEYS);
+    struct config_sweep *s = &c->sweep[c->n_sweep++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->key, sizeof s->key, "%s", key);
+    return 0;
+}
+
+/* Appends one value to the last sweep key after checking it parses. */
+static int sweep_value(struct config *c, const char *v, struct error *e)
+{
+    struct config_sweep *s = &c->sweep[c->n_sweep - 1];
+    struct config scratch;
+    config_defaults(&scratch);
+    if (config_set(&scratch, s->key, v, e))
+        return error_wrap(e, "sweep");
+    if (s->n_values == CONFIG_MAX_SWEEP_VALUES)
+        return error_set(e, "sweep: %s: at most %d values", s->key, CONFIG_MAX_SWEEP_VALUES);
+    if (!(s->values[s->n_values] = strdup(v)))
+        return error_set(e, "out of memory");
+    s->n_values++;
+    return 0;
+}
+
+static void sweep_drop(struct config *c, const char *key)
+{
+    for (int i = 0; i < c->n_sweep; i++) {
+        if (strcmp(c->sweep[i].key, key) != 0)
+            continue;
+        for (int j = 0; j < c->sweep[i].n_values; j++)
+            free(c->sweep[i].values[j]);
+        memmove(&c->sweep[i], &c->sweep[i + 1], (size_t)(c->n_sweep - i - 1) * sizeof c->sweep[0]);
+        c->n_sweep--;
+        return;
+    }
+}
+
+int config_sweep_arg(struct config *c, const char *arg, struct error *e)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return error_set(e, "--sweep %s: expected key=v1,v2,...", arg);
+    char key[CONFIG_STR], vals[CONFIG_STR * 4];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - arg), arg);
+    if (strlen(eq + 1) >= sizeof vals)
+        return error_set(e, "--sweep %s: value list too long", key);
+    snprintf(vals, sizeof vals, "%s", eq + 1);
+    sweep_drop(c, key); // the command line replaces the file's list
+    if (sweep_add(c, key, e))
+        return error_wrap(e, "--sweep");
+    for (char *save = NULL, *tok = strtok_r(vals, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save))
+        if (sweep_value(c, tok, e))
+            return error_wrap(e, "--sweep");
+    return 0;
+}
+
+/* ---- YAML ---------------------------------------------------------------- */
+
+struct reader {
+    yaml_parser_t parser;
+    yaml_event_t ev; // the current event
+    bool have_ev;
+    const char *file;
+    struct config *c;
+    bool seen[N_KEYS];
+    bool seen_section[N_SECTIONS + 1]; // + sweep
+    struct error *e;
+};
+
+static int at(struct reader *r, yaml_mark_t m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int at(struct reader *r, yaml_mark_t m, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return error_set(r->e, "%s:%zu:%zu: %s", r->file, m.line + 1, m.column + 1, msg);
+}
+
+static const char *event_name(yaml_event_type_t t)
+{
+    switch (t) {
+    case YAML_SCALAR_EVENT: return "a scalar";
+    case YAML_SEQUENCE_START_EVENT: return "a list";
+    case YAML_MAPPING_START_EVENT: return "a mapping";
+    case YAML_ALIAS_EVENT: return "an alias";
+    case YAML_MAPPING_END_EVENT: return "the end of a mapping";
+    case YAML_SEQUENCE_END_EVENT: return "the end of a list";
+    case YAML_DOCUMENT_START_EVENT: return "a new document";
+    default: return "the end of the document";
+    }
+}
+
+/* Advances to the next event; refuses aliases everywhere. */
+static int next(struct reader *r)
+{
+    if (r->have_ev)
+        yaml_event_delete(&r->ev);
+    r->have_ev = false;
+    if (!yaml_parser_parse(&r->parser, &r->ev)) {
+        yaml_parser_t *p = &r->parser;
+        yaml_mark_t m = p->problem_mark;
+        if (p->context)
+            return at(r, m, "malformed YAML: %s %s", p->context, p->problem);
+        return at(r, m, "malformed YAML: %s", p->problem ? p->problem : "parse error");
+    }
+    r->have_ev = true;
+    if (r->ev.type == YAML_ALIAS_EVENT)
+        return at(r, r->ev.start_mark, "YAML aliases (*%s) are not supported in dpbench configs",
+                  (const char *)r->ev.data.alias.anchor);
+    return 0;
+}
+
+static const char *scalar(const struct reader *r) { return (const char *)r->ev.data.scalar.value; }
+
+/* Reads a scalar, or a list of scalars joined with commas, for `k`. */
+static int read_value(struct reader *r, const struct key *k, const char *path)
+{
+    yaml_mark_t m = r->ev.start_mark;
+    if (r->ev.type == YAML_SCALAR_EVENT) {
+        if (k->type == KEY_INT_LIST && scalar(r)[0] == '\0')
+            return set_value(r->c, k, "", r->e) ? at(r, m, "%s", r->e->msg) : 0;
+        if (r->ev.data.scalar.length != strlen(scalar(r)))
+            return at(r, m, "%s: NUL byte in value", path);
+        if (set_value(r->c, k, scalar(r), r->e))
+            return at(r, m, "%s", r->e->msg);
+        return 0;
+    }
+    if (r->ev.type != YAML_SEQUENCE_START_EVENT || k->type != KEY_INT_LIST)
+        return at(r, m, "%s: expected a scalar value, found %s", path, event_name(r->ev.type));
+    char joined[CONFIG_STR * 4] = "";
+    size_t used = 0;
+    for (;;) {
+        if (next(r))
+            return -1;
+        if (r->ev.type == YAML_SEQUENCE_END_EVENT)
+            break;
+        if (r->ev.type != YAML_SCALAR_EVENT)
+            return at(r, r->ev.start_mark, "%s: expected a list of integers, found %s", path,
+                      event_name(r->ev.type));
+        int w = snprintf(joined + used, sizeof joined - used, "%s%s", used ? "," : "", scalar(r));
+        if (w < 0 || (size_t)w >= sizeof joined - used)
+            return at(r, m, "%s: list too long", path);
+        used += (size_t)w;
+    }
+    if (set_value(r->c, k, joined, r->e))
+        return at(r, m, "%s", r->e->msg);
+    return 0;
+}
+
+/* A key scalar at the current event; refuses non-scalar keys. */
+static int read_key(struct reader *r, const char *where, char *key, size_t n)
+{
+    if (r->ev.type != YAML_SCALAR_EVENT)
+        return at(r, r->ev.start_mark, "%s: expected a key, found %s", where,
+                  event_name(r->ev.type));
+    if (strlen(scalar(r)) >= n)
+        return at(r, r->ev.start_mark, "%s: key too long", where);
+    snprintf(key, n, "%s", scalar(r));
+    return 0;
+}
+
+static int read_sweep(struct reader *r)
+{
+    if (r->ev.type != YAML_MAPPING_START_EVENT)
+        return at(r, r->ev.start_mark, "sweep: expected a mapping of key: [values], found %s",
+                  event_name(r->ev.type));
+    for (;;) {
+        char key[CONFIG_STR];
+        if (next(r))
+            return -1;
+        if (r->ev.type == YAML_MAPPING_END_EVENT)
+            return 0;
+        yaml_mark_t km = r->ev.start_mark;
+        if (read_key(r, "sweep", key, sizeof key))
+            return -1;
+        if (sweep_add(r->c, key, r->e))
+            return at(r, km, "%s", r->e->msg);
+        if (next(r))
+            return -1;
+        if (r->ev.type == YAML_SCALAR_EVENT) {
+            if (sweep_value(r->c, scalar(r), r->e))
+                return at(r, r->ev.start_mark, "%s", r->e->msg);
+            continue;
+        }
+        if (r->ev.type != YAML_SEQUENCE_START_EVENT)
+            return at(r, r->ev.start_mark, "sweep: %s: expected a list of values, found %s", key,
+                      event_name(r->ev.type));
+        for (;;) {
+            if (next(r))
+                return -1;
+            if (r->ev.type == YAML_SEQUENCE_END_EVENT)
+                break;
+            if (r->ev.type != YAML_SCALAR_EVENT)
+                return at(r, r->ev.start_mark, "sweep: %s: expected a scalar value, found %s",
+                          key, event_name(r->ev.type));
+            if (sweep_value(r->c, scalar(r), r->e))
+                return at(r, r->ev.start_mark, "%s", r->e->msg);
+        }
+        if (r->c->sweep[r->c->n_sweep - 1].n_values == 0)
+            return at(r, km, "sweep: %s: expected at least one value", key);
+    }
+}
+
+/* One `path: value` pair, the key event current; `prefix` is the section. */
+static int read_pair(struct reader *r, const char *prefix)
+{
+    char key[CONFIG_STR], path[CONFIG_STR * 2];
+    yaml_mark_t km = r->ev.start_mark;
+    if (read_key(r, prefix[0] ? prefix : "config", key, sizeof key))
+        return -1;
+    snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+    if (next(r))
+        return -1;
+
+    if (!prefix[0]) {
+        for (size_t s = 0; s <= N_SECTIONS; s++) {
+            const char *name = s < N_SECTIONS ? sections[s] : "sweep";
+            if (strcmp(key, name) != 0)
+                continue;
+            if (r->seen_section[s])
+                return at(r, km, "duplicate key '%s'", key);
+            r->seen_section[s] = true;
+            if (s == N_SECTIONS)
+                return read_sweep(r);
+            if (r->ev.type != YAML_MAPPING_START_EVENT)
+                return at(r, r->ev.start_mark, "%s: expected a mapping of %s.* keys, found %s",
+                          key, key, event_name(r->ev.type));
+            for (;;) {
+                if (next(r))
+                    return -1;
+                if (r->ev.type == YAML_MAPPING_END_EVENT)
+                    return 0;
+                if (read_pair(r, key))
+                    return -1;
+            }
+        }
+    }
+    const struct key *k = key_find(path);
+    if (!k) {
+        unknown_key(path, r->e);
+        return at(r, km, "%s", r->e->msg);
+    }
+    if (r->seen[k - keys])
+        return at(r, km, "duplicate key '%s'", path);
+    r->seen[k - keys] = true;
+    return read_value(r, k, path);
+}
+
+int config_parse(struct config *c, const char *text, size_t len, const char *file,
+                 struct error *e)
+{
+    struct reader r = {.file = file, .c = c, .e = e};
+    if (!yaml_parser_initialize(&r.parser))
+        return error_set(e, "%s: cannot initialise the YAML parser", file);
+    yaml_parser_set_input_string(&r.parser, (const unsigned char *)text, len);
+    int rc = -1;
+    yaml_mark_t start = {0};
+    if (next(&r) || next(&r)) // STREAM_START, then DOCUMENT_START or STREAM_END
+        goto out;
+    if (r.ev.type == YAML_STREAM_END_EVENT) {
+        at(&r, start, "empty config: expected a mapping of keys (see dpbench --help-config)");
+        goto out;
+    }
+    if (next(&r))
+        goto out;
+    if (r.ev.type == YAML_SCALAR_EVENT && r.ev.data.scalar.length == 0 &&
+        r.ev.data.scalar.plain_implicit) {
+        at(&r, r.ev.start_mark, "empty config: expected a mapping of keys");
+        goto out;
+    }
+    if (r.ev.type != YAML_MAPPING_START_EVENT) {
+        at(&r, r.ev.start_mark, "the document must be a mapping of keys, found %s",
+           event_name(r.ev.type));
+        goto out;
+    }
+    for (;;) {
+        if (next(&r))
+            goto out;
+        if (r.ev.type == YAML_MAPPING_END_EVENT)
+            break;
+        if (read_pair(&r, ""))
+            goto out;
+    }
+    if (next(&r) || next(&r)) // DOCUMENT_END, then STREAM_END
+        goto out;
+    if (r.ev.type != YAML_STREAM_END_EVENT) {
+        at(&r, r.ev.start_mark, "expected one YAML document, found more");
+        goto out;
+    }
+    snprintf(c->source, sizeof c->source, "%s", file);
+    rc = 0;
+out:
+    if (r.have_ev)
+        yaml_event_delete(&r.ev);
+    yaml_parser_delete(&r.parser);
+    return rc;
+}
+
+int config_load(struct config *c, const char *path, struct error *e)
+{
+    enum { MAX_BYTES = 1 << 20 };
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return error_set(e, "%s: cannot open config: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return error_set(e, "%s: not a regular file", path);
+    }
+    if (st.st_size > MAX_BYTES) {
+        close(fd);
+        return error_set(e, "%s: config is %lld bytes, more than the %d accepted", path,
+                         (long long)st.st_size, MAX_BYTES);
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        close(fd);
+        return error_set(e, "%s: out of memory", path);
+    }
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n <= 0) {
+            int err = n < 0 ? errno : EIO;
+            free(buf);
+            close(fd);
+            return error_set(e, "%s: cannot read config: %s", path, strerror(err));
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    int rc = config_parse(c, buf, got, path, e);
+    free(buf);
+    return rc;
+}
+
+int config_validate(const struct config *c, struct error *e)
+{
+    const char *dev = c->parallel.device;
+    if (c->parallel.n_devices > 0) {
+        if (strcmp(dev, "cpu") == 0)
+            return error_set(e, "parallel.devices: device ids need parallel.device: cuda "
+                                "(or auto); on the cpu use parallel.replicas");
+        if (c->parallel.replicas != 1 && c->parallel.replicas != c->parallel.n_devices)
+            return error_set(e, "parallel.replicas: %ld disagrees with parallel.devices (%d ids); "
+                                "give one or the other",
+                             c->parallel.replicas, c->parallel.n_devices);
+    }
+    if (c->loader.drop_last && c->loader.batch_size > c->dataset.length)
+        return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
+                            "drop_last: true, so an epoch has no batch",
+                         c->loader.batch_size, c->dataset.length);
+    double floats = (double)c->dataset.length * (double)(c->dataset.features + c->model.out_features);
+    if (floats > 1e12)
+        return error_set(e, "dataset: %ld x %ld is too large to generate", c->dataset.length,
+                         c->dataset.features);
+    return 0;
+}
+
+int config_copy(struct config *dst, const struct config *src)
+{
+    *dst = *src;
+    for (int i = 0; i < src->n_sweep; i++)
+        for (int j = 0; j < src->sweep[i].n_values; j++)
+            if (!(dst->sweep[i].values[j] = strdup(src->sweep[i].values[j]))) {
+                dst->sweep[i].n_values = j;
+                dst->n_sweep = i + 1;
+                config_free(dst);
+                return -1;
+            }
+    return 0;
+}
+
+void config_free(struct config *c)
+{
+    for (int i = 0; i < c->n_sweep; i++)
+        for (int j = 0; j < c->sweep[i].n_values; j++)
+            free(c->sweep[i].values[j]);
+    c->n_sweep = 0;
+}
+
+static const char *type_name(const struct key *k)
+{
+    static const char *const names[] = {"int", "bool", "float", "string", "enum", "int list"};
+    return names[k->type];
+}
+
+void config_print_help(void *stream)
+{
+    FILE *f = stream;
+    fprintf(f, "# dpbench config keys (YAML sections, or --set path=value)\n");
+    fprintf(f, "%-27s %-8s %-10s %-22s %s\n", "# key", "type", "default", "range", "help");
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const struct key *k = &keys[i];
+        char range[64] = "";
+        if (k->type == KEY_ENUM)
+            snprintf(range, sizeof range, "%s", k->choices);
+        else if (k->type == KEY_INT || k->type == KEY_INT_LIST)
+            snprintf(range, sizeof range, "[%.0f, %.0f]", k->min, k->max);
+        else if (k->type == KEY_FLOAT)
+            snprintf(range, sizeof range, "[%g, %g]", k->min, k->max);
+        else if (k->type == KEY_STRING)
+            snprintf(range, sizeof range, "<= %.0f bytes", k->max);
+        fprintf(f, "%-27s %-8s %-10s %-22s %s\n", k->path, type_name(k),
+                k->def[0] ? k->def : "\"\"", range, k->help);
+    }
+    fprintf(f, "%-27s %-8s %-10s %-22s %s\n", "sweep", "mapping", "{}", "key: [values]",
+            "run the cartesian product of these keys' values (also --sweep key=v1,v2)");
+}
+
+int config_get_text(const struct config *c, const char *path, char *buf, size_t n)
+{
+    const struct key *k = key_find(path);
+    if (!k)
+        return -1;
+    const void *src = (const char *)c + k->offset;
+    switch (k->type) {
+    case KEY_INT: snprintf(buf, n, "%ld", *(const long *)src); break;
+    case KEY_BOOL: snprintf(buf, n, "%s", *(const bool *)src ? "true" : "false"); break;
+    case KEY_FLOAT: snprintf(buf, n, "%g", *(const double *)src); break;
+    case KEY_STRING:
+    case KEY_ENUM: snprintf(buf, n, "%s", (const char *)src); break;
+    case KEY_INT_LIST: {
+        size_t used = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < c->parallel.n_devices && used < n; i++)
+            used += (size_t)snprintf(buf + used, n - used, "%s%ld", i ? "," : "",
+                                     c->parallel.devices[i]);
+        break;
+    }
+    }
+    return 0;
+}
+
+cJSON *config_to_json(const struct config *c)
+{
+    cJSON *root = cJSON_CreateObject();
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const struct key *k = &keys[i];
+        const void *src = (const char *)c + k->offset;
+        cJSON *parent = root;
+        const char *dot = strchr(k->path, '.'), *leaf = k->path;
+        if (dot) {
+            char sec[32];
+            snprintf(sec, sizeof sec, "%.*s", (int)(dot - k->path), k->path);
+            parent = cJSON_GetObjectItemCaseSensitive(root, sec);
+            if (!parent)
+                parent = cJSON_AddObjectToObject(root, sec);
+            leaf = dot + 1;
+        }
+        switch (k->type) {
+        case KEY_INT: cJSON_AddNumberToObject(parent, leaf, (double)*(const long *)src); break;
+        case KEY_BOOL: cJSON_AddBoolToObject(parent, leaf, *(const bool *)src); break;
+        case KEY_FLOAT: cJSON_AddNumberToObject(parent, leaf, *(const double *)src); break;
+        case KEY_STRING:
+        case KEY_ENUM: cJSON_AddStringToObject(parent, leaf, (const char *)src); break;
+        case KEY_INT_LIST: {
+            cJSON *a = cJSON_AddArrayToObject(parent, leaf);
+            for (int j = 0; j < c->parallel.n_devices; j++)
+                cJSON_AddItemToArray(a, cJSON_CreateNumber((double)c->parallel.devices[j]));
+            break;
+        }
+        }
+    }
+    if (c->n_sweep) {
+        cJSON *sw = cJSON_AddObjectToObject(root, "sweep");
+        for (int i = 0; i < c->n_sweep; i++) {
+            cJSON *a = cJSON_AddArrayToObject(sw, c->sweep[i].key);
+            for (int j = 0; j < c->sweep[i].n_values; j++)
+                cJSON_AddItemToArray(a, cJSON_CreateString(c->sweep[i].values[j]));
+        }
+    }
+    return root;
+}

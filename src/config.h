@@ -1,0 +1,87 @@
+/* The run configuration. Every key is declared once, in config.c's key table
+ * (path, type, default, range, help); YAML parsing, --set overrides, --help-config
+ * and the JSON echo of the resolved config all walk that table. */
+#ifndef DPBENCH_CONFIG_H
+#define DPBENCH_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util.h"
+
+#define CONFIG_MAX_DEVICES 64
+#define CONFIG_MAX_SWEEP_KEYS 8
+#define CONFIG_MAX_SWEEP_VALUES 64
+#define CONFIG_STR 256 // longest accepted string value, including the NUL
+
+struct config {
+    char name[CONFIG_STR];
+    long seed;
+    struct {
+        char kind[CONFIG_STR];
+        long length;           // samples
+        long features;         // floats per sample
+        double noise;          // teacher noise standard deviation
+        double sample_cost_us; // emulated decode/augment work per sample, microseconds
+    } dataset;
+    struct {
+        long out_features;
+    } model;
+    struct {
+        long batch_size;
+        bool shuffle, drop_last;
+        long num_workers, prefetch_factor;
+        bool pin_memory, persistent_workers, async_copy;
+        long copy_depth; // device buffers in the async-copy ring
+    } loader;
+    struct {
+        long epochs, warmup_epochs;
+        double lr;
+    } train;
+    struct {
+        char device[CONFIG_STR]; // cpu | cuda | auto
+        long replicas;
+        long devices[CONFIG_MAX_DEVICES]; // (n_devices) device ids, may repeat
+        int n_devices;
+    } parallel;
+    struct {
+        bool trace;
+        char format[CONFIG_STR]; // text | json | csv
+        char out[CONFIG_STR];    // results directory, "" = none
+    } report;
+    /* sweep: the cartesian product of these keys' values, first key outermost */
+    struct config_sweep {
+        char key[CONFIG_STR];
+        char *values[CONFIG_MAX_SWEEP_VALUES]; // (n_values) owned strings
+        int n_values;
+    } sweep[CONFIG_MAX_SWEEP_KEYS];
+    int n_sweep;
+    char source[CONFIG_STR]; // file the config came from, "" = defaults only
+};
+
+/* Fills every key with its default. */
+void config_defaults(struct config *c);
+/* Parses YAML text over the current values; `file` names it in errors. */
+int config_parse(struct config *c, const char *text, size_t len, const char *file,
+                 struct error *e);
+/* Reads and parses a YAML file (regular file, at most 1 MiB). */
+int config_load(struct config *c, const char *path, struct error *e);
+/* Applies one "path=value" override, validated like the file's keys. */
+int config_set_arg(struct config *c, const char *arg, struct error *e);
+/* Sets one key from text, e.g. ("loader.num_workers", "4"). */
+int config_set(struct config *c, const char *path, const char *value, struct error *e);
+/* Adds or replaces a sweep key with comma-separated values ("key=v1,v2"). */
+int config_sweep_arg(struct config *c, const char *arg, struct error *e);
+/* Checks rules that tie several keys together; call after all overrides. */
+int config_validate(const struct config *c, struct error *e);
+/* Deep copy (sweep strings duplicated) and release. */
+int config_copy(struct config *dst, const struct config *src);
+void config_free(struct config *c);
+
+void config_print_help(void *stream); // FILE *: the key reference
+/* The resolved config as a cJSON object (caller owns it). */
+struct cJSON *config_to_json(const struct config *c);
+/* Value of one key as text, e.g. for sweep point labels. */
+int config_get_text(const struct config *c, const char *path, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,110 @@
+/* Dataset generation and per-sample access. */
+#include "dataset.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "rng.h"
+
+enum { ROW_BLOCK = 1024 }; // rows per independent RNG stream
+
+size_t dataset_bytes(long length, long features, long out_features)
+{
+    return (size_t)length * (size_t)(features + out_features) * sizeof(float);
+}
+
+int dataset_init(struct dataset *d, const struct config *c, struct error *e)
+{
+    memset(d, 0, sizeof *d);
+    d->length = c->dataset.length;
+    d->features = (int)c->dataset.features;
+    d->out_features = (int)c->model.out_features;
+    d->noise = c->dataset.noise;
+    long n = d->length, f = d->features, o = d->out_features;
+    d->x = malloc((size_t)n * (size_t)f * sizeof(float));
+    d->y = malloc((size_t)n * (size_t)o * sizeof(float));
+    d->w_teacher = malloc((size_t)(o * f) * sizeof(float));
+    d->b_teacher = malloc((size_t)o * sizeof(float));
+    if (!d->x || !d->y || !d->w_teacher || !d->b_teacher) {
+        dataset_free(d);
+        return error_set(e, "dataset: cannot allocate %.1f MiB for %ld x %ld samples",
+                         (double)dataset_bytes(n, f, o) / (1 << 20), n, f);
+    }
+    struct rng r;
+    rng_init(&r, (uint64_t)c->seed, RNG_TEACHER, 0);
+    for (long i = 0; i < o * f; i++) // unit-variance outputs for unit-variance inputs
+        d->w_teacher[i] = (float)(rng_normal(&r) / sqrt((double)f));
+    for (long j = 0; j < o; j++)
+        d->b_teacher[j] = (float)rng_normal(&r);
+
+    for (long block = 0; block * ROW_BLOCK < n; block++) {
+        struct rng rx, rn;
+        rng_init(&rx, (uint64_t)c->seed, RNG_DATA, (uint64_t)block);
+        rng_init(&rn, (uint64_t)c->seed, RNG_NOISE, (uint64_t)block);
+        long end = (block + 1) * ROW_BLOCK < n ? (block + 1) * ROW_BLOCK : n;
+        for (long i = block * ROW_BLOCK; i < end; i++) {
+            float *x = d->x + i * f;
+            for (long k = 0; k < f; k++)
+                x[k] = (float)rng_normal(&rx);
+            for (long j = 0; j < o; j++) {
+                double acc = d->b_teacher[j];
+                for (long k = 0; k < f; k++)
+                    acc += (double)d->w_teacher[j * f + k] * x[k];
+                d->y[i * o + j] = (float)(acc + d->noise * rng_normal(&rn));
+            }
+        }
+    }
+    if (c->dataset.sample_cost_us > 0)
+        d->cost_iters = lround(c->dataset.sample_cost_us * dataset_cost_iters_per_us());
+    return 0;
+}
+
+void dataset_free(struct dataset *d)
+{
+    free(d->x);
+    free(d->y);
+    free(d->w_teacher);
+    free(d->b_teacher);
+    memset(d, 0, sizeof *d);
+}
+
+/* A dependent chain of float operations: each step needs the last, so the
+ * loop runs at the latency of the FPU and cannot be vectorised away. */
+static float cost_loop(long iters, float seed)
+{
+    float a = seed;
+    for (long i = 0; i < iters; i++)
+        a = a * 0.999999f + 1e-7f;
+    return a;
+}
+
+static volatile float cost_sink;
+
+void dataset_get(const struct dataset *d, long i, float *x_out, float *y_out)
+{
+    const float *x = d->x + i * d->features;
+    if (d->cost_iters)
+        cost_sink = cost_loop(d->cost_iters, x[0]);
+    memcpy(x_out, x, (size_t)d->features * sizeof(float));
+    memcpy(y_out, d->y + i * d->out_features, (size_t)d->out_features * sizeof(float));
+}
+
+double dataset_cost_iters_per_us(void)
+{
+    static double per_us; // set once, before any worker starts
+    if (per_us > 0)
+        return per_us;
+    long iters = 1 << 16;
+    double best = 1e30;
+    for (int rep = 0; rep < 5; rep++) { // best of 5: the least disturbed run
+        double t0 = now_seconds();
+        cost_sink = cost_loop(iters, (float)rep);
+        double t = now_seconds() - t0;
+        if (t < best)
+            best = t;
+    }
+    per_us = (double)iters / (best * 1e6);
+    return per_us;
+}

@@ -1,0 +1,38 @@
+/* The tutorial's RandomDataset with teacher targets: x ~ N(0, 1) of shape
+ * (length, features) and y = x·W*ᵀ + b* + noise, all drawn from the seed in
+ * fixed blocks of rows, so the bytes do not depend on how many threads
+ * generate or read them. */
+#ifndef DPBENCH_DATASET_H
+#define DPBENCH_DATASET_H
+
+#include <stddef.h>
+
+#include "util.h"
+
+struct config;
+
+struct dataset {
+    long length;       // samples
+    int features;      // in_features
+    int out_features;  // targets per sample
+    float *x;          // (length, features)
+    float *y;          // (length, out_features)
+    float *w_teacher;  // (out_features, features)
+    float *b_teacher;  // (out_features)
+    double noise;      // teacher noise standard deviation
+    long cost_iters;   // arithmetic iterations per sample for dataset.sample_cost_us
+};
+
+int dataset_init(struct dataset *d, const struct config *c, struct error *e);
+void dataset_free(struct dataset *d);
+size_t dataset_bytes(long length, long features, long out_features);
+
+/* Copies sample `i` into x_out/y_out, spending the configured per-sample cost
+ * first. The cost's result goes to a sink the compiler cannot drop. */
+void dataset_get(const struct dataset *d, long i, float *x_out, float *y_out);
+
+/* Iterations of the cost loop that take about one microsecond here. Measured
+ * once per process. */
+double dataset_cost_iters_per_us(void);
+
+#endif

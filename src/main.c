@@ -1,0 +1,421 @@
+/* dpbench: trains PyTorch's "Data Parallelism" tutorial workload the way
+ * nn.DataParallel does, while the DataLoader's knobs are toggled, and reports
+ * where each epoch's time went. This file owns the command line, the sweep
+ * over config points and the choice of output; it alone decides the exit
+ * status. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "config.h"
+#include "dataset.h"
+#include "loader.h"
+#include "report.h"
+#include "train.h"
+
+enum exit_code { EXIT_OK = 0, EXIT_RUN = 1, EXIT_USAGE = 2 };
+
+struct options {
+    const char *config;
+    double max_memory; // bytes, 0 = what the machine has available
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dpbench [--config FILE.yaml] [--set key=value]... [--sweep key=v1,v2]...\n"
+            "               [--format text|json|csv] [--out DIR] [--max-memory BYTES]\n"
+            "\n"
+            "Trains Linear(features, out_features) on a seeded random dataset with\n"
+            "nn.DataParallel's semantics (torch.chunk scatter, broadcast, parallel forward,\n"
+            "gather, MSE, reduce-add of gradients, SGD) and times every epoch.\n"
+            "\n"
+            "  -c, --config FILE     YAML config (defaults reproduce the tutorial)\n"
+            "  -s, --set KEY=VALUE   override one key; repeatable\n"
+            "  -w, --sweep KEY=V1,V2 run every combination of the swept keys; repeatable\n"
+            "  -f, --format FMT      text (default), json or csv on stdout\n"
+            "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json and .csv into DIR\n"
+            "  -m, --max-memory N    refuse runs estimated above N bytes (suffixes K, M, G)\n"
+            "      --help-config     list every config key with its default and range\n"
+            "  -V, --version         version and the backends compiled in\n"
+            "  -h, --help            this text\n"
+            "\n"
+            "Exit status: 0 done, 1 run failed, 2 bad config or usage, 130/143 interrupted.\n");
+}
+
+static int parse_bytes(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    double mult = 1;
+    if (end == s || errno || !isfinite(x) || x < 0)
+        return -1;
+    switch (*end) {
+    case 'K': case 'k': mult = 1024.0; end++; break;
+    case 'M': case 'm': mult = 1024.0 * 1024; end++; break;
+    case 'G': case 'g': mult = 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'i' || *end == 'B')
+        end += *end == 'i' ? 1 : 0, end += *end == 'B';
+    if (*end)
+        return -1;
+    *out = x * mult;
+    return 0;
+}
+
+/* Parses argv into opts and the config; returns -1 with e set on bad usage,
+ * 1 when a help or version text was printed. */
+static int parse_cli(int argc, char **argv, struct options *opts, struct config *c,
+                     struct error *e)
+{
+    enum { OPT_HELP_CONFIG = 1000 };
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"set", required_argument, NULL, 's'},
+        {"sweep", required_argument, NULL, 'w'},
+        {"format", required_argument, NULL, 'f'},
+        {"out", required_argument, NULL, 'o'},
+        {"max-memory", required_argument, NULL, 'm'},
+        {"help-config", no_argument, NULL, OPT_HELP_CONFIG},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    /* Two passes: the config file first, then overrides on top, whatever
+     * order they were given in. */
+    int ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":c:s:w:f:o:m:Vh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            if (opts->config)
+                return error_set(e, "--config given twice");
+            opts->config = optarg;
+            break;
+        case 'm':
+            if (parse_bytes(optarg, &opts->max_memory))
+                return error_set(e, "--max-memory: expected bytes (e.g. 512M, 4G), found '%s'",
+                                 optarg);
+            break;
+        case 'h': usage(stdout); return 1;
+        case 'V': printf("dpbench %s\nbackends: %s\n", DPBENCH_VERSION, backend_list()); return 1;
+        case OPT_HELP_CONFIG: config_print_help(stdout); return 1;
+        case ':': return error_set(e, "%s needs a value", argv[optind - 1]);
+        case '?':
+            return error_set(e, "unknown option '%s' (dpbench --help lists them)", argv[optind - 1]);
+        default: break;
+        }
+    }
+    if (optind < argc)
+        return error_set(e, "unexpected argument '%s' (the config goes after --config)",
+                         argv[optind]);
+    if (opts->config && config_load(c, opts->config, e))
+        return -1;
+    optind = 0;
+    while ((ch = getopt_long(argc, argv, ":c:s:w:f:o:m:Vh", longopts, NULL)) != -1) {
+        int rc = 0;
+        if (ch == 's')
+            rc = config_set_arg(c, optarg, e);
+        else if (ch == 'w')
+            rc = config_sweep_arg(c, optarg, e);
+        else if (ch == 'f' && config_set(c, "report.format", optarg, e))
+            rc = error_wrap(e, "--format");
+        else if (ch == 'o' && config_set(c, "report.out", optarg, e))
+            rc = error_wrap(e, "--out");
+        if (rc)
+            return -1;
+    }
+    return config_validate(c, e);
+}
+
+static long n_points(const struct config *c)
+{
+    long n = 1;
+    for (int i = 0; i < c->n_sweep; i++)
+        n *= c->sweep[i].n_values;
+    return n;
+}
+
+/* The config of sweep point p (first sweep key outermost) and its label. */
+static int point_config(const struct config *base, long p, struct config *out, char *label,
+                        size_t n, struct error *e)
+{
+    if (config_copy(out, base))
+        return error_set(e, "out of memory");
+    label[0] = '\0';
+    size_t used = 0;
+    for (int i = base->n_sweep - 1; i >= 0; i--) { // innermost first: mixed radix
+        const struct config_sweep *s = &base->sweep[i];
+        const char *v = s->values[p % s->n_values];
+        p /= s->n_values;
+        if (config_set(out, s->key, v, e)) {
+            config_free(out);
+            return -1;
+        }
+    }
+    for (int i = 0; i < base->n_sweep && used < n; i++) {
+        char v[CONFIG_STR];
+        config_get_text(out, base->sweep[i].key, v, sizeof v);
+        used += (size_t)snprintf(label + used, n - used, "%s%s=%s", i ? " " : "",
+                                 base->sweep[i].key, v);
+    }
+    if (config_validate(out, e)) {
+        config_free(out);
+        return error_wrap(e, "sweep point %s", label);
+    }
+    return 0;
+}
+
+static const struct backend *pick_backend(const struct config *c, struct error *e)
+{
+    const char *dev = c->parallel.device;
+    if (strcmp(dev, "auto") == 0) {
+        const struct backend *cuda = backend_find("cuda");
+        struct error why;
+        if (cuda && cuda->probe(&why) == 0)
+            return cuda;
+        fprintf(stderr, "dpbench: parallel.device auto: using cpu (%s)\n",
+                cuda ? why.msg : "this build has no cuda backend");
+        return &backend_cpu;
+    }
+    const struct backend *be = backend_find(dev);
+    if (!be) {
+        error_set(e, "parallel.device %s: this dpbench was built without it (backends: %s); "
+                     "rebuild with the CUDA toolkit installed",
+                  dev, backend_list());
+        return NULL;
+    }
+    if (be->probe(e)) {
+        error_wrap(e, "parallel.device %s", dev);
+        return NULL;
+    }
+    return be;
+}
+
+/* Bytes a run of config c needs on the host: dataset, batch pool, replicas. */
+static double host_bytes(const struct config *c)
+{
+    double F = (double)c->dataset.features, O = (double)c->model.out_features;
+    double B = (double)c->loader.batch_size, R = (double)c->parallel.replicas;
+    if (c->parallel.n_devices)
+        R = c->parallel.n_devices;
+    struct loader_options lo = {.num_workers = (int)c->loader.num_workers,
+                                .prefetch_factor = (int)c->loader.prefetch_factor,
+                                .extra_buffers = c->loader.async_copy ? (int)c->loader.copy_depth : 0};
+    double data = (double)dataset_bytes(c->dataset.length, c->dataset.features,
+                                        c->model.out_features) +
+                  (double)c->dataset.length * sizeof(long); // shuffle order
+    double pool = loader_pool_size(&lo) * B * ((F + O) * sizeof(float) + sizeof(long));
+    double replicas = R * (2 * (F * O + O) + 2 * (B / R + 1) * O) * sizeof(float) +
+                      3 * B * O * sizeof(float);
+    return data + pool + replicas;
+}
+
+static double available_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    double kb = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+/* Refuses points whose estimated footprint exceeds the limit, before any
+ * allocation. */
+static int check_memory(const struct config *c, const struct backend *be, double limit,
+                        struct error *e)
+{
+    const char *what = "--max-memory";
+    if (limit <= 0) {
+        limit = available_bytes();
+        what = "available memory";
+    }
+    if (limit <= 0)
+        return 0; // nothing to compare against
+    long n = n_points(c);
+    for (long p = 0; p < n; p++) {
+        struct config pc;
+        char label[512];
+        if (point_config(c, p, &pc, label, sizeof label, e))
+            return -1;
+        double need = host_bytes(&pc);
+        long R = pc.parallel.n_devices ? pc.parallel.n_devices : pc.parallel.replicas;
+        long ids[CONFIG_MAX_DEVICES];
+        for (int i = 0; i < R && i < CONFIG_MAX_DEVICES; i++)
+            ids[i] = pc.parallel.n_devices ? pc.parallel.devices[i] : i;
+        struct backend_setup s = {.features = (int)pc.dataset.features,
+                                  .out_features = (int)pc.model.out_features,
+                                  .batch_size = pc.loader.batch_size, .replicas = (int)R,
+                                  .device_ids = ids, .async_copy = pc.loader.async_copy,
+                                  .copy_depth = (int)pc.loader.copy_depth};
+        double dev = (double)be->device_bytes(&s);
+        config_free(&pc);
+        if (need > limit)
+            return error_set(e, "%s%sthe run needs about %.2f GiB of host memory (dataset %ld x "
+                                "%ld, batch pool, %ld replicas), more than the %.2f GiB %s",
+                             label, label[0] ? ": " : "", need / (1 << 30), pc.dataset.length,
+                             pc.dataset.features, R, limit / (1 << 30), what);
+        (void)dev; // device memory is checked by the backend against the device itself
+    }
+    return 0;
+}
+
+static bool same_data(const struct config *a, const struct config *b)
+{
+    return a->seed == b->seed && a->dataset.length == b->dataset.length &&
+           a->dataset.features == b->dataset.features && a->dataset.noise == b->dataset.noise &&
+           a->model.out_features == b->model.out_features;
+}
+
+/* Runs every sweep point; the dataset is generated once per distinct data
+ * config and shared. On interruption, keeps what completed. */
+static int run_points(const struct config *c, const struct backend *be, struct results *res,
+                      struct error *e)
+{
+    long n = n_points(c);
+    res->runs = calloc((size_t)n, sizeof *res->runs);
+    if (!res->runs)
+        return error_set(e, "out of memory");
+    struct dataset d = {0};
+    struct config data_cfg = {0};
+    bool have_data = false;
+    int rc = 0;
+    bool text = strcmp(c->report.format, "text") == 0;
+    for (long p = 0; p < n && !train_stop; p++) {
+        struct config pc;
+        char label[512];
+        if ((rc = point_config(c, p, &pc, label, sizeof label, e)))
+            break;
+        if (!have_data || !same_data(&data_cfg, &pc)) {
+            if (have_data)
+                dataset_free(&d);
+            have_data = false;
+            if ((rc = dataset_init(&d, &pc, e))) {
+                config_free(&pc);
+                break;
+            }
+            have_data = true;
+            data_cfg = pc;
+            data_cfg.n_sweep = 0;
+        }
+        d.cost_iters = pc.dataset.sample_cost_us > 0
+                           ? lround(pc.dataset.sample_cost_us * dataset_cost_iters_per_us())
+                           : 0;
+        if (n > 1 && isatty(STDERR_FILENO))
+            fprintf(stderr, "dpbench: point %ld/%ld: %s\n", p + 1, n, label);
+        FILE *trace = pc.report.trace ? (text ? stdout : stderr) : NULL;
+        rc = train_run(&pc, &d, be, &res->runs[res->n_runs], trace, e);
+        config_free(&pc);
+        if (rc) {
+            if (label[0])
+                error_wrap(e, "sweep point %s", label);
+            break;
+        }
+        snprintf(res->runs[res->n_runs].label, sizeof res->runs[0].label, "%s", label);
+        res->n_runs++;
+    }
+    if (have_data)
+        dataset_free(&d);
+    res->interrupted = train_stop != 0;
+    return rc;
+}
+
+static void on_signal(int sig) { train_stop = sig; }
+
+static int emit(const struct results *res, struct error *e)
+{
+    const char *fmt = res->cfg.report.format;
+    if (res->cfg.report.out[0]) {
+        char path[4200];
+        if (report_write_files(res, res->cfg.report.out, path, sizeof path, e))
+            return -1;
+        fprintf(stderr, "dpbench: results written to %s (and .csv)\n", path);
+    }
+    if (strcmp(fmt, "json") == 0) {
+        char *json = report_json(res);
+        if (!json)
+            return error_set(e, "out of memory rendering JSON");
+        puts(json);
+        free(json);
+    } else if (strcmp(fmt, "csv") == 0) {
+        report_csv(stdout, res);
+    } else {
+        report_text(stdout, res);
+    }
+    if (fflush(stdout) != 0)
+        return error_set(e, "cannot write results to stdout: %s", strerror(errno));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct options opts = {0};
+    struct results res = {0};
+    struct error e = {{0}};
+    config_defaults(&res.cfg);
+
+    int rc = parse_cli(argc, argv, &opts, &res.cfg, &e);
+    if (rc) {
+        config_free(&res.cfg);
+        if (rc > 0)
+            return EXIT_OK;
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+        return EXIT_USAGE;
+    }
+    const struct backend *be = pick_backend(&res.cfg, &e);
+    if (!be || check_memory(&res.cfg, be, opts.max_memory, &e)) {
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+        config_free(&res.cfg);
+        return be ? EXIT_USAGE : EXIT_RUN;
+    }
+    if (strcmp(res.cfg.parallel.device, "auto") == 0)
+        snprintf(res.cfg.parallel.device, sizeof res.cfg.parallel.device, "%s", be->name);
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    machine_describe(&res.machine);
+    be->describe(res.machine.devices, sizeof res.machine.devices);
+    time_t t = time(NULL);
+    struct tm utc, local;
+    gmtime_r(&t, &utc);
+    localtime_r(&t, &local);
+    strftime(res.date, sizeof res.date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    strftime(res.stamp, sizeof res.stamp, "%Y%m%d-%H%M%S", &local);
+
+    rc = run_points(&res.cfg, be, &res, &e);
+    int status = EXIT_OK;
+    if (rc) {
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+        status = EXIT_RUN;
+    }
+    if (res.n_runs > 0) {
+        report_summarize(&res);
+        if (emit(&res, &e)) {
+            fprintf(stderr, "dpbench: %s\n", e.msg);
+            status = EXIT_RUN;
+        }
+    }
+    if (res.interrupted) {
+        fprintf(stderr, "dpbench: interrupted by %s; results are partial\n",
+                train_stop == SIGINT ? "SIGINT" : "SIGTERM");
+        status = 128 + train_stop;
+    }
+    results_free(&res);
+    return status;
+}

@@ -1,0 +1,428 @@
+/* Summaries, verdicts and the three renderers (text, JSON, CSV) over one
+ * `struct results`, plus atomic result files. */
+#include "report.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#ifndef DPBENCH_GIT
+#define DPBENCH_GIT "unknown"
+#endif
+
+void machine_describe(struct machine *m)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->cpu, sizeof m->cpu, "unknown cpu");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "model name", 10) != 0)
+                continue;
+            char *v = strchr(line, ':');
+            if (v) {
+                v += 1 + (v[1] == ' ');
+                v[strcspn(v, "\n")] = '\0';
+                snprintf(m->cpu, sizeof m->cpu, "%s", v);
+            }
+            break;
+        }
+        fclose(f);
+    }
+    m->cores = sysconf(_SC_NPROCESSORS_ONLN);
+    struct sysinfo si;
+    if (sysinfo(&si) == 0)
+        m->mem_bytes = (double)si.totalram * si.mem_unit;
+    struct utsname u;
+    if (uname(&u) == 0)
+        snprintf(m->kernel, sizeof m->kernel, "%s %s", u.sysname, u.release);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void report_summarize(struct results *r)
+{
+    for (int i = 0; i < r->n_runs; i++) {
+        struct run_result *run = &r->runs[i];
+        struct run_summary *s = &run->sum;
+        int n = run->n_epochs;
+        *s = (struct run_summary){.median_s = NAN, .min_s = NAN, .max_s = NAN,
+                                  .samples_per_s = NAN, .overlap = NAN, .copy_gbps = NAN,
+                                  .final_loss = NAN, .speedup = NAN};
+        if (n == 0)
+            continue;
+        double *t = malloc((size_t)n * sizeof(double));
+        if (!t)
+            continue;
+        double total = 0, wait = 0, copy = 0, compute = 0, hidden = 0, bytes = 0;
+        for (int k = 0; k < n; k++) {
+            const struct epoch_result *ep = &run->epochs[k];
+            t[k] = ep->seconds;
+            total += ep->seconds;
+            wait += ep->st.wait_s;
+            copy += ep->st.copy_s;
+            compute += ep->st.compute_s;
+            hidden += ep->st.hidden_s;
+            bytes += ep->st.copy_bytes;
+        }
+        qsort(t, (size_t)n, sizeof *t, cmp_double);
+        s->median_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+        s->min_s = t[0];
+        s->max_s = t[n - 1];
+        free(t);
+        s->samples_per_s = (double)run->epochs[0].st.samples / s->median_s;
+        s->wait_share = wait / total;
+        s->copy_share = copy / total;
+        s->compute_share = compute / total;
+        if (copy > 0) {
+            s->overlap = hidden / copy;
+            s->copy_gbps = bytes / copy / 1e9;
+        }
+        s->final_loss = run->epochs[n - 1].loss;
+        s->speedup = r->runs[0].sum.median_s / s->median_s;
+    }
+}
+
+void report_verdict(const struct run_result *run, char *buf, size_t n)
+{
+    const struct run_summary *s = &run->sum;
+    double exposed_copy = run->sum.copy_share * (isnan(s->overlap) ? 1.0 : 1.0 - s->overlap);
+    if (run->n_epochs == 0)
+        snprintf(buf, n, "no measured epoch");
+    else if (s->wait_share >= exposed_copy && s->wait_share >= s->compute_share)
+        snprintf(buf, n,
+                 "input-bound: the loop waited %.0f%% of the epoch for data; %s would help",
+                 100 * s->wait_share,
+                 run->cfg.loader.num_workers == 0 ? "loader workers (num_workers > 0)"
+                                                  : "more workers or a cheaper sample");
+    else if (exposed_copy >= s->compute_share)
+        snprintf(buf, n, "copy-bound: host-to-device copies took %.0f%% of the epoch; %s",
+                 100 * exposed_copy,
+                 run->cfg.loader.async_copy ? "pinned memory would speed them up"
+                                            : "async_copy would hide them behind compute");
+    else
+        snprintf(buf, n, "compute-bound: DataParallel steps took %.0f%% of the epoch",
+                 100 * s->compute_share);
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+static void text_splits(FILE *f, const struct run_result *run)
+{
+    /* one line per distinct batch size, in order of first appearance */
+    for (long k = 0; k < run->n_batches; k++) {
+        const long *sp = run->splits + k * run->replicas;
+        long rows = 0, count = 0;
+        for (int i = 0; i < run->replicas; i++)
+            rows += sp[i];
+        bool seen = false;
+        for (long j = 0; j < k && !seen; j++) {
+            long r2 = 0;
+            for (int i = 0; i < run->replicas; i++)
+                r2 += run->splits[j * run->replicas + i];
+            seen = r2 == rows;
+        }
+        if (seen)
+            continue;
+        for (long j = k; j < run->n_batches; j++) {
+            long r2 = 0;
+            for (int i = 0; i < run->replicas; i++)
+                r2 += run->splits[j * run->replicas + i];
+            count += r2 == rows;
+        }
+        int used = 0;
+        fprintf(f, "#   %ld ->", rows);
+        for (int i = 0; i < run->replicas && sp[i] > 0; i++, used++)
+            fprintf(f, "%s%ld", i ? "/" : " ", sp[i]);
+        fprintf(f, " (x%ld)", count);
+        if (used < run->replicas)
+            fprintf(f, "  %d of %d replicas used", used, run->replicas);
+        fprintf(f, "\n");
+    }
+}
+
+static void text_header(FILE *f, const struct results *r)
+{
+    const struct config *c = &r->cfg;
+    const struct run_result *run0 = &r->runs[0];
+    fprintf(f, "# dpbench %s  name: %s  config: %s  date: %s\n", DPBENCH_VERSION, c->name,
+            c->source[0] ? c->source : "(defaults)", r->date);
+    fprintf(f, "# machine: %s, %ld cores, %.1f GiB, %s\n", r->machine.cpu, r->machine.cores,
+            r->machine.mem_bytes / (1 << 30), r->machine.kernel);
+    if (r->machine.devices[0])
+        fprintf(f, "# devices: %s\n", r->machine.devices);
+    fprintf(f, "# data: %ld x %ld -> %ld, seed %ld; batch %ld, shuffle %s, drop_last %s, "
+               "%ld batches/epoch\n",
+            c->dataset.length, c->dataset.features, c->model.out_features, c->seed,
+            c->loader.batch_size, c->loader.shuffle ? "on" : "off",
+            c->loader.drop_last ? "on" : "off", run0->n_batches);
+    fprintf(f, "# loader: num_workers %ld, prefetch_factor %ld, persistent_workers %s, "
+               "pin_memory %s, async_copy %s, sample_cost %g us\n",
+            c->loader.num_workers, c->loader.prefetch_factor,
+            c->loader.persistent_workers ? "on" : "off", c->loader.pin_memory ? "on" : "off",
+            c->loader.async_copy ? "on" : "off", c->dataset.sample_cost_us);
+    fprintf(f, "# parallel: %s, %d replica%s%s; train: %ld epochs (+%ld warmup), lr %g\n",
+            run0->backend, run0->replicas, run0->replicas == 1 ? "" : "s",
+            run0->shared_devices ? " (some replicas share a device)" : "", c->train.epochs,
+            c->train.warmup_epochs, c->train.lr);
+    if (run0->notes[0])
+        fprintf(f, "# note: %s\n", run0->notes);
+    fprintf(f, "# splits (batch rows -> rows per replica):\n");
+    text_splits(f, run0);
+}
+
+static void text_epochs(FILE *f, const struct run_result *run)
+{
+    fprintf(f, "%6s %11s %12s %12s %11s %11s %11s %8s\n", "epoch", "time", "samples/s", "loss",
+            "wait", "copy", "compute", "overlap");
+    fprintf(f, "%6s %11s %12s %12s %11s %11s %11s %8s\n", "", "ms", "", "", "ms", "ms", "ms",
+            "%");
+    for (int k = 0; k < run->n_epochs; k++) {
+        const struct epoch_result *ep = &run->epochs[k];
+        char ov[16] = "-";
+        if (ep->st.copy_s > 0)
+            snprintf(ov, sizeof ov, "%.0f", 100 * ep->st.hidden_s / ep->st.copy_s);
+        fprintf(f, "%6ld %11.4f %12.0f %12.6g %11.4f %11.4f %11.4f %8s\n", ep->epoch,
+                1e3 * ep->seconds, ep->samples_per_s, ep->loss, 1e3 * ep->st.wait_s,
+                1e3 * ep->st.copy_s, 1e3 * ep->st.compute_s, ov);
+    }
+}
+
+static void text_points(FILE *f, const struct results *r)
+{
+    fprintf(f, "%-48s %10s %10s %10s %12s %6s %8s %12s %8s\n", "point", "median", "min", "max",
+            "samples/s", "wait", "overlap", "loss", "speedup");
+    fprintf(f, "%-48s %10s %10s %10s %12s %6s %8s %12s %8s\n", "", "ms", "ms", "ms", "", "%",
+            "%", "", "x");
+    for (int i = 0; i < r->n_runs; i++) {
+        const struct run_summary *s = &r->runs[i].sum;
+        char ov[16] = "-";
+        if (!isnan(s->overlap))
+            snprintf(ov, sizeof ov, "%.0f", 100 * s->overlap);
+        fprintf(f, "%-48s %10.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g %8.2f\n",
+                r->runs[i].label[0] ? r->runs[i].label : "(base)", 1e3 * s->median_s,
+                1e3 * s->min_s, 1e3 * s->max_s, s->samples_per_s, 100 * s->wait_share, ov,
+                s->final_loss, s->speedup);
+    }
+}
+
+void report_text(FILE *f, const struct results *r)
+{
+    char verdict[256];
+    if (r->n_runs == 0)
+        return;
+    text_header(f, r);
+    if (r->n_runs == 1) {
+        text_epochs(f, &r->runs[0]);
+        const struct run_summary *s = &r->runs[0].sum;
+        fprintf(f, "# median epoch %.4f ms (min %.4f, max %.4f) over %d epochs, %.0f samples/s\n",
+                1e3 * s->median_s, 1e3 * s->min_s, 1e3 * s->max_s, r->runs[0].n_epochs,
+                s->samples_per_s);
+        if (!isnan(s->copy_gbps))
+            fprintf(f, "# copy: %.2f GB/s, %.0f%% hidden behind compute\n", s->copy_gbps,
+                    100 * s->overlap);
+        report_verdict(&r->runs[0], verdict, sizeof verdict);
+        fprintf(f, "# verdict: %s\n", verdict);
+    } else {
+        text_points(f, r);
+        for (int i = 0; i < r->n_runs; i++) {
+            report_verdict(&r->runs[i], verdict, sizeof verdict);
+            fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
+        }
+    }
+    if (r->interrupted)
+        fprintf(f, "# interrupted: results are partial\n");
+}
+
+/* ---- CSV ------------------------------------------------------------------ */
+
+void report_csv(FILE *f, const struct results *r)
+{
+    fprintf(f, "run,point,epoch,seconds,samples_per_second,loss,wait_seconds,copy_seconds,"
+               "compute_seconds,copy_bytes,hidden_copy_seconds\n");
+    for (int i = 0; i < r->n_runs; i++) {
+        const struct run_result *run = &r->runs[i];
+        for (int k = 0; k < run->n_epochs; k++) {
+            const struct epoch_result *ep = &run->epochs[k];
+            fprintf(f, "%d,\"%s\",%ld,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", i, run->label,
+                    ep->epoch, ep->seconds, ep->samples_per_s, ep->loss, ep->st.wait_s,
+                    ep->st.copy_s, ep->st.compute_s, ep->st.copy_bytes, ep->st.hidden_s);
+        }
+    }
+}
+
+/* ---- JSON ----------------------------------------------------------------- */
+
+static cJSON *number_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
+
+static cJSON *run_json(const struct run_result *run)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "point", run->label);
+    cJSON *ov = cJSON_AddObjectToObject(o, "overrides");
+    for (int i = 0; i < run->cfg.n_sweep; i++) {
+        char v[CONFIG_STR];
+        config_get_text(&run->cfg, run->cfg.sweep[i].key, v, sizeof v);
+        cJSON_AddStringToObject(ov, run->cfg.sweep[i].key, v);
+    }
+    struct config plain = run->cfg;
+    plain.n_sweep = 0; // the point's own config, without the sweep it came from
+    cJSON_AddItemToObject(o, "config", config_to_json(&plain));
+    cJSON_AddStringToObject(o, "backend", run->backend);
+    cJSON_AddNumberToObject(o, "replicas", run->replicas);
+    cJSON_AddBoolToObject(o, "shared_devices", run->shared_devices);
+    cJSON_AddNumberToObject(o, "batches_per_epoch", (double)run->n_batches);
+    if (run->notes[0])
+        cJSON_AddStringToObject(o, "notes", run->notes);
+    cJSON *splits = cJSON_AddArrayToObject(o, "splits");
+    for (long k = 0; k < run->n_batches; k++) {
+        cJSON *a = cJSON_CreateArray();
+        for (int i = 0; i < run->replicas; i++) {
+            long rows = run->splits[k * run->replicas + i];
+            if (rows > 0)
+                cJSON_AddItemToArray(a, cJSON_CreateNumber((double)rows));
+        }
+        cJSON_AddItemToArray(splits, a);
+    }
+    cJSON *eps = cJSON_AddArrayToObject(o, "epochs");
+    for (int k = 0; k < run->n_epochs; k++) {
+        const struct epoch_result *ep = &run->epochs[k];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "epoch", (double)ep->epoch);
+        cJSON_AddNumberToObject(e, "seconds", ep->seconds);
+        cJSON_AddNumberToObject(e, "samples_per_second", ep->samples_per_s);
+        cJSON_AddItemToObject(e, "loss", number_or_null(ep->loss));
+        cJSON_AddNumberToObject(e, "wait_seconds", ep->st.wait_s);
+        cJSON_AddNumberToObject(e, "copy_seconds", ep->st.copy_s);
+        cJSON_AddNumberToObject(e, "compute_seconds", ep->st.compute_s);
+        cJSON_AddNumberToObject(e, "copy_bytes", ep->st.copy_bytes);
+        cJSON_AddItemToObject(e, "copy_gbps",
+                              number_or_null(ep->st.copy_s > 0
+                                                 ? ep->st.copy_bytes / ep->st.copy_s / 1e9
+                                                 : NAN));
+        cJSON_AddItemToObject(e, "overlap",
+                              number_or_null(ep->st.copy_s > 0 ? ep->st.hidden_s / ep->st.copy_s
+                                                               : NAN));
+        cJSON_AddNumberToObject(e, "samples", (double)ep->st.samples);
+        cJSON_AddItemToArray(eps, e);
+    }
+    const struct run_summary *s = &run->sum;
+    cJSON *sum = cJSON_AddObjectToObject(o, "summary");
+    cJSON_AddItemToObject(sum, "median_seconds", number_or_null(s->median_s));
+    cJSON_AddItemToObject(sum, "min_seconds", number_or_null(s->min_s));
+    cJSON_AddItemToObject(sum, "max_seconds", number_or_null(s->max_s));
+    cJSON_AddItemToObject(sum, "samples_per_second", number_or_null(s->samples_per_s));
+    cJSON_AddItemToObject(sum, "wait_share", number_or_null(s->wait_share));
+    cJSON_AddItemToObject(sum, "copy_share", number_or_null(s->copy_share));
+    cJSON_AddItemToObject(sum, "compute_share", number_or_null(s->compute_share));
+    cJSON_AddItemToObject(sum, "overlap", number_or_null(s->overlap));
+    cJSON_AddItemToObject(sum, "copy_gbps", number_or_null(s->copy_gbps));
+    cJSON_AddItemToObject(sum, "final_loss", number_or_null(s->final_loss));
+    cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
+    char verdict[256];
+    report_verdict(run, verdict, sizeof verdict);
+    cJSON_AddStringToObject(sum, "verdict", verdict);
+    cJSON *p = cJSON_AddObjectToObject(o, "final_params");
+    int O = (int)run->cfg.model.out_features, F = (int)run->cfg.dataset.features;
+    if (run->w && (long)O * F <= 4096) { // small models only: the file stays readable
+        cJSON_AddItemToObject(p, "weight", cJSON_CreateFloatArray(run->w, O * F));
+        cJSON_AddItemToObject(p, "bias", cJSON_CreateFloatArray(run->b, O));
+    }
+    return o;
+}
+
+char *report_json(const struct results *r)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *tool = cJSON_AddObjectToObject(root, "dpbench");
+    cJSON_AddStringToObject(tool, "version", DPBENCH_VERSION);
+    cJSON_AddStringToObject(tool, "git_commit", DPBENCH_GIT);
+    cJSON_AddStringToObject(tool, "backends", backend_list());
+    cJSON_AddStringToObject(root, "date", r->date);
+    cJSON *m = cJSON_AddObjectToObject(root, "machine");
+    cJSON_AddStringToObject(m, "cpu", r->machine.cpu);
+    cJSON_AddNumberToObject(m, "cores", (double)r->machine.cores);
+    cJSON_AddNumberToObject(m, "memory_bytes", r->machine.mem_bytes);
+    cJSON_AddStringToObject(m, "kernel", r->machine.kernel);
+    cJSON_AddStringToObject(m, "devices", r->machine.devices);
+    cJSON_AddItemToObject(root, "config", config_to_json(&r->cfg));
+    cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
+    cJSON *runs = cJSON_AddArrayToObject(root, "runs");
+    for (int i = 0; i < r->n_runs; i++)
+        cJSON_AddItemToArray(runs, run_json(&r->runs[i]));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+/* ---- result files --------------------------------------------------------- */
+
+/* Writes `text` (or the CSV of r when text is NULL) to path via path.tmp. */
+static int write_atomic(const char *path, const char *text, const struct results *r,
+                        struct error *e)
+{
+    char tmp[4096 + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return error_set(e, "%s: cannot write: %s", tmp, strerror(errno));
+    if (text)
+        fputs(text, f);
+    else
+        report_csv(f, r);
+    bool bad = ferror(f) != 0;
+    bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        return error_set(e, "%s: cannot write: %s", path, strerror(err));
+    }
+    return 0;
+}
+
+int report_write_files(const struct results *r, const char *dir, char *json_path, size_t n,
+                       struct error *e)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return error_set(e, "report.out %s: cannot create directory: %s", dir, strerror(errno));
+    char base[4096];
+    int len = snprintf(base, sizeof base, "%s/%s-%s", dir, r->cfg.name, r->stamp);
+    if (len < 0 || (size_t)len >= sizeof base - 8)
+        return error_set(e, "report.out %s: path too long", dir);
+    for (char *p = base + strlen(dir) + 1; *p; p++) // the name is user text: keep it one file
+        if (*p == '/' || *p == ' ')
+            *p = '_';
+    char *json = report_json(r);
+    if (!json)
+        return error_set(e, "out of memory rendering JSON");
+    char path[4096 + 8];
+    snprintf(path, sizeof path, "%s.json", base);
+    int rc = write_atomic(path, json, r, e);
+    free(json);
+    if (rc)
+        return -1;
+    snprintf(json_path, n, "%s", path);
+    snprintf(path, sizeof path, "%s.csv", base);
+    return write_atomic(path, NULL, r, e);
+}
+
+void results_free(struct results *r)
+{
+    for (int i = 0; i < r->n_runs; i++)
+        run_result_free(&r->runs[i]);
+    free(r->runs);
+    config_free(&r->cfg);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,45 @@
+/* Results of a whole invocation (one run, or one per sweep point), and the
+ * renderers over them: text table, JSON document, CSV rows. Figures are
+ * derived once (report_summarize); renderers only format. */
+#ifndef DPBENCH_REPORT_H
+#define DPBENCH_REPORT_H
+
+#include <stdio.h>
+
+#include "train.h"
+
+struct machine {
+    char cpu[256];      // model name
+    long cores;         // online
+    double mem_bytes;   // physical memory
+    char kernel[128];   // uname -sr
+    char devices[512];  // backend's device line ("" on cpu)
+};
+
+struct results {
+    struct config cfg;       // the resolved base config (before sweep overrides)
+    struct machine machine;
+    char date[32];           // ISO 8601 UTC, when the runs started
+    char stamp[32];          // YYYYmmdd-HHMMSS local, for file names
+    struct run_result *runs; // (n_runs)
+    int n_runs;
+    bool interrupted;
+};
+
+void machine_describe(struct machine *m);
+void report_summarize(struct results *r);
+/* The bounding stage in words, e.g. "input-bound: ..."; written to buf. */
+void report_verdict(const struct run_result *run, char *buf, size_t n);
+
+void report_text(FILE *f, const struct results *r);
+void report_csv(FILE *f, const struct results *r);
+/* The JSON document as a string (caller frees), or NULL when out of memory. */
+char *report_json(const struct results *r);
+
+/* Writes DIR/NAME-STAMP.json and .csv atomically (temp file + rename). */
+int report_write_files(const struct results *r, const char *dir, char *json_path, size_t n,
+                       struct error *e);
+
+void results_free(struct results *r);
+
+#endif

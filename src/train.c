@@ -1,0 +1,176 @@
+/* The training loop: next batch -> DataParallel step -> release, timed
+ * around each epoch. The step itself lives in the backend. */
+#include "train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+volatile sig_atomic_t train_stop;
+
+void train_init_params(unsigned long seed, int in, int out, float *w, float *b)
+{
+    struct rng r;
+    rng_init(&r, seed, RNG_INIT, 0);
+    double bound = 1.0 / sqrt((double)in);
+    for (int i = 0; i < out * in; i++)
+        w[i] = (float)((2.0 * rng_uniform(&r) - 1.0) * bound);
+    for (int j = 0; j < out; j++)
+        b[j] = (float)((2.0 * rng_uniform(&r) - 1.0) * bound);
+}
+
+static void trace_batch(FILE *f, const long *split, int replicas, long rows, int F, int O)
+{
+    for (int i = 0; i < replicas && split[i] > 0; i++)
+        fprintf(f, "\tIn Model: input size [%ld, %d] output size [%ld, %d]\n", split[i], F,
+                split[i], O);
+    fprintf(f, "Outside: input size [%ld, %d] output_size [%ld, %d]\n", rows, F, rows, O);
+}
+
+static bool devices_shared(const struct config *c)
+{
+    for (int i = 0; i < c->parallel.n_devices; i++)
+        for (int j = 0; j < i; j++)
+            if (c->parallel.devices[i] == c->parallel.devices[j])
+                return true;
+    return false;
+}
+
+int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
+              struct run_result *out, FILE *trace, struct error *e)
+{
+    int F = d->features, O = d->out_features;
+    int n = c->parallel.n_devices ? c->parallel.n_devices : (int)c->parallel.replicas;
+    long total_epochs = c->train.warmup_epochs + c->train.epochs;
+    memset(out, 0, sizeof *out);
+    if (config_copy(&out->cfg, c))
+        return error_set(e, "out of memory");
+    out->backend = be->name;
+    out->replicas = n;
+    out->shared_devices = devices_shared(c);
+    if (strcmp(be->name, "cpu") == 0 && (c->loader.pin_memory || c->loader.async_copy))
+        snprintf(out->notes, sizeof out->notes,
+                 "pin_memory and async_copy have no effect on the cpu backend");
+
+    long device_ids[CONFIG_MAX_DEVICES];
+    for (int i = 0; i < n && i < CONFIG_MAX_DEVICES; i++)
+        device_ids[i] = c->parallel.n_devices ? c->parallel.devices[i] : i;
+    float *w0 = malloc((size_t)(O * F + O) * sizeof(float));
+    if (!w0)
+        return error_set(e, "out of memory");
+    train_init_params((unsigned long)c->seed, F, O, w0, w0 + O * F);
+    struct backend_setup setup = {
+        .features = F,
+        .out_features = O,
+        .batch_size = c->loader.batch_size,
+        .replicas = n,
+        .device_ids = strcmp(be->name, "cpu") ? device_ids : NULL,
+        .pin_memory = c->loader.pin_memory,
+        .async_copy = c->loader.async_copy,
+        .copy_depth = (int)c->loader.copy_depth,
+        .w0 = w0,
+        .b0 = w0 + O * F,
+    };
+    struct loader_options lo = {
+        .batch_size = c->loader.batch_size,
+        .shuffle = c->loader.shuffle,
+        .drop_last = c->loader.drop_last,
+        .num_workers = (int)c->loader.num_workers,
+        .prefetch_factor = (int)c->loader.prefetch_factor,
+        .persistent_workers = c->loader.persistent_workers,
+        .pin_memory = c->loader.pin_memory,
+        .extra_buffers = c->loader.async_copy ? (int)c->loader.copy_depth : 0,
+        .seed = (unsigned long)c->seed,
+        .mem = {be->host_alloc, be->host_free},
+    };
+    struct loader l;
+    void *ctx = NULL;
+    int rc = -1;
+    if (loader_init(&l, d, &lo, e)) {
+        free(w0);
+        return -1;
+    }
+    if (be->init(&ctx, &setup, e))
+        goto out;
+    out->n_batches = l.n_batches;
+    out->splits = calloc((size_t)(l.n_batches * n), sizeof(long));
+    out->epochs = calloc((size_t)c->train.epochs, sizeof *out->epochs);
+    out->w = malloc((size_t)(O * F) * sizeof(float));
+    out->b = malloc((size_t)O * sizeof(float));
+    long *split = calloc((size_t)n, sizeof(long));
+    if (!out->splits || !out->epochs || !out->w || !out->b || !split) {
+        free(split);
+        error_set(e, "out of memory");
+        goto out;
+    }
+
+    float lr = (float)c->train.lr;
+    for (long ep = 0; ep < total_epochs && !train_stop; ep++) {
+        struct epoch_stats st = {0};
+        double t0 = now_seconds();
+        int got;
+        struct batch *b;
+        if (loader_epoch_begin(&l, ep, e) || be->epoch_begin(ctx, &l, e)) {
+            loader_epoch_end(&l);
+            free(split);
+            goto out;
+        }
+        while ((got = be->next(ctx, &l, &b, &st, e)) == 1) {
+            if (be->step(ctx, b, lr, split, &st, e)) {
+                be->release(ctx, &l, b);
+                got = -1;
+                break;
+            }
+            if (ep == 0)
+                memcpy(out->splits + b->index * n, split, (size_t)n * sizeof(long));
+            if (trace)
+                trace_batch(trace, split, n, b->rows, F, O);
+            be->release(ctx, &l, b);
+            if (train_stop)
+                break;
+        }
+        struct error end_err;
+        int end_rc = be->epoch_end(ctx, &st, got < 0 ? &end_err : e); // keep the first error
+        loader_epoch_end(&l);
+        if (got < 0 || end_rc) {
+            free(split);
+            goto out;
+        }
+        double seconds = now_seconds() - t0;
+        if (got == 1)
+            break; // stopped mid-epoch: a partial epoch is not a measurement
+        if (ep < c->train.warmup_epochs)
+            continue;
+        struct epoch_result *er = &out->epochs[out->n_epochs++];
+        er->epoch = ep - c->train.warmup_epochs + 1;
+        er->seconds = seconds;
+        er->samples_per_s = (double)st.samples / seconds;
+        er->loss = st.samples ? st.loss_sum / (double)st.samples : NAN;
+        er->st = st;
+    }
+    free(split);
+    out->interrupted = train_stop != 0;
+    if (be->params(ctx, out->w, out->b, e))
+        goto out;
+    rc = 0;
+out:
+    if (ctx)
+        be->free(ctx);
+    loader_free(&l);
+    free(w0);
+    if (rc)
+        run_result_free(out);
+    return rc;
+}
+
+void run_result_free(struct run_result *r)
+{
+    config_free(&r->cfg);
+    free(r->splits);
+    free(r->epochs);
+    free(r->w);
+    free(r->b);
+    memset(r, 0, sizeof *r);
+}

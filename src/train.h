@@ -1,0 +1,63 @@
+/* One training run: the loader feeding a backend's DataParallel steps for
+ * warmup + measured epochs, timed per epoch. */
+#ifndef DPBENCH_TRAIN_H
+#define DPBENCH_TRAIN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "config.h"
+#include "dataset.h"
+
+struct epoch_result {
+    long epoch;             // 1-based among measured epochs
+    double seconds;         // wall time of the epoch, host clock
+    double samples_per_s;
+    double loss;            // sample-weighted mean of the batch losses
+    struct epoch_stats st;  // where the time went
+};
+
+/* Figures derived once from the measured epochs, for every renderer. */
+struct run_summary {
+    double median_s, min_s, max_s; // epoch seconds over measured epochs
+    double samples_per_s;          // at the median epoch time
+    double wait_share;             // of the summed epoch time, waiting for data
+    double copy_share;             // ... copying (exposed and hidden)
+    double compute_share;          // ... in DataParallel steps
+    double overlap;                // hidden copy / copy, NAN without copies
+    double copy_gbps;              // copy bandwidth, GB/s, NAN without copies
+    double final_loss;             // last measured epoch's loss
+    double speedup;                // baseline median / this median (first run = 1)
+};
+
+struct run_result {
+    struct config cfg;      // the resolved config of this run
+    char label[512];        // "key=value ..." for a sweep point, "" otherwise
+    const char *backend;    // backend name
+    int replicas;
+    bool shared_devices;    // several replicas on one device
+    long n_batches;         // batches per epoch
+    long *splits;           // (n_batches, replicas) rows per replica, first epoch
+    struct epoch_result *epochs; // (n_epochs) measured epochs
+    int n_epochs;
+    float *w, *b;           // (out, in), (out) final parameters
+    bool interrupted;       // stopped by a signal before all epochs ran
+    char notes[512];        // e.g. knobs that have no effect on this backend
+    struct run_summary sum; // filled by report_summarize
+};
+
+/* Set by a signal handler; the loop stops after the current batch. */
+extern volatile sig_atomic_t train_stop;
+
+/* Trains c on d with backend be. Trace lines (report.trace) go to `trace`. */
+int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
+              struct run_result *out, FILE *trace, struct error *e);
+void run_result_free(struct run_result *r);
+
+/* The initial Linear parameters for a seed: U(-1/sqrt(in), 1/sqrt(in)), as
+ * PyTorch's default init draws them. */
+void train_init_params(unsigned long seed, int in, int out, float *w, float *b);
+
+#endif

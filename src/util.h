@@ -1,0 +1,29 @@
+/* Small shared helpers: error messages that travel up as return codes, a
+ * monotonic clock, and checked allocation. */
+#ifndef DPBENCH_UTIL_H
+#define DPBENCH_UTIL_H
+
+#include <stddef.h>
+
+#define DPBENCH_VERSION "0.1.0"
+
+struct error {
+    char msg[1024]; // one line, no trailing newline
+};
+
+/* Formats into e->msg and returns -1, so callers can `return error_set(...)`. */
+int error_set(struct error *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prefixes the existing message with more context ("while X: <msg>"). */
+int error_wrap(struct error *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+double now_seconds(void); // CLOCK_MONOTONIC, seconds
+
+/* pthread_create with every signal blocked in the new thread, so SIGINT and
+ * SIGTERM reach the main thread only. Returns 0 or an errno value. */
+#include <pthread.h>
+int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
+#endif
