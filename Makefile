@@ -60,7 +60,7 @@ $(B)/tests/%: tests/%.c $(LIB) tests/testutil.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -lcmocka -o $@
 
 test-unit: $(TESTS)
-	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+	@tests/run_unit.sh $(TESTS)
 
 test-cli: dpbench
 	@tests/cli_test.sh ./dpbench

@@ -93,6 +93,7 @@ static const char *const sections[] = {"dataset", "model", "loader", "train", "p
                                        "report"};
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 
+
 static const struct key *key_find(const char *path)
 {
     for (size_t i = 0; i < N_KEYS; i++)
@@ -129,18 +130,20 @@ static const char *key_suggest(const char *path)
     size_t best_d = SIZE_MAX;
     const char *leaf = strrchr(path, '.');
     leaf = leaf ? leaf + 1 : path;
-    for (size_t i = 0; i < N_KEYS; i++) {
-        const char *kl = strrchr(keys[i].path, '.');
-        kl = kl ? kl + 1 : keys[i].path;
-        size_t d = edit_distance(path, keys[i].path);
+    for (size_t i = 0; i < N_KEYS + N_SECTIONS; i++) {
+        const char *cand = i < N_KEYS ? keys[i].path : sections[i - N_KEYS];
+        const char *kl = strrchr(cand, '.');
+        kl = kl ? kl + 1 : cand;
+        size_t d = edit_distance(path, cand);
         if (strcmp(leaf, kl) == 0)
             d = 0;
         if (d < best_d) {
             best_d = d;
-            best = keys[i].path;
+            best = cand;
         }
     }
-    return best_d <= 4 ? best : NULL;
+    size_t limit = strlen(path) / 3; // a third of the letters may be wrong
+    return best_d <= (limit > 2 ? limit : 2) ? best : NULL;
 }
 
 static int unknown_key(const char *path, struct error *e)

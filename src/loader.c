@@ -119,8 +119,9 @@ static void *worker_main(void *arg)
             if (rc) {
                 b->next_free = l->free_list;
                 l->free_list = b;
-                if (!l->failed) {
+                if (!l->failed || k < l->fail_index) { // report the first batch that failed
                     l->failed = true;
+                    l->fail_index = k;
                     l->err = err;
                     error_wrap(&l->err, "loader worker %d, batch %ld", w->id, k);
                 }
@@ -222,9 +223,10 @@ int loader_next(struct loader *l, struct batch **out, struct error *e)
     }
     pthread_mutex_lock(&l->mu);
     struct batch **slot = &l->ready[l->taken % l->window];
-    while (!*slot && !l->failed)
+    /* batches before a failed one are still delivered, as PyTorch does */
+    while (!*slot && !(l->failed && l->fail_index == l->taken))
         pthread_cond_wait(&l->cv_ready, &l->mu);
-    if (l->failed) {
+    if (!*slot) {
         *e = l->err;
         pthread_mutex_unlock(&l->mu);
         return -1;

@@ -70,6 +70,7 @@ struct loader {
     bool threads_live;
     struct error err;        // first error a worker hit
     bool failed;
+    long fail_index;         // the earliest batch a worker failed on
 };
 
 int loader_init(struct loader *l, const struct dataset *d, const struct loader_options *o,

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# End-to-end checks of the dpbench command line: outputs, exit statuses and
+# error messages, result files, and interruption. Prints "N passed, N failed".
+set -u
+BIN=$(realpath "${1:-./dpbench}")
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0 fail=0
+
+ok()   { pass=$((pass + 1)); }
+bad()  { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# expect STATUS "FRAGMENT" -- ARGS...: exit status and a fragment of stderr
+expect() {
+    local want=$1 frag=$2; shift 3
+    "$BIN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    local rc=$?
+    if [ "$rc" -ne "$want" ]; then bad "dpbench $* -> exit $rc, want $want ($(head -c 300 "$TMP/err"))"; return; fi
+    if ! grep -qF -- "$frag" "$TMP/err" "$TMP/out"; then bad "dpbench $* -> output lacks '$frag': $(head -c 300 "$TMP/err")"; return; fi
+    if [ "$want" -ne 0 ] && [ "$(wc -l <"$TMP/err")" -ne 1 ]; then bad "dpbench $* -> want one error line, got: $(cat "$TMP/err")"; return; fi
+    ok
+}
+yaml() { printf -- "$2" >"$TMP/$1"; echo "$TMP/$1"; }
+
+# ---- outputs
+expect 0 "30 -> 30 (x3)" -- --config configs/tutorial.yaml
+expect 0 "verdict:" -- --config configs/tutorial.yaml
+expect 0 "backends: cpu" -- --version
+expect 0 "loader.num_workers" -- --help-config
+expect 0 "--config FILE" -- --help
+expect 0 "30 -> 15/15 (x3)" -- -c configs/tutorial.yaml --set parallel.replicas=2
+expect 0 "10 -> 4/4/2 (x1)" -- -c configs/tutorial.yaml --set parallel.replicas=3
+expect 0 "10 -> 2/2/2/2/2 (x1)  5 of 8 replicas used" -- -c configs/tutorial.yaml --set parallel.replicas=8
+expect 0 "no effect on the cpu" -- -c configs/tutorial.yaml --set loader.pin_memory=true
+
+# the tutorial's trace, replica lines in replica order
+"$BIN" -c configs/tutorial.yaml --set parallel.replicas=2 --set report.trace=true \
+    --set train.epochs=1 --set train.warmup_epochs=0 >"$TMP/trace"
+printf '\tIn Model: input size [15, 5] output size [15, 2]\n\tIn Model: input size [15, 5] output size [15, 2]\nOutside: input size [30, 5] output_size [30, 2]\n' >"$TMP/want"
+if head -3 "$TMP/trace" | cmp -s - "$TMP/want" && [ "$(grep -c '^Outside' "$TMP/trace")" -eq 4 ] \
+    && grep -q "^Outside: input size \[10, 5\] output_size \[10, 2\]" "$TMP/trace"; then ok
+else bad "trace lines differ: $(head -4 "$TMP/trace")"; fi
+
+# JSON: one document with the documented fields
+if "$BIN" -c configs/tutorial.yaml --set parallel.replicas=2 --format json >"$TMP/j.json" &&
+    python3 - "$TMP/j.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["runs"][0]
+assert r["splits"] == [[15, 15], [15, 15], [15, 15], [5, 5]], r["splits"]
+e = r["epochs"][0]
+for k in ("epoch", "seconds", "samples_per_second", "loss", "wait_seconds", "copy_seconds", "compute_seconds"):
+    assert k in e, k
+assert d["config"]["loader"]["batch_size"] == 30 and d["machine"]["cores"] >= 1
+assert len(r["epochs"]) == 10 and d["interrupted"] is False
+PY
+then ok; else bad "JSON output"; fi
+
+# CSV: a header and one row per epoch
+"$BIN" -c configs/tutorial.yaml --format csv >"$TMP/c.csv"
+if head -1 "$TMP/c.csv" | grep -q '^run,point,epoch,seconds' && [ "$(wc -l <"$TMP/c.csv")" -eq 11 ]; then ok
+else bad "CSV output: $(head -3 "$TMP/c.csv")"; fi
+
+# sweeps: one row per point, and one JSON run per point
+expect 0 "loader.num_workers=2 parallel.replicas=3" -- -c configs/tutorial.yaml \
+    --sweep loader.num_workers=0,2 --sweep parallel.replicas=1,3
+"$BIN" -c configs/tutorial.yaml --sweep loader.num_workers=0,2 --sweep parallel.replicas=1,3 --format json >"$TMP/s.json"
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['runs']; assert len(r)==4; assert r[3]['overrides']=={'loader.num_workers':'2','parallel.replicas':'3'}; assert r[3]['splits'][3]==[4,4,2]" "$TMP/s.json"; then ok
+else bad "sweep JSON"; fi
+
+# result files: written atomically, complete, named NAME-STAMP
+expect 0 "results written to" -- -c configs/tutorial.yaml --out "$TMP/res"
+if ls "$TMP/res"/tutorial-*-*.json >/dev/null 2>&1 && ls "$TMP/res"/tutorial-*-*.csv >/dev/null 2>&1 &&
+    ! ls "$TMP/res"/*.tmp >/dev/null 2>&1 && python3 -c "import json,sys,glob; json.load(open(glob.glob(sys.argv[1]+'/*.json')[0]))" "$TMP/res"; then ok
+else bad "result files: $(ls "$TMP/res")"; fi
+
+# ---- usage and config errors: exit 2, one line naming what is wrong
+expect 2 "unknown option '--bogus'" -- --bogus
+expect 2 "--config needs a value" -- --config
+expect 2 "unexpected argument 'extra'" -- extra
+expect 2 "cannot open config" -- --config "$TMP/missing.yaml"
+expect 2 "not a regular file" -- --config "$TMP"
+expect 2 "did you mean loader.num_workers?" -- --set loader.num_wrkers=2
+expect 2 "--set loader.batch_size=0: loader.batch_size: expected an integer in [1, 16777216], found 0" -- --set loader.batch_size=0
+expect 2 "expected true or false" -- --set loader.shuffle=maybe
+expect 2 "expected one of text|json|csv" -- --format xml
+expect 2 ":2:15: loader.batch_size: expected an integer" -- --config "$(yaml bad1.yaml 'loader:\n  batch_size: thirty\n')"
+expect 2 "duplicate key 'train.lr'" -- --config "$(yaml bad2.yaml 'train:\n  lr: 1\n  lr: 2\n')"
+expect 2 "empty config" -- --config "$(yaml empty.yaml '')"
+expect 2 "must be a mapping" -- --config "$(yaml list.yaml '- a\n- b\n')"
+expect 2 "aliases" -- --config "$(yaml alias.yaml 'loader:\n  batch_size: &b 4\n  num_workers: *b\n')"
+expect 2 "malformed YAML" -- --config "$(yaml tab.yaml 'loader:\n\tbatch_size: 4\n')"
+expect 2 "overflows" -- --set seed=123456789012345678901234567890
+expect 2 "finite" -- --set train.lr=1e999
+expect 2 "--max-memory: expected bytes" -- --max-memory lots
+expect 2 "more than the" -- --set dataset.length=1000000 --set dataset.features=1000 --max-memory 1G
+printf 'name: a\0b\n' >"$TMP/nul.yaml"
+expect 2 "nul.yaml:1:" -- --config "$TMP/nul.yaml"
+printf 'name: caf\xc3\n' >"$TMP/utf8.yaml"
+expect 2 "utf8.yaml:1:" -- --config "$TMP/utf8.yaml"
+
+# ---- interruption: SIGINT / SIGTERM stop after the current batch, partial results marked
+for sig in INT TERM; do
+    "$BIN" --set dataset.length=2000 --set loader.batch_size=1 --set dataset.sample_cost_us=200 \
+        --set train.epochs=1000 --set loader.num_workers=2 --out "$TMP/int$sig" --format json \
+        >"$TMP/int.json" 2>"$TMP/int.err" &
+    pid=$!
+    sleep 1.5
+    kill -$sig $pid
+    wait $pid
+    rc=$?
+    want=$([ $sig = INT ] && echo 130 || echo 143)
+    if [ $rc -eq "$want" ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['interrupted'] is True; assert len(d['runs'][0]['epochs']) < 1000" "$TMP/int.json" &&
+        python3 -c "import json,sys,glob; d=json.load(open(glob.glob(sys.argv[1]+'/*.json')[0])); assert d['interrupted'] is True" "$TMP/int$sig"; then ok
+    else bad "SIG$sig: exit $rc (want $want): $(cat "$TMP/int.err")"; fi
+done
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
