@@ -18,7 +18,8 @@ CPPFLAGS += -DDPBENCH_GIT='"$(GIT)"'
 CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
-SRC  := util.c rng.c config.c dataset.c chunk.c loader.c backend_cpu.c backends.c train.c report.c
+CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c backend_cpu.c backends.c train.c report.c
+SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c
 CPPFLAGS += -DDPBENCH_HAVE_CUDA -I$(CUDA_HOME)/include
@@ -33,7 +34,7 @@ B    := build
 OBJ  := $(SRC:%.c=$(B)/%.o)
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-unit test-cli bench clean deps
+.PHONY: all run test test-unit test-cli test-asan test-tsan test-fuzz test-valgrind bench clean
 all: dpbench
 
 $(B)/deps.stamp: scripts/install-deps.sh
@@ -65,7 +66,52 @@ test-unit: $(TESTS)
 test-cli: dpbench
 	@tests/cli_test.sh ./dpbench
 
-test: test-unit test-cli
+# Sanitizer builds (clang): the unit tests under ASan + UBSan, the threaded
+# loader and replica tests under TSan, and a bounded libFuzzer run on the
+# config reader. CPU sources only: no GPU runs here.
+SAN_CC    := clang
+SAN_FLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -pthread -Isrc \
+             -I/usr/include/x86_64-linux-gnu/openblas-pthread
+ASAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+TSAN      := -fsanitize=thread
+FUZZ_SECONDS ?= 30
+
+$(B)/asan/%: tests/%.c $(CPU_SRC:%=src/%) tests/testutil.h $(B)/deps.stamp
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_FLAGS) $(ASAN) $< $(CPU_SRC:%=src/%) $(LDLIBS) -lcmocka -o $@
+
+$(B)/tsan/%: tests/%.c $(CPU_SRC:%=src/%) tests/testutil.h $(B)/deps.stamp
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_FLAGS) $(TSAN) $< $(CPU_SRC:%=src/%) $(LDLIBS) -lcmocka -o $@
+
+$(B)/fuzz_config: tests/fuzz_config.c src/config.c src/util.c $(B)/deps.stamp
+	$(SAN_CC) $(SAN_FLAGS) -fsanitize=fuzzer,address,undefined $< src/config.c src/util.c \
+	    -lyaml -lcjson -lm -o $@
+
+test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
+
+test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train
+	@TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" tests/run_unit.sh $^
+
+test-fuzz: $(B)/fuzz_config
+	@mkdir -p $(B)/fuzz-corpus
+	@cp configs/*.yaml $(B)/fuzz-corpus/
+	@$(B)/fuzz_config -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	    -print_final_stats=1 $(B)/fuzz-corpus >$(B)/fuzz.log 2>&1 \
+	    || { tail -60 $(B)/fuzz.log; echo "fuzz: 0 passed, 1 failed"; exit 1; }
+	@grep -E "^stat::(number_of_executed_units|new_units_added)" $(B)/fuzz.log
+	@echo "fuzz: 1 passed, 0 failed"
+
+test-valgrind: dpbench
+	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --show-leak-kinds=definite,indirect ./dpbench --config configs/tutorial.yaml >/dev/null
+	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --show-leak-kinds=definite,indirect ./dpbench --config configs/tutorial.yaml \
+	    --set parallel.replicas=3 --set loader.num_workers=2 --format json >/dev/null
+	@echo "valgrind: 2 passed, 0 failed"
+
+test: test-unit test-cli test-asan test-tsan test-fuzz test-valgrind
 
 bench: dpbench
 	scripts/bench.sh
