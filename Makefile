@@ -89,10 +89,10 @@ $(B)/fuzz_config: tests/fuzz_config.c src/config.c src/util.c $(B)/deps.stamp
 	    -lyaml -lcjson -lm -o $@
 
 test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
-	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
+	@LABEL=asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
 
 test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train
-	@TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" tests/run_unit.sh $^
+	@LABEL=tsan TSAN_OPTIONS="halt_on_error=1" tests/run_unit.sh $^
 
 test-fuzz: $(B)/fuzz_config
 	@mkdir -p $(B)/fuzz-corpus

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -398,12 +399,16 @@ int main(int argc, char **argv)
     strftime(res.date, sizeof res.date, "%Y-%m-%dT%H:%M:%SZ", &utc);
     strftime(res.stamp, sizeof res.stamp, "%Y%m%d-%H%M%S", &local);
 
+    train_progress = isatty(STDERR_FILENO);
     rc = run_points(&res.cfg, be, &res, &e);
     int status = EXIT_OK;
     if (rc) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         status = EXIT_RUN;
     }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        res.peak_rss_bytes = (double)ru.ru_maxrss * 1024; // Linux reports KiB
     if (res.n_runs > 0) {
         report_summarize(&res);
         if (emit(&res, &e)) {

@@ -201,16 +201,20 @@ static void text_epochs(FILE *f, const struct run_result *run)
 
 static void text_points(FILE *f, const struct results *r)
 {
-    fprintf(f, "%-48s %10s %10s %10s %12s %6s %8s %12s %8s\n", "point", "median", "min", "max",
+    int w = 5; /* the point column fits the longest label */
+    for (int i = 0; i < r->n_runs; i++)
+        if ((int)strlen(r->runs[i].label) > w)
+            w = (int)strlen(r->runs[i].label);
+    fprintf(f, "%-*s %10s %10s %10s %12s %6s %8s %12s %8s\n", w, "point", "median", "min", "max",
             "samples/s", "wait", "overlap", "loss", "speedup");
-    fprintf(f, "%-48s %10s %10s %10s %12s %6s %8s %12s %8s\n", "", "ms", "ms", "ms", "", "%",
+    fprintf(f, "%-*s %10s %10s %10s %12s %6s %8s %12s %8s\n", w, "", "ms", "ms", "ms", "", "%",
             "%", "", "x");
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_summary *s = &r->runs[i].sum;
         char ov[16] = "-";
         if (!isnan(s->overlap))
             snprintf(ov, sizeof ov, "%.0f", 100 * s->overlap);
-        fprintf(f, "%-48s %10.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g %8.2f\n",
+        fprintf(f, "%-*s %10.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g %8.2f\n", w,
                 r->runs[i].label[0] ? r->runs[i].label : "(base)", 1e3 * s->median_s,
                 1e3 * s->min_s, 1e3 * s->max_s, s->samples_per_s, 100 * s->wait_share, ov,
                 s->final_loss, s->speedup);
@@ -241,6 +245,7 @@ void report_text(FILE *f, const struct results *r)
             fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
         }
     }
+    fprintf(f, "# peak RSS %.1f MiB\n", r->peak_rss_bytes / (1 << 20));
     if (r->interrupted)
         fprintf(f, "# interrupted: results are partial\n");
 }
@@ -358,6 +363,7 @@ char *report_json(const struct results *r)
     cJSON_AddStringToObject(m, "devices", r->machine.devices);
     cJSON_AddItemToObject(root, "config", config_to_json(&r->cfg));
     cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
+    cJSON_AddNumberToObject(root, "peak_rss_bytes", r->peak_rss_bytes);
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     for (int i = 0; i < r->n_runs; i++)
         cJSON_AddItemToArray(runs, run_json(&r->runs[i]));

@@ -24,6 +24,7 @@ struct results {
     struct run_result *runs; // (n_runs)
     int n_runs;
     bool interrupted;
+    double peak_rss_bytes;   // the process's peak resident memory after the runs
 };
 
 void machine_describe(struct machine *m);

@@ -9,6 +9,26 @@
 #include "rng.h"
 
 volatile sig_atomic_t train_stop;
+bool train_progress;
+
+/* Redraws "epoch e/E batch k/K" at most 4 times a second; `done` clears it. */
+static void progress(long ep, long epochs, long k, long batches, bool done)
+{
+    static double last;
+    static bool shown;
+    if (done) {
+        if (shown)
+            fprintf(stderr, "\r%60s\r", "");
+        shown = false;
+        return;
+    }
+    double t = now_seconds();
+    if (t - last < 0.25)
+        return;
+    last = t;
+    shown = true;
+    fprintf(stderr, "\rdpbench: epoch %ld/%ld  batch %ld/%ld ", ep, epochs, k, batches);
+}
 
 void train_init_params(unsigned long seed, int in, int out, float *w, float *b)
 {
@@ -128,6 +148,8 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
             if (trace)
                 trace_batch(trace, split, n, b->rows, F, O);
             be->release(ctx, &l, b);
+            if (train_progress)
+                progress(ep + 1, total_epochs, b->index + 1, l.n_batches, false);
             if (train_stop)
                 break;
         }
@@ -151,6 +173,8 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         er->st = st;
     }
     free(split);
+    if (train_progress)
+        progress(0, 0, 0, 0, true);
     out->interrupted = train_stop != 0;
     if (be->params(ctx, out->w, out->b, e))
         goto out;

@@ -50,6 +50,9 @@ struct run_result {
 
 /* Set by a signal handler; the loop stops after the current batch. */
 extern volatile sig_atomic_t train_stop;
+/* When set (stderr is a terminal), a progress line is redrawn on stderr
+ * during epochs that take longer than a moment. */
+extern bool train_progress;
 
 /* Trains c on d with backend be. Trace lines (report.trace) go to `trace`. */
 int train_run(const struct config *c, const struct dataset *d, const struct backend *be,

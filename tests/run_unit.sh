@@ -12,5 +12,5 @@ for t in "$@"; do
     if [ $rc -ne 0 ] && [ "${f:-0}" -eq 0 ]; then broken=$((broken + 1)); echo "!! $t exited $rc"; fi
 done
 fail=$((fail + broken))
-echo "unit: $pass passed, $fail failed"
+echo "${LABEL:-unit}: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
