@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# make bench: the CPU benchmarks, dpbench and PyTorch's equivalent loop side
+# by side in one run, written into bench_results/cpu/:
+#   NAME.dpbench.json / NAME.torch.json   results in dpbench's schema
+#   NAME.compare.txt                      scripts/compare.py's table
+#   NAME.png                              scripts/plot.py's charts
+#   memory.txt                            peak RSS for num_workers 0 vs 8
+#   summary.txt                           the issue's targets, checked
+# PyTorch comes from Debian's python3-torch (/usr/bin/python3); without it
+# only dpbench's side is written.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-bench_results/cpu}
+PY=${PY:-/usr/bin/python3}
+mkdir -p "$OUT"
+have_torch=0
+"$PY" -c 'import torch, yaml, matplotlib' 2>/dev/null && have_torch=1
+
+machine="$(./dpbench --format json --set train.epochs=1 | "$PY" -c \
+  'import json,sys; m=json.load(sys.stdin)["machine"]; print(f"{m[\"cpu\"]}, {m[\"cores\"]} cores, {m[\"memory_bytes\"]/2**30:.1f} GiB, {m[\"kernel\"]}")')"
+echo "# machine: $machine" >"$OUT/summary.txt.tmp"
+echo "# dpbench $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$OUT/summary.txt.tmp"
+
+# run NAME CONFIG ARGS...: dpbench then PyTorch on the same config and overrides
+run() {
+    local name=$1 cfg=$2; shift 2
+    echo "== $name: dpbench --config $cfg $*" >&2
+    ./dpbench --config "$cfg" "$@" --format json >"$OUT/$name.dpbench.json.tmp"
+    mv "$OUT/$name.dpbench.json.tmp" "$OUT/$name.dpbench.json"
+    if [ $have_torch = 1 ]; then
+        echo "== $name: torch_reference.py $cfg $*" >&2
+        "$PY" scripts/torch_reference.py "$cfg" "$@" --out "$OUT/$name.torch.json" 2>/dev/null
+        "$PY" scripts/compare.py "$OUT/$name.dpbench.json" "$OUT/$name.torch.json" >"$OUT/$name.compare.txt"
+        cat "$OUT/$name.compare.txt" >&2
+    fi
+    "$PY" scripts/plot.py "$OUT/$name.dpbench.json" -o "$OUT/$name.png" --title "dpbench: $name" >/dev/null 2>&1 || true
+}
+
+run tutorial configs/tutorial.yaml --set train.epochs=50
+run large configs/large.yaml
+run sync-vs-async configs/sync-vs-async.yaml
+
+# memory: workers are threads sharing one dataset
+for w in 0 8; do
+    ./dpbench --config configs/large.yaml --set loader.num_workers=$w --set train.epochs=2 \
+        --format json | "$PY" -c "import json,sys; d=json.load(sys.stdin); print(f'num_workers $w: peak RSS {d[\"peak_rss_bytes\"]/2**20:.1f} MiB')"
+done >"$OUT/memory.txt"
+echo "# ./dpbench --config configs/large.yaml --set loader.num_workers=W --set train.epochs=2" >>"$OUT/memory.txt"
+
+# targets (issue: tutorial >= 100x PyTorch; large >= 15x PyTorch and within 2x of ~45 ms)
+"$PY" - "$OUT" "$have_torch" >>"$OUT/summary.txt.tmp" <<'PY'
+import json, sys
+out, have_torch = sys.argv[1], sys.argv[2] == "1"
+def median(path):
+    return json.load(open(path))["runs"][0]["summary"]["median_seconds"]
+for name, speed_target in (("tutorial", 100), ("large", 15)):
+    dp = median(f"{out}/{name}.dpbench.json")
+    line = f"{name}: dpbench median epoch {dp*1e3:.4f} ms"
+    if have_torch:
+        pt = median(f"{out}/{name}.torch.json")
+        ok = "met" if pt / dp >= speed_target else "NOT met"
+        line += f"; PyTorch {pt*1e3:.3f} ms; {pt/dp:.0f}x faster (target {speed_target}x: {ok})"
+    if name == "large":
+        limit = 45e-3
+        ok = "met" if dp <= 2 * limit else "NOT met"
+        line += f"; {dp/limit:.2f}x the ~45 ms machine limit (target <= 2x: {ok})"
+    print(line)
+PY
+cat "$OUT/memory.txt" >>"$OUT/summary.txt.tmp"
+mv "$OUT/summary.txt.tmp" "$OUT/summary.txt"
+cat "$OUT/summary.txt"
