@@ -260,7 +260,7 @@ void report_csv(FILE *f, const struct results *r)
         const struct run_result *run = &r->runs[i];
         for (int k = 0; k < run->n_epochs; k++) {
             const struct epoch_result *ep = &run->epochs[k];
-            fprintf(f, "%d,\"%s\",%ld,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", i, run->label,
+            fprintf(f, "%d,\"%s\",%ld,%.6g,%.6g,%.9g,%.6g,%.6g,%.6g,%.9g,%.6g\n", i, run->label,
                     ep->epoch, ep->seconds, ep->samples_per_s, ep->loss, ep->st.wait_s,
                     ep->st.copy_s, ep->st.compute_s, ep->st.copy_bytes, ep->st.hidden_s);
         }

@@ -95,6 +95,8 @@ expect 2 "overflows" -- --set seed=123456789012345678901234567890
 expect 2 "finite" -- --set train.lr=1e999
 expect 2 "--max-memory: expected bytes" -- --max-memory lots
 expect 2 "more than the" -- --set dataset.length=1000000 --set dataset.features=1000 --max-memory 1G
+expect 2 "GiB available memory" -- --set dataset.length=1000000000 --set dataset.features=100
+expect 2 "sweep point loader.batch_size=200" -- --set dataset.length=100 --set loader.drop_last=true --sweep loader.batch_size=10,200
 printf 'name: a\0b\n' >"$TMP/nul.yaml"
 expect 2 "nul.yaml:1:" -- --config "$TMP/nul.yaml"
 printf 'name: caf\xc3\n' >"$TMP/utf8.yaml"
