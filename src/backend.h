@@ -23,6 +23,7 @@ struct backend_setup {
     const long *device_ids; // (replicas) device of each replica (cuda), NULL on cpu
     bool pin_memory, async_copy;
     int copy_depth;         // device buffers in the async ring
+    int compute_cores;      // host cores left for compute after the loader's workers
     const float *w0;        // (out_features, features) initial weight
     const float *b0;        // (out_features) initial bias
 };

@@ -5,7 +5,6 @@
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backend.h"
 #include "chunk.h"
@@ -176,9 +175,9 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
     pthread_cond_init(&dp->cv_go, NULL);
     pthread_cond_init(&dp->cv_done, NULL);
 
-    /* Replicas run side by side, so each gets its share of the cores for BLAS. */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int blas_threads = (int)(cores / dp->n);
+    /* Replicas run side by side, so each gets its share of the cores the
+     * loader's workers leave free; more BLAS threads would only contend. */
+    int blas_threads = s->compute_cores / dp->n;
     openblas_set_num_threads(blas_threads > 0 ? blas_threads : 1);
 
     size_t pw = (size_t)(dp->O * dp->F), chunk_max = (size_t)((dp->batch_max + dp->n - 1) / dp->n);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rng.h"
 
@@ -49,6 +50,13 @@ static void trace_batch(FILE *f, const long *split, int replicas, long rows, int
     fprintf(f, "Outside: input size [%ld, %d] output_size [%ld, %d]\n", rows, F, rows, O);
 }
 
+/* Cores the compute may use: those the loader's workers leave free, at least one. */
+static int compute_cores(long num_workers)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores - num_workers > 1 ? (int)(cores - num_workers) : 1;
+}
+
 static bool devices_shared(const struct config *c)
 {
     for (int i = 0; i < c->parallel.n_devices; i++)
@@ -90,6 +98,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .pin_memory = c->loader.pin_memory,
         .async_copy = c->loader.async_copy,
         .copy_depth = (int)c->loader.copy_depth,
+        .compute_cores = compute_cores(c->loader.num_workers),
         .w0 = w0,
         .b0 = w0 + O * F,
     };
