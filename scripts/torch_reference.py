@@ -30,6 +30,7 @@ import json
 import math
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -232,7 +233,7 @@ def load_config(path):
     except OSError as e:
         raise ConfigError("%s: cannot open config: %s" % (path, e.strerror)) from None
     except yaml.YAMLError as e:
-        raise ConfigError("%s: malformed YAML: %s" % (path, e)) from None
+        raise ConfigError("%s: malformed YAML: %s" % (path, " ".join(str(e).split()))) from None
     if doc is None or doc == "":
         raise ConfigError("%s: empty config: expected a mapping of keys" % path)
     if not isinstance(doc, dict):
@@ -446,8 +447,8 @@ def make_loader(torch, dataset, cfg, pin):
 def run_point(torch, classes, dataset, cfg, stop):
     """Trains one sweep point; returns the run's dict (without label fields).
 
-    `stop` is a one-element list set to True on Ctrl-C; a partial epoch is
-    dropped, like dpbench does."""
+    `stop` is a one-element list that holds the signal number once SIGINT or
+    SIGTERM arrived; a partial epoch is dropped, like dpbench does."""
     _, SplitRecorder = classes
     backend, device_ids, replicas = pick_device(torch, cfg)
     cuda = backend == "torch-cuda"
@@ -531,7 +532,7 @@ def run_point(torch, classes, dataset, cfg, stop):
                     print("Outside: input size [%d, %d] output_size [%d, %d]"
                           % (rows, features, rows, out_features), file=sys.stderr)
         except KeyboardInterrupt:
-            stop[0] = True
+            stop[0] = stop[0] or signal.SIGINT
             break
         seconds = time.perf_counter() - t0
         if ep < warmup:
@@ -736,6 +737,9 @@ def main(argv=None):
     if args.threads < 1:
         print("%s: --threads: expected at least 1" % PROG, file=sys.stderr)
         return 2
+    if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
+        print("%s: --out %s: no such directory" % (PROG, args.out), file=sys.stderr)
+        return 2
 
     import torch  # after the config checks: importing torch takes a second
     torch.set_num_threads(args.threads)
@@ -760,7 +764,14 @@ def main(argv=None):
         "interrupted": False,
         "runs": [],
     }
-    stop = [False]
+    stop = [0]  # the signal that stopped the run, if any
+
+    def on_signal(signum, frame):
+        stop[0] = signum
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     dataset, data_key, per_us = None, None, None
     for i, (label, overrides, point) in enumerate(points):
         if stop[0]:
@@ -781,7 +792,7 @@ def main(argv=None):
                 print("%s: point %d/%d: %s" % (PROG, i + 1, len(points), label), file=sys.stderr)
             run = run_point(torch, classes, dataset, point, stop)
         except KeyboardInterrupt:
-            stop[0] = True
+            stop[0] = stop[0] or signal.SIGINT
             break
         except ConfigError as e:
             print("%s: %s%s" % (PROG, "sweep point %s: " % label if label else "", e),
@@ -789,7 +800,9 @@ def main(argv=None):
             return 2
         doc["runs"].append(dict({"point": label, "overrides": overrides,
                                  "config": config_json(point)}, **run))
-    doc["interrupted"] = stop[0]
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    doc["interrupted"] = bool(stop[0])
     summarize(doc["runs"])
     # dpbench's order of a run's keys: summary before final_params
     doc["runs"] = [dict({k: v for k, v in r.items() if k != "final_params"},
@@ -804,9 +817,14 @@ def main(argv=None):
             sys.stdout.write(text)
             sys.stdout.flush()
     except OSError as e:
-        print("%s: cannot write results: %s" % (PROG, e), file=sys.stderr)
+        print("%s: cannot write %s: %s" % (PROG, args.out or "stdout", e.strerror or e),
+              file=sys.stderr)
         return 1
-    return 130 if stop[0] else 0
+    if stop[0]:
+        print("%s: interrupted by %s; results are partial"
+              % (PROG, signal.Signals(stop[0]).name), file=sys.stderr)
+        return 128 + stop[0]
+    return 0
 
 
 if __name__ == "__main__":
