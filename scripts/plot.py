@@ -8,6 +8,8 @@ per result file (dpbench next to PyTorch, say). `breakdown`: for each file,
 stacked bars of the mean per-epoch wait / copy / compute / other time per
 point ("other" is what the epoch spent outside the three, e.g. starting
 loader workers). `both` (the default) draws the two in one PNG.
+
+Needs matplotlib (Debian: python3-matplotlib, i.e. run it with /usr/bin/python3).
 """
 
 import argparse
@@ -15,7 +17,11 @@ import json
 import os
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit("plot: this interpreter (%s) has no matplotlib; run with one that has it, "
+             "e.g. /usr/bin/python3 with Debian's python3-matplotlib" % sys.executable)
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)

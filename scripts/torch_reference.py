@@ -444,6 +444,75 @@ def make_loader(torch, dataset, cfg, pin):
     return torch.utils.data.DataLoader(dataset, **kwargs)
 
 
+def build_model(torch, SplitRecorder, cfg, device_ids, replicas):
+    """Returns (recorder, forward): the Linear wrapped in a SplitRecorder, and
+    a function running one batch through it with DataParallel semantics."""
+    torch.manual_seed(cfg["seed"])
+    recorder = SplitRecorder(torch.nn.Linear(cfg["dataset.features"], cfg["model.out_features"]))
+    if device_ids is not None:
+        recorder.to(torch.device("cuda", device_ids[0]))
+        return recorder, torch.nn.DataParallel(recorder, device_ids=device_ids,
+                                               output_device=device_ids[0])
+    if replicas == 1:
+        return recorder, recorder
+
+    def forward(x):
+        # DataParallel on the CPU: torch.chunk the batch, one replica per
+        # chunk (run in turn), outputs concatenated in order. The replicas
+        # share the parameters, so backward sums their gradients.
+        return torch.cat([recorder(chunk) for chunk in torch.chunk(x, replicas)])
+
+    return recorder, forward
+
+
+def run_epoch(torch, loader, step, dev, pin):
+    """Runs and times one epoch; returns (epoch stats, per-batch splits).
+
+    wait = blocked in the loader iterator's next() (the final, empty next()
+    included: it shuts non-persistent workers down); copy = host-to-device
+    copies (CUDA only); compute = step(); the rest of the epoch (starting
+    workers in iter()) counts only in `seconds`."""
+    st = {"wait": 0.0, "copy": 0.0, "compute": 0.0, "copy_bytes": 0.0, "samples": 0,
+          "loss_sum": 0.0}
+    splits = []
+    t0 = time.perf_counter()
+    batches = iter(loader)  # starts the workers unless they persist
+    while True:
+        tw = time.perf_counter()
+        try:
+            x, y = next(batches)
+        except StopIteration:
+            st["wait"] += time.perf_counter() - tw
+            break
+        st["wait"] += time.perf_counter() - tw
+        if dev is not None:
+            tc = time.perf_counter()
+            x = x.to(dev, non_blocking=pin)
+            y = y.to(dev, non_blocking=pin)
+            torch.cuda.synchronize(dev)  # else the copy is only queued
+            st["copy"] += time.perf_counter() - tc
+            st["copy_bytes"] += (x.numel() + y.numel()) * x.element_size()
+        tc = time.perf_counter()
+        batch_loss, split = step(x, y)
+        st["compute"] += time.perf_counter() - tc
+        st["samples"] += x.shape[0]
+        st["loss_sum"] += batch_loss * x.shape[0]
+        splits.append(split)
+    st["seconds"] = time.perf_counter() - t0
+    return st, splits
+
+
+def print_trace(splits, features, out_features):
+    """The tutorial's In Model / Outside lines for one epoch's batches."""
+    for split in splits:
+        for r in split:
+            print("\tIn Model: input size [%d, %d] output size [%d, %d]"
+                  % (r, features, r, out_features), file=sys.stderr)
+        rows = sum(split)
+        print("Outside: input size [%d, %d] output_size [%d, %d]"
+              % (rows, features, rows, out_features), file=sys.stderr)
+
+
 def run_point(torch, classes, dataset, cfg, stop):
     """Trains one sweep point; returns the run's dict (without label fields).
 
@@ -453,20 +522,21 @@ def run_point(torch, classes, dataset, cfg, stop):
     backend, device_ids, replicas = pick_device(torch, cfg)
     cuda = backend == "torch-cuda"
     features, out_features = cfg["dataset.features"], cfg["model.out_features"]
-
-    torch.manual_seed(cfg["seed"])
-    recorder = SplitRecorder(torch.nn.Linear(features, out_features))
-    if cuda:
-        dev = torch.device("cuda", device_ids[0])
-        recorder.to(dev)
-        model = torch.nn.DataParallel(recorder, device_ids=device_ids, output_device=device_ids[0])
-    else:
-        dev = torch.device("cpu")
-        model = recorder
+    recorder, forward = build_model(torch, SplitRecorder, cfg, device_ids, replicas)
     loss_fn = torch.nn.MSELoss()
     opt = torch.optim.SGD(recorder.parameters(), lr=cfg["train.lr"])
     pin = cuda and cfg["loader.pin_memory"]
     loader = make_loader(torch, dataset, cfg, pin)
+    dev = torch.device("cuda", device_ids[0]) if cuda else None
+
+    def step(x, y):
+        """One training step; returns (batch loss before the update, split)."""
+        recorder.calls.clear()
+        loss = loss_fn(forward(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.item(), ordered_split(recorder.calls, device_ids)  # item() syncs
 
     notes = []
     if not cuda and (cfg["loader.pin_memory"] or cfg["loader.async_copy"]):
@@ -477,76 +547,33 @@ def run_point(torch, classes, dataset, cfg, stop):
         if cfg["loader.async_copy"]:
             notes.append("async_copy is not emulated by the PyTorch reference")
 
-    def forward(x):
-        if cuda or replicas == 1:
-            return model(x)
-        # CPU DataParallel semantics: torch.chunk the batch, one replica per
-        # chunk (run in turn), outputs concatenated in order.
-        return torch.cat([model(chunk) for chunk in torch.chunk(x, replicas)])
-
     warmup, epochs = cfg["train.warmup_epochs"], cfg["train.epochs"]
-    trace = cfg["report.trace"]
     splits, results = [], []
     for ep in range(warmup + epochs):
         if stop[0]:
             break
-        wait = copy = compute = copy_bytes = 0.0
-        samples, loss_sum = 0, 0.0
-        t0 = time.perf_counter()
         try:
-            batches = iter(loader)  # starts the workers unless they persist
-            while True:
-                tw = time.perf_counter()
-                try:
-                    x, y = next(batches)
-                except StopIteration:
-                    wait += time.perf_counter() - tw
-                    break
-                wait += time.perf_counter() - tw
-                if cuda:
-                    tc = time.perf_counter()
-                    x = x.to(dev, non_blocking=pin)
-                    y = y.to(dev, non_blocking=pin)
-                    torch.cuda.synchronize(dev)  # else the copy is only queued
-                    copy += time.perf_counter() - tc
-                    copy_bytes += (x.numel() + y.numel()) * x.element_size()
-                tc = time.perf_counter()
-                recorder.calls.clear()
-                out = forward(x)
-                loss = loss_fn(out, y)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                batch_loss = loss.item()  # waits for the device
-                compute += time.perf_counter() - tc
-                rows = x.shape[0]
-                samples += rows
-                loss_sum += batch_loss * rows
-                split = ordered_split(recorder.calls, device_ids)
-                if ep == 0:
-                    splits.append(split)
-                if trace:
-                    for r in split:
-                        print("\tIn Model: input size [%d, %d] output size [%d, %d]"
-                              % (r, features, r, out_features), file=sys.stderr)
-                    print("Outside: input size [%d, %d] output_size [%d, %d]"
-                          % (rows, features, rows, out_features), file=sys.stderr)
+            st, ep_splits = run_epoch(torch, loader, step, dev, pin)
         except KeyboardInterrupt:
             stop[0] = stop[0] or signal.SIGINT
             break
-        seconds = time.perf_counter() - t0
+        if ep == 0:
+            splits = ep_splits
+        if cfg["report.trace"]:
+            print_trace(ep_splits, features, out_features)
         if ep < warmup:
             continue
+        samples, seconds = st["samples"], st["seconds"]
         results.append({
             "epoch": ep - warmup + 1,
             "seconds": seconds,
             "samples_per_second": samples / seconds,
-            "loss": loss_sum / samples if samples else None,
-            "wait_seconds": wait,
-            "copy_seconds": copy,
-            "compute_seconds": compute,
-            "copy_bytes": copy_bytes,
-            "copy_gbps": copy_bytes / copy / 1e9 if copy > 0 else None,
+            "loss": st["loss_sum"] / samples if samples else None,
+            "wait_seconds": st["wait"],
+            "copy_seconds": st["copy"],
+            "compute_seconds": st["compute"],
+            "copy_bytes": st["copy_bytes"],
+            "copy_gbps": st["copy_bytes"] / st["copy"] / 1e9 if st["copy"] > 0 else None,
             "overlap": None,
             "samples": samples,
         })
@@ -709,6 +736,7 @@ def print_table(doc, threads, out=sys.stderr):
 
 
 def parse_args(argv):
+    """The command line."""
     p = argparse.ArgumentParser(
         prog="torch_reference.py",
         description="Run the PyTorch equivalent of a dpbench config and write dpbench-schema JSON.")
@@ -725,6 +753,7 @@ def parse_args(argv):
 
 
 def main(argv=None):
+    """Loads the config, runs every point, prints the table, writes the JSON."""
     args = parse_args(argv)
     try:
         cfg, sweep = load_config(args.config)
@@ -741,7 +770,13 @@ def main(argv=None):
         print("%s: --out %s: no such directory" % (PROG, args.out), file=sys.stderr)
         return 2
 
-    import torch  # after the config checks: importing torch takes a second
+    try:
+        import torch  # after the config checks: importing torch takes a second
+    except ImportError:
+        print("%s: this interpreter (%s) has no torch; run with one that has it, e.g. "
+              "/usr/bin/python3 with Debian's python3-torch" % (PROG, sys.executable),
+              file=sys.stderr)
+        return 2
     torch.set_num_threads(args.threads)
     classes = make_classes(torch)
     TeacherDataset = classes[0]
