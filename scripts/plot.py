@@ -68,7 +68,7 @@ def point_label(run):
 def pick_unit(max_seconds):
     """(scale, unit) that keeps the axis numbers readable."""
     if max_seconds < 1e-3:
-        return 1e6, "us"
+        return 1e6, "\u00b5s"
     if max_seconds < 10:
         return 1e3, "ms"
     return 1.0, "s"
