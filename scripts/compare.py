@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Puts a dpbench result and a PyTorch reference result side by side.
+
+    compare.py DPBENCH.json TORCH.json [--markdown]
+
+Both files are in dpbench's JSON schema (scripts/torch_reference.py writes
+it). Points are matched by their label ("loader.num_workers=2 ..."), or by
+position when the labels differ but the counts agree. For every point it
+prints the median epoch time of each, their ratio (torch / dpbench, i.e.
+dpbench's speedup over PyTorch), the final loss of each and whether the
+DataParallel splits are identical.
+
+Exit status: 0 on success; 2 when a file cannot be read, is not a dpbench
+result, or describes a different workload than the other.
+"""
+
+import argparse
+import json
+import sys
+
+PROG = "compare"
+
+# Config keys that define the workload; a point is only comparable when these
+# agree. Epoch counts, seed, name and report settings may differ.
+WORKLOAD = {
+    "dataset": None,  # every dataset key
+    "model": None,
+    "loader": None,
+    "parallel": ["replicas", "devices"],
+    "train": ["lr"],
+}
+
+
+class Mismatch(Exception):
+    """The two files cannot be compared."""
+
+
+def load(path):
+    """Reads one result file and checks it has dpbench's shape."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise Mismatch("%s: cannot read: %s" % (path, e.strerror)) from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise Mismatch("%s: not valid JSON: %s" % (path, e)) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        raise Mismatch("%s: not a dpbench result (no \"runs\" list)" % path)
+    for i, run in enumerate(doc["runs"]):
+        if (not isinstance(run, dict) or not isinstance(run.get("summary"), dict)
+                or not isinstance(run.get("config"), dict)):
+            raise Mismatch("%s: run %d lacks \"summary\" or \"config\"" % (path, i))
+    if not doc["runs"]:
+        raise Mismatch("%s: the result holds no run" % path)
+    return doc
+
+
+def version(doc):
+    """"0.1.0 (35cda98)" or "torch-1.13.1 (35cda98)"."""
+    tool = doc.get("dpbench") or {}
+    return "%s (%s)" % (tool.get("version", "?"), tool.get("git_commit", "?"))
+
+
+def pair_runs(a, b, path_a, path_b):
+    """Matches runs by point label, else by position; returns (pairs, how)."""
+    labels_a = [r.get("point", "") for r in a["runs"]]
+    labels_b = [r.get("point", "") for r in b["runs"]]
+    by_label = {lab: r for lab, r in zip(labels_b, b["runs"])}
+    if len(set(labels_a)) == len(labels_a) and all(lab in by_label for lab in labels_a):
+        return [(r, by_label[lab]) for lab, r in zip(labels_a, a["runs"])], "point label"
+    if len(a["runs"]) == len(b["runs"]):
+        return list(zip(a["runs"], b["runs"])), "position (labels differ)"
+    raise Mismatch("%s has %d points and %s has %d, and their labels do not match "
+                   "(first: %r vs %r)" % (path_a, len(a["runs"]), path_b, len(b["runs"]),
+                                         labels_a[0], labels_b[0]))
+
+
+def workload_diff(ca, cb):
+    """The workload keys whose values differ between two point configs."""
+    diff = []
+    for section, keys in WORKLOAD.items():
+        sa, sb = ca.get(section) or {}, cb.get(section) or {}
+        for key in keys or sorted(set(sa) | set(sb)):
+            if sa.get(key) != sb.get(key):
+                diff.append("%s.%s: %r vs %r" % (section, key, sa.get(key), sb.get(key)))
+    return diff
+
+
+def rows_for(pairs):
+    """One dict per point with the numbers to print."""
+    rows = []
+    for ra, rb in pairs:
+        diff = workload_diff(ra["config"], rb["config"])
+        label = ra.get("point") or "(base)"
+        if diff:
+            raise Mismatch("point %s: the two runs are different workloads: %s"
+                           % (label, "; ".join(diff)))
+        ma, mb = ra["summary"].get("median_seconds"), rb["summary"].get("median_seconds")
+        rows.append({
+            "point": label,
+            "median_a": ma,
+            "median_b": mb,
+            "ratio": mb / ma if ma and mb is not None else None,
+            "loss_a": ra["summary"].get("final_loss"),
+            "loss_b": rb["summary"].get("final_loss"),
+            "splits": "yes" if ra.get("splits") == rb.get("splits") else "no",
+            "epochs_a": len(ra.get("epochs") or []),
+            "epochs_b": len(rb.get("epochs") or []),
+        })
+    return rows
+
+
+def num(x, fmt):
+    """Formats a number, or "-" for a missing one."""
+    return "-" if x is None else fmt % x
+
+
+def ms(seconds):
+    """Seconds to milliseconds, keeping None."""
+    return None if seconds is None else 1e3 * seconds
+
+
+def print_text(rows, a, b, path_a, path_b, how):
+    """Fixed-width table; header lines start with '#', units on the second."""
+    width = max(24, max(len(r["point"]) for r in rows))
+    print("# dpbench: %s  %s" % (version(a), path_a))
+    print("# torch:   %s  %s" % (version(b), path_b))
+    print("# points matched by %s; ratio = torch / dpbench (dpbench's speedup)" % how)
+    cols = "%-*s %12s %12s %9s %13s %13s %7s"
+    print(cols % (width, "# point", "dpbench", "torch", "ratio", "dpbench_loss", "torch_loss",
+                  "splits"))
+    print(cols % (width, "#", "ms", "ms", "x", "", "", "same"))
+    for r in rows:
+        print(cols % (width, r["point"], num(ms(r["median_a"]), "%.4g"),
+                      num(ms(r["median_b"]), "%.4g"),
+                      num(r["ratio"], "%.2f"), num(r["loss_a"], "%.6g"),
+                      num(r["loss_b"], "%.6g"), r["splits"]))
+    for r in rows:
+        if r["epochs_a"] != r["epochs_b"]:
+            print("# note: %s: %d measured epochs in dpbench, %d in torch"
+                  % (r["point"], r["epochs_a"], r["epochs_b"]))
+
+
+def print_markdown(rows, a, b):
+    """The same table as Markdown, for a README."""
+    print("| point | dpbench %s median (ms) | PyTorch %s median (ms) | torch / dpbench (x) "
+          "| dpbench final loss | PyTorch final loss | same splits |"
+          % ((a.get("dpbench") or {}).get("version", "?"),
+             (b.get("dpbench") or {}).get("version", "?").replace("torch-", "")))
+    print("|---|---:|---:|---:|---:|---:|:---:|")
+    for r in rows:
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r["point"].replace("|", "\\|"), num(ms(r["median_a"]), "%.4g"),
+            num(ms(r["median_b"]), "%.4g"), num(r["ratio"], "%.1f"),
+            num(r["loss_a"], "%.4g"), num(r["loss_b"], "%.4g"), r["splits"]))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="compare.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("dpbench", metavar="DPBENCH.json", help="result written by dpbench")
+    p.add_argument("torch", metavar="TORCH.json", help="result written by torch_reference.py")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = p.parse_args(argv)
+    try:
+        a, b = load(args.dpbench), load(args.torch)
+        pairs, how = pair_runs(a, b, args.dpbench, args.torch)
+        rows = rows_for(pairs)
+    except Mismatch as e:
+        print("%s: %s" % (PROG, e), file=sys.stderr)
+        return 2
+    if args.markdown:
+        print_markdown(rows, a, b)
+    else:
+        print_text(rows, a, b, args.dpbench, args.torch, how)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
