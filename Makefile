@@ -34,7 +34,7 @@ B    := build
 OBJ  := $(SRC:%.c=$(B)/%.o)
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-unit test-cli test-asan test-tsan test-fuzz test-valgrind bench clean
+.PHONY: all run test test-unit test-cli test-asan test-tsan test-fuzz test-valgrind test-scripts bench clean
 all: dpbench
 
 $(B)/deps.stamp: scripts/install-deps.sh
@@ -111,7 +111,11 @@ test-valgrind: dpbench
 	    --set parallel.replicas=3 --set loader.num_workers=2 --format json >/dev/null
 	@echo "valgrind: 2 passed, 0 failed"
 
-test: test-unit test-cli test-asan test-tsan test-fuzz test-valgrind
+# PyTorch side-by-side scripts: skipped when Debian's python3-torch is absent.
+test-scripts: dpbench
+	@tests/scripts_test.sh ./dpbench
+
+test: test-unit test-cli test-asan test-tsan test-fuzz test-valgrind test-scripts
 
 bench: dpbench
 	scripts/bench.sh
