@@ -15,8 +15,9 @@ result, or describes a different workload than the other.
 """
 
 import argparse
-import json
 import sys
+
+import dpresult
 
 PROG = "compare"
 
@@ -38,20 +39,13 @@ class Mismatch(Exception):
 def load(path):
     """Reads one result file and checks it has dpbench's shape."""
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise Mismatch("%s: cannot read: %s" % (path, e.strerror)) from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise Mismatch("%s: not valid JSON: %s" % (path, e)) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
-        raise Mismatch("%s: not a dpbench result (no \"runs\" list)" % path)
+        doc = dpresult.read(path)
+    except dpresult.BadResult as e:
+        raise Mismatch(str(e)) from None
     for i, run in enumerate(doc["runs"]):
         if (not isinstance(run, dict) or not isinstance(run.get("summary"), dict)
                 or not isinstance(run.get("config"), dict)):
             raise Mismatch("%s: run %d lacks \"summary\" or \"config\"" % (path, i))
-    if not doc["runs"]:
-        raise Mismatch("%s: the result holds no run" % path)
     return doc
 
 

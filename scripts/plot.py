@@ -13,9 +13,10 @@ Needs matplotlib (Debian: python3-matplotlib, i.e. run it with /usr/bin/python3)
 """
 
 import argparse
-import json
 import os
 import sys
+
+import dpresult
 
 try:
     import matplotlib
@@ -34,21 +35,12 @@ PARTS = [("wait_seconds", "wait (loader)", "#d95f02"),
 SERIES_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
 
 
-class BadInput(Exception):
-    """A file that is not a readable dpbench result."""
+BadInput = dpresult.BadResult
 
 
 def load(path):
     """Reads a result file; returns (series name, runs)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise BadInput("%s: cannot read: %s" % (path, e.strerror)) from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise BadInput("%s: not valid JSON: %s" % (path, e)) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list) or not doc["runs"]:
-        raise BadInput("%s: not a dpbench result with at least one run" % path)
+    doc = dpresult.read(path)
     version = str((doc.get("dpbench") or {}).get("version", "?"))
     if version.startswith("torch-"):
         name = "PyTorch %s" % version[len("torch-"):]
