@@ -1,5 +1,6 @@
 # dpbench build. `make` builds ./dpbench (objects under build/); `make run`
-# runs the tutorial config; `make test` runs the test suite; `make bench`
+# runs the tutorial config; `make test` runs the test suite; `make test-gpu`
+# checks the cuda backend against the cpu (skips without a GPU); `make bench`
 # writes benchmark results into bench_results/.
 #
 # The CUDA backend is built when the toolkit is found (CUDA_HOME, default
@@ -33,7 +34,7 @@ B    := build
 OBJ  := $(SRC:%.c=$(B)/%.o)
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-unit test-cli bench clean deps
+.PHONY: all run test test-unit test-cli test-gpu bench clean deps
 all: dpbench
 
 $(B)/deps.stamp: scripts/install-deps.sh
@@ -66,6 +67,21 @@ test-cli: dpbench
 	@tests/cli_test.sh ./dpbench
 
 test: test-unit test-cli
+
+# GPU tests stay out of TESTS so `make test` needs no GPU; without a usable
+# device the binary prints why and exits 0.
+GPU_TEST := $(B)/tests/gpu_test
+ifeq ($(CUDA),1)
+$(GPU_TEST): tests/gpu_test.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -lcmocka -o $@
+
+test-gpu: $(GPU_TEST)
+	@$(GPU_TEST)
+else
+test-gpu:
+	@echo "skipped: no CUDA device (dpbench was built without the CUDA toolkit)"
+endif
 
 bench: dpbench
 	scripts/bench.sh
