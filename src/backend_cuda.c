@@ -15,6 +15,9 @@
  * step waits on that event on the GPU, and the slot's "consumed" event, which
  * release records after the step, gates the copy that reuses it. Without
  * async_copy the ring has one slot, filled by blocking copies in next().
+ * Either way the host queues at most `depth` steps ahead of the GPU, and waits
+ * for that inside step, so back-pressure from the GPU never passes for
+ * waiting on data.
  *
  * Time comes from CUDA events: per batch a copy interval per device and a
  * step interval on replica 0's stream, each read against a base event
@@ -83,6 +86,8 @@ struct slot {
     long *split;           // (n) rows of each replica's chunk
     cudaEvent_t consumed;  // device 0: the step that read this slot is done
     enum slot_state state;
+    struct batch *host;    // copy thread: the loader's batch behind the copy, until reuse
+    double loaded_at;      // now_seconds() when the loader handed the batch over
 };
 
 /* One distinct device among the replicas'. */
@@ -571,7 +576,11 @@ static void copies_drain(struct cuda_dp *dp)
         cudaStreamSynchronize(dp->gpus[g].copy);
 }
 
-/* The copy thread: the loader's only consumer while it runs. */
+/* The copy thread: the loader's only consumer while it runs. A slot keeps
+ * its host batch until the slot comes round again, by when the copy has long
+ * landed (its step was released), so the thread never waits on the GPU
+ * before queueing the next copy; the loader's pool has copy_depth extra
+ * buffers for the batches held this way. */
 static void *copier_main(void *arg)
 {
     struct cuda_dp *dp = arg;
@@ -586,25 +595,37 @@ static void *copier_main(void *arg)
         pthread_mutex_unlock(&dp->mu);
         if (stop)
             break;
+        if (sl->host) {
+            rc = copies_wait(dp, sl->meta.index, &err);
+            loader_release(dp->loader, sl->host);
+            sl->host = NULL;
+            if (rc)
+                break;
+        }
         struct batch *hb;
         rc = loader_next(dp->loader, &hb, &err);
         if (rc <= 0)
             break;
-        long index = hb->index;
+        double loaded_at = now_seconds();
         rc = slot_fill(dp, sl, hb, &err);
-        if (rc == 0) {
-            pthread_mutex_lock(&dp->mu); // the step may be queued before the copy lands
-            sl->state = SLOT_READY;
-            pthread_cond_broadcast(&dp->cv);
-            pthread_mutex_unlock(&dp->mu);
-            rc = copies_wait(dp, index, &err);
-        } else {
+        if (rc) {
             copies_drain(dp);
-        }
-        loader_release(dp->loader, hb);
-        if (rc)
+            loader_release(dp->loader, hb);
             break;
+        }
+        sl->host = hb;
+        pthread_mutex_lock(&dp->mu); // the step may be queued before the copy lands
+        sl->loaded_at = loaded_at;
+        sl->state = SLOT_READY;
+        pthread_cond_broadcast(&dp->cv);
+        pthread_mutex_unlock(&dp->mu);
     }
+    copies_drain(dp); // then the held batches can go back
+    for (int i = 0; i < dp->depth; i++)
+        if (dp->slots[i].host) {
+            loader_release(dp->loader, dp->slots[i].host);
+            dp->slots[i].host = NULL;
+        }
     pthread_mutex_lock(&dp->mu);
     if (rc < 0) {
         dp->failed = true;
@@ -658,11 +679,13 @@ static int cuda_next(void *ctx, struct loader *l, struct batch **b, struct epoch
     double t0 = now_seconds();
     if (dp->async) {
         int rc = 1;
+        double loaded_at = 0;
         pthread_mutex_lock(&dp->mu);
         while (sl->state != SLOT_READY && !dp->failed && !dp->done)
             pthread_cond_wait(&dp->cv, &dp->mu);
         if (sl->state == SLOT_READY) { // batches copied before a failure still count
             sl->state = SLOT_HELD;
+            loaded_at = sl->loaded_at;
         } else if (dp->failed) {
             *e = dp->err;
             rc = -1;
@@ -670,7 +693,12 @@ static int cuda_next(void *ctx, struct loader *l, struct batch **b, struct epoch
             rc = 0; // the loader is done and every copied batch was taken
         }
         pthread_mutex_unlock(&dp->mu);
-        st->wait_s += now_seconds() - t0;
+        /* waiting counts until the loader had the batch; the rest of the
+         * wait went on issuing its copy, which copy_s accounts for */
+        double t1 = now_seconds();
+        if (rc == 1 && loaded_at < t1)
+            t1 = loaded_at > t0 ? loaded_at : t0;
+        st->wait_s += t1 - t0;
         if (rc != 1)
             return rc;
     } else {
@@ -755,6 +783,10 @@ static int cuda_step(void *ctx, struct batch *bt, float lr, long *split, struct 
     /* scatter: torch.chunk along the batch; the chunks are already on their
      * devices in the slot, so the streams wait for those copies */
     int active = chunk_split(bt->rows, dp->n, split);
+    /* keep at most `depth` steps queued: the host waits here, on compute,
+     * rather than in next() through a full copy ring */
+    if (k >= dp->depth)
+        CUDA_CHECK(cudaEventSynchronize(dp->tl.end[k - dp->depth]));
     CUDA_CHECK(cudaSetDevice(dev0));
     for (int g = 0; g < dp->G; g++)
         CUDA_CHECK(cudaStreamWaitEvent(s0, dp->tl.copy_end[k * dp->G + g], 0));
