@@ -1064,7 +1064,7 @@ static int bw_table(struct bw *bw, FILE *out, struct error *e)
     size_t best_size = 0;
     fprintf(out, "#%12s %6s %10s %10s %10s %7s\n", "size", "count", "pinned", "pageable",
             "ratio", "#wrong");
-    fprintf(out, "#%12s %6s %10s %10s %10s %7s\n", "(B)", "", "(GB/s)", "(GB/s)", "", "");
+    fprintf(out, "#%12s %6s %10s %10s\n", "(B)", "", "(GB/s)", "(GB/s)");
     for (size_t size = (size_t)1 << 20; size <= bw->max; size *= 2) {
         int iters = (int)(((size_t)1 << 30) / size); // about 1 GiB per measurement
         iters = iters < 4 ? 4 : iters > 200 ? 200 : iters;
