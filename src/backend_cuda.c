@@ -4,7 +4,7 @@
  * stream, gather and MSE on device 0, scatter of the output gradient,
  * reduce-add of the gradients on device 0, SGD there. Math is cuBLAS; there
  * is no kernel of our own. Streams are ordered by events, never by host
- * waits, so one step is queued whole and the host runs ahead.
+ * waits, so a whole step is queued without the host stopping.
  *
  * A device id may repeat: each replica has its own stream, cuBLAS handle and
  * buffers, so N "virtual replicas" on one GPU take the N-GPU code path.
@@ -25,6 +25,7 @@
  * intervals share one timeline and their overlap is the hidden copy time. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,6 +297,17 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
     dp->P = (size_t)dp->O * (size_t)dp->F + (size_t)dp->O;
     dp->async = s->async_copy;
     dp->depth = s->async_copy ? s->copy_depth : 1;
+    /* cuBLAS' sizes and strides are int: the biggest are the batch's outputs
+     * (loss, gradient), a chunk's inputs and the parameter vector */
+    double biggest = (double)dp->batch_max * dp->O;
+    if ((double)dp->chunk_max * dp->F > biggest)
+        biggest = (double)dp->chunk_max * dp->F;
+    if ((double)dp->P > biggest)
+        biggest = (double)dp->P;
+    if (biggest > INT_MAX)
+        return error_set(e, "batch %ld x %d -> %d needs arrays of %.0f floats, more than "
+                            "cuBLAS' int sizes allow (%d)",
+                         dp->batch_max, dp->F, dp->O, biggest, INT_MAX);
     dp->reps = calloc((size_t)dp->n, sizeof *dp->reps);
     dp->gpus = calloc((size_t)dp->n, sizeof *dp->gpus);
     dp->slots = calloc((size_t)dp->depth, sizeof *dp->slots);
