@@ -52,8 +52,8 @@ run() { # NAME ARGS...: one dpbench run, text in NAME-STAMP.txt, json/csv by --o
     ./dpbench "$@" --out "$out" | tee "$out/$name-$stamp.txt"
 }
 run gpu --config configs/gpu.yaml
-run gpu-on-cpu --config configs/gpu.yaml --set parallel.device=cpu --set loader.pin_memory=false \
-    --set loader.async_copy=false
+run gpu-on-cpu --config configs/gpu.yaml --set name=gpu-on-cpu --set parallel.device=cpu \
+    --set loader.pin_memory=false --set loader.async_copy=false
 if [ "$ngpu" -ge 2 ]; then
     run multi-gpu --config configs/multi-gpu.yaml --set parallel.replicas="$ngpu"
 else # one GPU: the same code path as virtual replicas
