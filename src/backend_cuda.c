@@ -901,12 +901,25 @@ static void cuda_release(void *ctx, struct loader *l, struct batch *b)
     pthread_mutex_unlock(&dp->mu);
 }
 
-/* Milliseconds from device g's base event to ev (both completed). */
-static int event_ms(struct cuda_dp *dp, int g, cudaEvent_t ev, double *ms, struct error *e)
+/* Milliseconds from a to b, two completed events of one device. */
+static int elapsed_ms(cudaEvent_t a, cudaEvent_t b, double *ms, struct error *e)
 {
     float t = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&t, dp->gpus[g].base, ev));
+    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
     *ms = t;
+    return 0;
+}
+
+/* Interval [from, to] on device g's timeline, into iv[0..1]. The length is
+ * read from the pair itself: float milliseconds from the epoch's base lose
+ * microseconds late in a long epoch. */
+static int interval_ms(struct cuda_dp *dp, int g, cudaEvent_t from, cudaEvent_t to, double *iv,
+                       struct error *e)
+{
+    double len = 0;
+    if (elapsed_ms(dp->gpus[g].base, from, &iv[0], e) || elapsed_ms(from, to, &len, e))
+        return -1;
+    iv[1] = iv[0] + len;
     return 0;
 }
 
@@ -951,8 +964,7 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
         return error_set(e, "out of memory");
     int rc = 0;
     for (long k = 0; k < m && !rc; k++) {
-        rc = event_ms(dp, 0, t->start[k], &steps[2 * k], e) ||
-             event_ms(dp, 0, t->end[k], &steps[2 * k + 1], e);
+        rc = interval_ms(dp, 0, t->start[k], t->end[k], &steps[2 * k], e);
         if (!rc)
             st->compute_s += 1e-3 * (steps[2 * k + 1] - steps[2 * k]);
     }
@@ -960,8 +972,8 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
      * against the steps: the overlap is copy time hidden behind compute */
     for (int g = 0; g < G && !rc; g++) {
         for (long k = 0; k < m && !rc; k++) {
-            rc = event_ms(dp, g, t->copy_begin[k * G + g], &t->t[2 * k], e) ||
-                 event_ms(dp, g, t->copy_end[k * G + g], &t->t[2 * k + 1], e);
+            rc = interval_ms(dp, g, t->copy_begin[k * G + g], t->copy_end[k * G + g],
+                             &t->t[2 * k], e);
             if (!rc)
                 st->copy_s += 1e-3 * (t->t[2 * k + 1] - t->t[2 * k]);
         }
