@@ -1,5 +1,6 @@
 # dpbench build. `make` builds ./dpbench (objects under build/); `make run`
-# runs the tutorial config; `make test` runs the test suite; `make bench`
+# runs the tutorial config; `make test` runs the test suite; `make test-gpu`
+# checks the cuda backend against the cpu (skips without a GPU); `make bench`
 # writes benchmark results into bench_results/.
 #
 # The CUDA backend is built when the toolkit is found (CUDA_HOME, default
@@ -34,7 +35,8 @@ B    := build
 OBJ  := $(SRC:%.c=$(B)/%.o)
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-unit test-cli test-asan test-tsan test-fuzz test-valgrind test-scripts bench clean
+.PHONY: all run test test-unit test-cli test-gpu test-asan test-tsan test-fuzz test-valgrind \
+        test-scripts bench clean
 all: dpbench
 
 $(B)/deps.stamp: scripts/install-deps.sh
@@ -104,9 +106,9 @@ test-fuzz: $(B)/fuzz_config
 	@echo "fuzz: 1 passed, 0 failed"
 
 test-valgrind: dpbench
-	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	    --show-leak-kinds=definite,indirect ./dpbench --config configs/tutorial.yaml >/dev/null
-	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	    --show-leak-kinds=definite,indirect ./dpbench --config configs/tutorial.yaml \
 	    --set parallel.replicas=3 --set loader.num_workers=2 --format json >/dev/null
 	@echo "valgrind: 2 passed, 0 failed"
@@ -116,6 +118,21 @@ test-scripts: dpbench
 	@tests/scripts_test.sh ./dpbench
 
 test: test-unit test-cli test-asan test-tsan test-fuzz test-valgrind test-scripts
+
+# GPU tests stay out of TESTS so `make test` needs no GPU; without a usable
+# device the binary prints why and exits 0.
+GPU_TEST := $(B)/tests/gpu_test
+ifeq ($(CUDA),1)
+$(GPU_TEST): tests/gpu_test.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -lcmocka -o $@
+
+test-gpu: $(GPU_TEST)
+	@$(GPU_TEST)
+else
+test-gpu:
+	@echo "skipped: no CUDA device (dpbench was built without the CUDA toolkit)"
+endif
 
 bench: dpbench
 	scripts/bench.sh

@@ -16,8 +16,10 @@ mkdir -p "$OUT"
 have_torch=0
 "$PY" -c 'import torch, yaml, matplotlib' 2>/dev/null && have_torch=1
 
-machine="$(./dpbench --format json --set train.epochs=1 | "$PY" -c \
-  'import json,sys; m=json.load(sys.stdin)["machine"]; print(f"{m[\"cpu\"]}, {m[\"cores\"]} cores, {m[\"memory_bytes\"]/2**30:.1f} GiB, {m[\"kernel\"]}")')"
+machine="$(./dpbench --format json --set train.epochs=1 | "$PY" -c '
+import json, sys
+m = json.load(sys.stdin)["machine"]
+print("%s, %d cores, %.1f GiB, %s" % (m["cpu"], m["cores"], m["memory_bytes"] / 2**30, m["kernel"]))')"
 echo "# machine: $machine" >"$OUT/summary.txt.tmp"
 echo "# dpbench $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$OUT/summary.txt.tmp"
 
@@ -43,7 +45,10 @@ run sync-vs-async configs/sync-vs-async.yaml
 # memory: workers are threads sharing one dataset
 for w in 0 8; do
     ./dpbench --config configs/large.yaml --set loader.num_workers=$w --set train.epochs=2 \
-        --format json | "$PY" -c "import json,sys; d=json.load(sys.stdin); print(f'num_workers $w: peak RSS {d[\"peak_rss_bytes\"]/2**20:.1f} MiB')"
+        --format json | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+print("num_workers %s: peak RSS %.1f MiB" % (sys.argv[1], d["peak_rss_bytes"] / 2**20))' $w
 done >"$OUT/memory.txt"
 echo "# ./dpbench --config configs/large.yaml --set loader.num_workers=W --set train.epochs=2" >>"$OUT/memory.txt"
 

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "loader.h"
 #include "util.h"
@@ -64,6 +65,9 @@ struct backend {
     /* Copies replica 0's parameters out: w (out, in), b (out). */
     int (*params)(void *ctx, float *w, float *b, struct error *e);
     void (*free)(void *ctx);
+    /* Optional (NULL on the cpu): prints a host-to-device bandwidth table,
+     * pinned vs pageable, for dpbench --h2d-bandwidth. */
+    int (*bandwidth)(FILE *out, struct error *e);
 };
 
 extern const struct backend backend_cpu;

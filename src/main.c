@@ -26,6 +26,7 @@ enum exit_code { EXIT_OK = 0, EXIT_RUN = 1, EXIT_USAGE = 2 };
 struct options {
     const char *config;
     double max_memory; // bytes, 0 = what the machine has available
+    bool h2d_bandwidth; // measure host-to-device bandwidth instead of training
 };
 
 static void usage(FILE *f)
@@ -44,6 +45,7 @@ static void usage(FILE *f)
             "  -f, --format FMT      text (default), json or csv on stdout\n"
             "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json and .csv into DIR\n"
             "  -m, --max-memory N    refuse runs estimated above N bytes (suffixes K, M, G)\n"
+            "      --h2d-bandwidth   measure host-to-device copy bandwidth (cuda), then exit\n"
             "      --help-config     list every config key with its default and range\n"
             "  -V, --version         version and the backends compiled in\n"
             "  -h, --help            this text\n"
@@ -78,7 +80,7 @@ static int parse_bytes(const char *s, double *out)
 static int parse_cli(int argc, char **argv, struct options *opts, struct config *c,
                      struct error *e)
 {
-    enum { OPT_HELP_CONFIG = 1000 };
+    enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"set", required_argument, NULL, 's'},
@@ -87,6 +89,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         {"out", required_argument, NULL, 'o'},
         {"max-memory", required_argument, NULL, 'm'},
         {"help-config", no_argument, NULL, OPT_HELP_CONFIG},
+        {"h2d-bandwidth", no_argument, NULL, OPT_H2D_BANDWIDTH},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -110,6 +113,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         case 'h': usage(stdout); return 1;
         case 'V': printf("dpbench %s\nbackends: %s\n", DPBENCH_VERSION, backend_list()); return 1;
         case OPT_HELP_CONFIG: config_print_help(stdout); return 1;
+        case OPT_H2D_BANDWIDTH: opts->h2d_bandwidth = true; break;
         case ':': return error_set(e, "%s needs a value", argv[optind - 1]);
         case '?':
             return error_set(e, "unknown option '%s' (dpbench --help lists them)", argv[optind - 1]);
@@ -334,6 +338,23 @@ static int run_points(const struct config *c, const struct backend *be, struct r
     return rc;
 }
 
+/* --h2d-bandwidth: the cuda backend's copy-bandwidth table on stdout. */
+static int h2d_bandwidth(void)
+{
+    const struct backend *be = backend_find("cuda");
+    struct error e;
+    if (!be || !be->bandwidth) {
+        fprintf(stderr, "dpbench: --h2d-bandwidth needs the cuda backend; this dpbench was "
+                        "built without it (backends: %s)\n", backend_list());
+        return EXIT_RUN;
+    }
+    if (be->probe(&e) || be->bandwidth(stdout, &e)) {
+        fprintf(stderr, "dpbench: --h2d-bandwidth: %s\n", e.msg);
+        return EXIT_RUN;
+    }
+    return EXIT_OK;
+}
+
 static void on_signal(int sig) { train_stop = sig; }
 
 static int emit(const struct results *res, struct error *e)
@@ -375,6 +396,10 @@ int main(int argc, char **argv)
             return EXIT_OK;
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return EXIT_USAGE;
+    }
+    if (opts.h2d_bandwidth) {
+        config_free(&res.cfg);
+        return h2d_bandwidth();
     }
     const struct backend *be = pick_backend(&res.cfg, &e);
     if (!be || check_memory(&res.cfg, be, opts.max_memory, &e)) {

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# GPU benchmark for a CUDA machine: builds, runs the GPU tests, a short run
+# under compute-sanitizer, the host-to-device bandwidth sweep and the GPU
+# configs (plus the cpu on gpu.yaml for comparison). Everything lands in
+# bench_results/gpu/, stamped with the GPU, driver and CUDA versions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+PATH=$PATH:$CUDA_HOME/bin
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "gpu-bench: no usable NVIDIA GPU (nvidia-smi missing or failing)" >&2
+    exit 1
+fi
+
+out=bench_results/gpu
+stamp=$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out"
+ngpu=$(nvidia-smi -L | wc -l)
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
+cuda=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+{
+    echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "# gpu, driver: $gpu  (x$ngpu)"
+    echo "# cuda toolkit: ${cuda:-unknown}"
+    nvidia-smi --query-gpu=index,name,memory.total,pcie.link.gen.current,pcie.link.width.current \
+        --format=csv
+    nvidia-smi topo -m 2>/dev/null || true
+} | tee "$out/machine-$stamp.txt"
+
+make -s
+./dpbench --version | tee -a "$out/machine-$stamp.txt"
+make -s test-gpu 2>&1 | tee "$out/test-gpu-$stamp.txt"
+
+# memcheck on a short run that takes every path: virtual replicas, pinned
+# memory, the copy thread
+if command -v compute-sanitizer >/dev/null; then
+    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
+        ./dpbench --config configs/gpu.yaml --set dataset.length=20000 \
+        --set train.warmup_epochs=0 --set train.epochs=1 --set parallel.replicas=3 \
+        --set 'parallel.devices=[0,0,0]' > "$out/sanitizer-$stamp.txt" 2>&1 \
+        || { echo "gpu-bench: compute-sanitizer found errors, see $out/sanitizer-$stamp.txt" >&2; exit 1; }
+    tail -1 "$out/sanitizer-$stamp.txt"
+else
+    echo "gpu-bench: compute-sanitizer not found; skipped" >&2
+fi
+
+./dpbench --h2d-bandwidth | tee "$out/h2d-bandwidth-$stamp.txt"
+
+run() { # NAME ARGS...: one dpbench run, text in NAME-STAMP.txt, json/csv by --out
+    local name=$1; shift
+    ./dpbench "$@" --out "$out" | tee "$out/$name-$stamp.txt"
+}
+run gpu --config configs/gpu.yaml
+run gpu-on-cpu --config configs/gpu.yaml --set name=gpu-on-cpu --set parallel.device=cpu \
+    --set loader.pin_memory=false --set loader.async_copy=false
+if [ "$ngpu" -ge 2 ]; then
+    run multi-gpu --config configs/multi-gpu.yaml --set parallel.replicas="$ngpu"
+else # one GPU: the same code path as virtual replicas
+    run multi-gpu --config configs/multi-gpu.yaml --set parallel.replicas=4 \
+        --set 'parallel.devices=[0,0,0,0]'
+fi
+run gpu-sync-vs-async --config configs/gpu-sync-vs-async.yaml
+echo "gpu-bench: results in $out/ (stamp $stamp)"

@@ -1,0 +1,1177 @@
+/* nn.DataParallel on CUDA devices, with the same step as backend_cpu.c:
+ * master parameters on replica 0's device, broadcast, scatter of the host
+ * batch by torch.chunk, forward and backward of each replica on its own
+ * stream, gather and MSE on device 0, scatter of the output gradient,
+ * reduce-add of the gradients on device 0, SGD there. Math is cuBLAS; there
+ * is no kernel of our own. Streams are ordered by events, never by host
+ * waits, so a whole step is queued without the host stopping.
+ *
+ * A device id may repeat: each replica has its own stream, cuBLAS handle and
+ * buffers, so N "virtual replicas" on one GPU take the N-GPU code path.
+ *
+ * Batches reach the devices through a ring of device buffers (slots). With
+ * async_copy a copy thread takes batches from the loader, copies each into
+ * the next free slot on a copy stream per device and records an event; the
+ * step waits on that event on the GPU, and the slot's "consumed" event, which
+ * release records after the step, gates the copy that reuses it. Without
+ * async_copy the ring has one slot, filled by blocking copies in next().
+ * Either way the host queues at most `depth` steps ahead of the GPU, and waits
+ * for that inside step, so back-pressure from the GPU never passes for
+ * waiting on data.
+ *
+ * Time comes from CUDA events: per batch a copy interval per device and a
+ * step interval on replica 0's stream, each read against a base event
+ * recorded on every device at epoch start (all streams idle), so that the
+ * intervals share one timeline and their overlap is the hidden copy time. */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "chunk.h"
+
+/* ---- error checks ------------------------------------------------------- */
+
+static int cuda_fail(struct error *e, cudaError_t err, const char *call, const char *file,
+                     int line)
+{
+    return error_set(e, "%s:%d: %s: %s (%s)", file, line, call, cudaGetErrorString(err),
+                     cudaGetErrorName(err));
+}
+
+static int cublas_fail(struct error *e, cublasStatus_t st, const char *call, const char *file,
+                       int line)
+{
+    return error_set(e, "%s:%d: %s: %s", file, line, call, cublasGetStatusString(st));
+}
+
+/* In functions that return int and have `struct error *e` in scope. */
+#define CUDA_CHECK(call)                                                                     \
+    do {                                                                                     \
+        cudaError_t err_ = (call);                                                           \
+        if (err_ != cudaSuccess)                                                             \
+            return cuda_fail(e, err_, #call, __FILE__, __LINE__);                           \
+    } while (0)
+
+#define CUBLAS_CHECK(call)                                                                   \
+    do {                                                                                     \
+        cublasStatus_t st_ = (call);                                                         \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                    \
+            return cublas_fail(e, st_, #call, __FILE__, __LINE__);                          \
+    } while (0)
+
+/* In teardown, where nothing can be returned: say so on stderr and go on. */
+#define CUDA_WARN(call)                                                                      \
+    do {                                                                                     \
+        cudaError_t err_ = (call);                                                           \
+        if (err_ != cudaSuccess)                                                             \
+            fprintf(stderr, "dpbench: warning: %s:%d: %s: %s (%s)\n", __FILE__, __LINE__,   \
+                    #call, cudaGetErrorString(err_), cudaGetErrorName(err_));               \
+    } while (0)
+
+/* ---- state -------------------------------------------------------------- */
+
+enum slot_state { SLOT_FREE, SLOT_READY, SLOT_HELD };
+
+/* One buffer set of the copy ring: a batch's chunks on their replicas'
+ * devices and its targets on the output device. */
+struct slot {
+    struct batch meta;     // what the training loop holds: index and rows, no host data
+    float **x;             // (n) x[r]: (chunk_max, F) replica r's chunk, on its device
+    float *y;              // (batch_max, O) targets, on device 0
+    long *split;           // (n) rows of each replica's chunk
+    cudaEvent_t consumed;  // device 0: the step that read this slot is done
+    enum slot_state state;
+    struct batch *host;    // copy thread: the loader's batch behind the copy, until reuse
+    double loaded_at;      // now_seconds() when the loader handed the batch over
+};
+
+/* One distinct device among the replicas'. */
+struct gpu {
+    int id;
+    cudaStream_t copy;     // host-to-device copies to this device
+    cudaEvent_t base;      // epoch start: zero of this device's timeline
+};
+
+struct replica {
+    int dev;               // CUDA device id
+    int g;                 // index of dev in cuda_dp.gpus
+    cudaStream_t stream;   // this replica's compute
+    cublasHandle_t blas;   // bound to `stream`
+    float *w, *b;          // (O, F), (O) parameters, contiguous: P floats
+    float *gw, *gb;        // (O, F), (O) gradients, contiguous: P floats
+    float *out, *dout;     // (chunk_max, O) forward output, slice of the output gradient
+    float *ones;           // (chunk_max) all 1: bias add and bias gradient
+    float *gw_at0;         // (P) gradients staged on device 0 (replica on another device)
+    cudaEvent_t fwd, bwd;  // forward + gather done; backward + staging done
+};
+
+/* Per-batch events of one epoch, created once and reused every epoch. */
+struct timeline {
+    long cap;                           // batches the arrays hold
+    cudaEvent_t *start, *end;           // (cap) step k on replica 0's stream
+    cudaEvent_t *copy_begin, *copy_end; // (cap, G) copies of batch k to device g
+    float *loss;                        // (cap) device 0: sum of squared errors of batch k
+    float *loss_host;                   // (cap)
+    double *t;                          // (2 * cap) host scratch: interval ends, ms
+};
+
+struct cuda_dp {
+    int F, O, n, G;        // features, out_features, replicas, distinct devices
+    long batch_max, chunk_max;
+    size_t P;              // O * F + O parameters
+    struct replica *reps;  // (n)
+    struct gpu *gpus;      // (G) gpus[0] is replica 0's device, the output device
+    float *gathered;       // (batch_max, O) device 0: outputs gathered in replica order
+    float *dgathered;      // (batch_max, O) device 0: d loss / d gathered
+    cudaEvent_t loss_done; // device 0: output gradient ready to scatter
+    struct timeline tl;
+    /* the copy ring */
+    bool async;
+    int depth;             // slots: copy_depth with async_copy, else 1
+    struct slot *slots;    // (depth) batch k uses slot k % depth
+    struct loader *loader; // this epoch's
+    long taken;            // batches handed to the loop this epoch
+    long stepped;          // batches stepped this epoch (in order)
+    pthread_t copier;
+    bool copier_live;
+    pthread_mutex_t mu;    // guards slot states and the flags below
+    pthread_cond_t cv;
+    bool done, failed, stop;
+    struct error err;      // the copy thread's first error
+};
+
+/* ---- host memory -------------------------------------------------------- */
+
+static void *cuda_host_alloc(size_t bytes, bool pinned, struct error *e)
+{
+    void *p = NULL;
+    if (!pinned) {
+        if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0) {
+            error_set(e, "out of memory (%zu bytes)", bytes);
+            return NULL;
+        }
+        return p;
+    }
+    /* Runs before init (the loader's pool comes first) and creates the
+     * context itself. Portable: page-locked for every device, not only the
+     * current one. */
+    cudaError_t err = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+        cuda_fail(e, err, "cudaHostAlloc(&p, bytes, cudaHostAllocPortable)", __FILE__, __LINE__);
+        error_wrap(e, "pinned host memory (%zu bytes)", bytes);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_host_free(void *p, bool pinned)
+{
+    if (!pinned)
+        free(p);
+    else if (p)
+        CUDA_WARN(cudaFreeHost(p));
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+/* Device memory on device `dev` for setup s: buffers, the slot ring and an
+ * allowance for each cuBLAS handle's workspace (32 MiB on Hopper). */
+static size_t bytes_on(const struct backend_setup *s, long dev)
+{
+    size_t F = (size_t)s->features, O = (size_t)s->out_features, n = (size_t)s->replicas;
+    size_t B = (size_t)s->batch_size, C = (B + n - 1) / n, P = O * F + O;
+    size_t depth = s->async_copy ? (size_t)s->copy_depth : 1, floats = 0, handles = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s->device_ids[i] == dev) {
+            floats += 2 * P + C + depth * C * F + (n > 1 ? 2 * C * O : 0);
+            handles++;
+        } else if (dev == s->device_ids[0]) {
+            floats += P; // gradients staged for the reduce
+        }
+    }
+    if (dev == s->device_ids[0])
+        floats += 2 * B * O + depth * B * O;
+    return floats * sizeof(float) + handles * ((size_t)36 << 20);
+}
+
+static size_t cuda_device_bytes(const struct backend_setup *s)
+{
+    size_t worst = 0;
+    for (int i = 0; s->device_ids && i < s->replicas; i++) {
+        size_t b = bytes_on(s, s->device_ids[i]);
+        worst = b > worst ? b : worst;
+    }
+    return worst;
+}
+
+/* Device ids exist, and each device has the memory its replicas need. */
+static int check_devices(const struct backend_setup *s, struct error *e)
+{
+    int count = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&count));
+    for (int i = 0; i < s->replicas; i++) {
+        long id = s->device_ids[i];
+        if (id < 0 || id >= count)
+            return error_set(e, "replica %d: CUDA device %ld does not exist (this machine has "
+                                "%d device%s, ids 0..%d); parallel.devices: [0, 0, ...] runs "
+                                "several replicas on one device",
+                             i, id, count, count == 1 ? "" : "s", count - 1);
+    }
+    for (int i = 0; i < s->replicas; i++) {
+        size_t free_b = 0, total = 0, need = bytes_on(s, s->device_ids[i]);
+        CUDA_CHECK(cudaSetDevice((int)s->device_ids[i]));
+        CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
+        if (need > free_b)
+            return error_set(e, "device %ld: the run needs about %.2f GiB of device memory, "
+                                "%.2f GiB of %.2f GiB are free",
+                             s->device_ids[i], (double)need / (1 << 30),
+                             (double)free_b / (1 << 30), (double)total / (1 << 30));
+    }
+    return 0;
+}
+
+/* Lets device g read device 0 and back directly (NVLink / PCIe P2P) where
+ * the hardware allows. Copies use cudaMemcpyPeerAsync either way: without
+ * peer access the driver stages them through host memory. */
+static int enable_peer(int a, int b, struct error *e)
+{
+    int can = 0;
+    CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+    if (!can)
+        return 0;
+    CUDA_CHECK(cudaSetDevice(a));
+    cudaError_t err = cudaDeviceEnablePeerAccess(b, 0);
+    if (err == cudaErrorPeerAccessAlreadyEnabled) // from an earlier run in this process
+        cudaGetLastError();                      // clears it
+    else if (err != cudaSuccess)
+        return cuda_fail(e, err, "cudaDeviceEnablePeerAccess(b, 0)", __FILE__, __LINE__);
+    return 0;
+}
+
+static int replica_setup(struct cuda_dp *dp, struct replica *r, const float *ones_host,
+                         struct error *e)
+{
+    size_t P = dp->P, C = (size_t)dp->chunk_max, O = (size_t)dp->O;
+    int dev0 = dp->reps[0].dev;
+    CUDA_CHECK(cudaSetDevice(r->dev));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&r->blas));
+    CUBLAS_CHECK(cublasSetStream(r->blas, r->stream));
+    /* FP32 math throughout (cuBLAS' default: no TF32), as PyTorch's default
+     * matmul, so that CPU and GPU agree closely. */
+    CUBLAS_CHECK(cublasSetMathMode(r->blas, CUBLAS_DEFAULT_MATH));
+    CUDA_CHECK(cudaEventCreateWithFlags(&r->fwd, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&r->bwd, cudaEventDisableTiming));
+    CUDA_CHECK(cudaMalloc((void **)&r->w, 2 * P * sizeof(float))); // w, b, then gw, gb
+    r->b = r->w + O * (size_t)dp->F;
+    r->gw = r->w + P;
+    r->gb = r->gw + O * (size_t)dp->F;
+    CUDA_CHECK(cudaMalloc((void **)&r->ones, C * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(r->ones, ones_host, C * sizeof(float), cudaMemcpyHostToDevice));
+    if (dp->n > 1) {
+        CUDA_CHECK(cudaMalloc((void **)&r->out, C * O * sizeof(float)));
+        CUDA_CHECK(cudaMalloc((void **)&r->dout, C * O * sizeof(float)));
+    }
+    if (r->dev != dev0) {
+        CUDA_CHECK(cudaSetDevice(dev0));
+        CUDA_CHECK(cudaMalloc((void **)&r->gw_at0, P * sizeof(float)));
+    }
+    return 0;
+}
+
+static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct error *e)
+{
+    if (check_devices(s, e))
+        return -1;
+    dp->F = s->features;
+    dp->O = s->out_features;
+    dp->n = s->replicas;
+    dp->batch_max = s->batch_size;
+    dp->chunk_max = (s->batch_size + dp->n - 1) / dp->n;
+    dp->P = (size_t)dp->O * (size_t)dp->F + (size_t)dp->O;
+    dp->async = s->async_copy;
+    dp->depth = s->async_copy ? s->copy_depth : 1;
+    /* cuBLAS' sizes and strides are int: the biggest are the batch's outputs
+     * (loss, gradient), a chunk's inputs and the parameter vector */
+    double biggest = (double)dp->batch_max * dp->O;
+    if ((double)dp->chunk_max * dp->F > biggest)
+        biggest = (double)dp->chunk_max * dp->F;
+    if ((double)dp->P > biggest)
+        biggest = (double)dp->P;
+    if (biggest > INT_MAX)
+        return error_set(e, "batch %ld x %d -> %d needs arrays of %.0f floats, more than "
+                            "cuBLAS' int sizes allow (%d)",
+                         dp->batch_max, dp->F, dp->O, biggest, INT_MAX);
+    dp->reps = calloc((size_t)dp->n, sizeof *dp->reps);
+    dp->gpus = calloc((size_t)dp->n, sizeof *dp->gpus);
+    dp->slots = calloc((size_t)dp->depth, sizeof *dp->slots);
+    float *ones = malloc((size_t)dp->chunk_max * sizeof(float));
+    if (!dp->reps || !dp->gpus || !dp->slots || !ones) {
+        free(ones);
+        return error_set(e, "out of memory");
+    }
+    for (long i = 0; i < dp->chunk_max; i++)
+        ones[i] = 1.0f;
+    for (int i = 0; i < dp->n; i++) { // distinct devices, in order of first use
+        struct replica *r = &dp->reps[i];
+        r->dev = (int)s->device_ids[i];
+        for (r->g = 0; r->g < dp->G && dp->gpus[r->g].id != r->dev; r->g++)
+            ;
+        if (r->g == dp->G)
+            dp->gpus[dp->G++].id = r->dev;
+    }
+    int dev0 = dp->reps[0].dev;
+    for (int g = 1; g < dp->G; g++)
+        if (enable_peer(dp->gpus[g].id, dev0, e) || enable_peer(dev0, dp->gpus[g].id, e)) {
+            free(ones);
+            return -1;
+        }
+    for (int g = 0; g < dp->G; g++) {
+        struct gpu *d = &dp->gpus[g];
+        CUDA_CHECK(cudaSetDevice(d->id));
+        CUDA_CHECK(cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreate(&d->base));
+    }
+    for (int i = 0; i < dp->n; i++)
+        if (replica_setup(dp, &dp->reps[i], ones, e)) {
+            free(ones);
+            return error_wrap(e, "replica %d (device %d)", i, dp->reps[i].dev);
+        }
+    free(ones);
+
+    size_t BO = (size_t)dp->batch_max * (size_t)dp->O;
+    CUDA_CHECK(cudaSetDevice(dev0));
+    CUDA_CHECK(cudaMalloc((void **)&dp->gathered, BO * sizeof(float)));
+    CUDA_CHECK(cudaMalloc((void **)&dp->dgathered, BO * sizeof(float)));
+    CUDA_CHECK(cudaEventCreateWithFlags(&dp->loss_done, cudaEventDisableTiming));
+    if (dp->n == 1) { // one replica: DataParallel calls the module directly, no gather
+        dp->reps[0].out = dp->gathered;
+        dp->reps[0].dout = dp->dgathered;
+    }
+    for (int k = 0; k < dp->depth; k++) {
+        struct slot *sl = &dp->slots[k];
+        sl->x = calloc((size_t)dp->n, sizeof *sl->x);
+        sl->split = calloc((size_t)dp->n, sizeof *sl->split);
+        if (!sl->x || !sl->split)
+            return error_set(e, "out of memory");
+        for (int i = 0; i < dp->n; i++) {
+            CUDA_CHECK(cudaSetDevice(dp->reps[i].dev));
+            CUDA_CHECK(cudaMalloc((void **)&sl->x[i],
+                                  (size_t)dp->chunk_max * (size_t)dp->F * sizeof(float)));
+        }
+        CUDA_CHECK(cudaSetDevice(dev0));
+        CUDA_CHECK(cudaMalloc((void **)&sl->y, BO * sizeof(float)));
+        CUDA_CHECK(cudaEventCreateWithFlags(&sl->consumed, cudaEventDisableTiming));
+    }
+    /* the master parameters start on the output device */
+    size_t OF = (size_t)dp->O * (size_t)dp->F;
+    CUDA_CHECK(cudaMemcpy(dp->reps[0].w, s->w0, OF * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dp->reps[0].b, s->b0, (size_t)dp->O * sizeof(float),
+                          cudaMemcpyHostToDevice));
+    return 0;
+}
+
+static void timeline_free(struct cuda_dp *dp)
+{
+    struct timeline *t = &dp->tl;
+    for (long k = 0; k < t->cap; k++) {
+        if (t->start && t->start[k])
+            CUDA_WARN(cudaEventDestroy(t->start[k]));
+        if (t->end && t->end[k])
+            CUDA_WARN(cudaEventDestroy(t->end[k]));
+        for (int g = 0; g < dp->G; g++) {
+            if (t->copy_begin && t->copy_begin[k * dp->G + g])
+                CUDA_WARN(cudaEventDestroy(t->copy_begin[k * dp->G + g]));
+            if (t->copy_end && t->copy_end[k * dp->G + g])
+                CUDA_WARN(cudaEventDestroy(t->copy_end[k * dp->G + g]));
+        }
+    }
+    if (t->loss)
+        CUDA_WARN(cudaFree(t->loss));
+    free(t->start);
+    free(t->end);
+    free(t->copy_begin);
+    free(t->copy_end);
+    free(t->loss_host);
+    free(t->t);
+    memset(t, 0, sizeof *t);
+}
+
+/* Events and loss slots for n batches per epoch. Allocated at the first
+ * epoch; the loader's batch count does not change within a run. */
+static int timeline_reserve(struct cuda_dp *dp, long n, struct error *e)
+{
+    struct timeline *t = &dp->tl;
+    if (t->cap >= n)
+        return 0;
+    timeline_free(dp);
+    size_t nb = (size_t)n, G = (size_t)dp->G;
+    t->start = calloc(nb, sizeof *t->start);
+    t->end = calloc(nb, sizeof *t->end);
+    t->copy_begin = calloc(nb * G, sizeof *t->copy_begin);
+    t->copy_end = calloc(nb * G, sizeof *t->copy_end);
+    t->loss_host = malloc(nb * sizeof *t->loss_host);
+    t->t = malloc(2 * nb * sizeof *t->t);
+    t->cap = n; // from here timeline_free walks the (zeroed) event arrays
+    if (!t->start || !t->end || !t->copy_begin || !t->copy_end || !t->loss_host || !t->t)
+        return error_set(e, "out of memory for %ld batches of events", n);
+    for (long k = 0; k < n; k++) {
+        CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
+        CUDA_CHECK(cudaEventCreate(&t->start[k]));
+        CUDA_CHECK(cudaEventCreate(&t->end[k]));
+        for (int g = 0; g < dp->G; g++) {
+            CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
+            CUDA_CHECK(cudaEventCreate(&t->copy_begin[k * dp->G + g]));
+            CUDA_CHECK(cudaEventCreate(&t->copy_end[k * dp->G + g]));
+        }
+    }
+    CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
+    CUDA_CHECK(cudaMalloc((void **)&t->loss, nb * sizeof(float)));
+    return 0;
+}
+
+/* Waits for everything queued on every stream. */
+static int sync_all(struct cuda_dp *dp, struct error *e)
+{
+    for (int g = 0; g < dp->G; g++)
+        if (dp->gpus[g].copy)
+            CUDA_CHECK(cudaStreamSynchronize(dp->gpus[g].copy));
+    for (int i = 0; i < dp->n; i++)
+        if (dp->reps[i].stream)
+            CUDA_CHECK(cudaStreamSynchronize(dp->reps[i].stream));
+    return 0;
+}
+
+static void stop_copier(struct cuda_dp *dp)
+{
+    if (!dp->copier_live)
+        return;
+    pthread_mutex_lock(&dp->mu);
+    dp->stop = true;
+    pthread_cond_broadcast(&dp->cv);
+    pthread_mutex_unlock(&dp->mu);
+    pthread_join(dp->copier, NULL);
+    dp->copier_live = false;
+}
+
+static void cuda_free(void *ctx)
+{
+    struct cuda_dp *dp = ctx;
+    if (!dp)
+        return;
+    stop_copier(dp);
+    struct error e;
+    if (dp->reps && sync_all(dp, &e))
+        fprintf(stderr, "dpbench: warning: cuda backend teardown: %s\n", e.msg);
+    timeline_free(dp);
+    for (int k = 0; dp->slots && k < dp->depth; k++) {
+        struct slot *sl = &dp->slots[k];
+        for (int i = 0; sl->x && i < dp->n; i++)
+            CUDA_WARN(cudaFree(sl->x[i]));
+        CUDA_WARN(cudaFree(sl->y));
+        if (sl->consumed)
+            CUDA_WARN(cudaEventDestroy(sl->consumed));
+        free(sl->x);
+        free(sl->split);
+    }
+    for (int i = 0; dp->reps && i < dp->n; i++) {
+        struct replica *r = &dp->reps[i];
+        if (r->dev >= 0 && r->stream) // a handle goes down on the device it was made on
+            CUDA_WARN(cudaSetDevice(r->dev));
+        if (r->blas)
+            cublasDestroy(r->blas);
+        if (r->stream)
+            CUDA_WARN(cudaStreamDestroy(r->stream));
+        if (r->fwd)
+            CUDA_WARN(cudaEventDestroy(r->fwd));
+        if (r->bwd)
+            CUDA_WARN(cudaEventDestroy(r->bwd));
+        CUDA_WARN(cudaFree(r->w));
+        CUDA_WARN(cudaFree(r->ones));
+        CUDA_WARN(cudaFree(r->gw_at0));
+        if (dp->n > 1) {
+            CUDA_WARN(cudaFree(r->out));
+            CUDA_WARN(cudaFree(r->dout));
+        }
+    }
+    for (int g = 0; dp->gpus && g < dp->G; g++) {
+        if (dp->gpus[g].copy)
+            CUDA_WARN(cudaStreamDestroy(dp->gpus[g].copy));
+        if (dp->gpus[g].base)
+            CUDA_WARN(cudaEventDestroy(dp->gpus[g].base));
+    }
+    CUDA_WARN(cudaFree(dp->gathered));
+    CUDA_WARN(cudaFree(dp->dgathered));
+    if (dp->loss_done)
+        CUDA_WARN(cudaEventDestroy(dp->loss_done));
+    free(dp->slots);
+    free(dp->reps);
+    free(dp->gpus);
+    pthread_mutex_destroy(&dp->mu);
+    pthread_cond_destroy(&dp->cv);
+    free(dp);
+}
+
+static int cuda_init(void **ctx, const struct backend_setup *s, struct error *e)
+{
+    struct cuda_dp *dp = calloc(1, sizeof *dp);
+    if (!dp)
+        return error_set(e, "cuda backend: out of memory");
+    pthread_mutex_init(&dp->mu, NULL);
+    pthread_cond_init(&dp->cv, NULL);
+    if (dp_setup(dp, s, e)) {
+        cuda_free(dp);
+        return error_wrap(e, "cuda backend");
+    }
+    *ctx = dp;
+    return 0;
+}
+
+/* ---- copies ------------------------------------------------------------- */
+
+/* Queues batch hb's host-to-device copies into slot sl: each replica's chunk
+ * to its device, the targets to device 0, bracketed per device by the batch's
+ * copy events. The copy streams first wait for the step that last read the
+ * slot. Returns without waiting for the copies. */
+static int slot_fill(struct cuda_dp *dp, struct slot *sl, const struct batch *hb, struct error *e)
+{
+    long k = hb->index;
+    int G = dp->G;
+    if (k >= dp->tl.cap)
+        return error_set(e, "internal error: batch %ld beyond the %ld of an epoch", k, dp->tl.cap);
+    int active = chunk_split(hb->rows, dp->n, sl->split);
+    for (int g = 0; g < G; g++) {
+        CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
+        CUDA_CHECK(cudaStreamWaitEvent(dp->gpus[g].copy, sl->consumed, 0));
+        CUDA_CHECK(cudaEventRecord(dp->tl.copy_begin[k * G + g], dp->gpus[g].copy));
+    }
+    long offset = 0;
+    for (int i = 0; i < active; i++) {
+        struct replica *r = &dp->reps[i];
+        size_t bytes = (size_t)sl->split[i] * (size_t)dp->F * sizeof(float);
+        CUDA_CHECK(cudaSetDevice(r->dev));
+        CUDA_CHECK(cudaMemcpyAsync(sl->x[i], hb->x + offset * dp->F, bytes,
+                                   cudaMemcpyHostToDevice, dp->gpus[r->g].copy));
+        offset += sl->split[i];
+    }
+    CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
+    CUDA_CHECK(cudaMemcpyAsync(sl->y, hb->y, (size_t)hb->rows * (size_t)dp->O * sizeof(float),
+                               cudaMemcpyHostToDevice, dp->gpus[0].copy));
+    for (int g = 0; g < G; g++) {
+        CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
+        CUDA_CHECK(cudaEventRecord(dp->tl.copy_end[k * G + g], dp->gpus[g].copy));
+    }
+    sl->meta = (struct batch){.index = k, .rows = hb->rows};
+    return 0;
+}
+
+/* Blocks until batch k's copies have landed, so its host buffer can go back
+ * to the loader (whose workers reuse it). */
+static int copies_wait(struct cuda_dp *dp, long k, struct error *e)
+{
+    for (int g = 0; g < dp->G; g++)
+        CUDA_CHECK(cudaEventSynchronize(dp->tl.copy_end[k * dp->G + g]));
+    return 0;
+}
+
+/* After a failed fill, copies may still read the host batch: drain them
+ * before it is reused (errors here repeat the one already reported). */
+static void copies_drain(struct cuda_dp *dp)
+{
+    for (int g = 0; g < dp->G; g++)
+        cudaStreamSynchronize(dp->gpus[g].copy);
+}
+
+/* The copy thread: the loader's only consumer while it runs. A slot keeps
+ * its host batch until the slot comes round again, by when the copy has long
+ * landed (its step was released), so the thread never waits on the GPU
+ * before queueing the next copy; the loader's pool has copy_depth extra
+ * buffers for the batches held this way. */
+static void *copier_main(void *arg)
+{
+    struct cuda_dp *dp = arg;
+    struct error err;
+    int rc = 0;
+    for (long k = 0;; k++) {
+        struct slot *sl = &dp->slots[k % dp->depth];
+        pthread_mutex_lock(&dp->mu);
+        while (sl->state != SLOT_FREE && !dp->stop)
+            pthread_cond_wait(&dp->cv, &dp->mu);
+        bool stop = dp->stop;
+        pthread_mutex_unlock(&dp->mu);
+        if (stop)
+            break;
+        if (sl->host) {
+            rc = copies_wait(dp, sl->meta.index, &err);
+            loader_release(dp->loader, sl->host);
+            sl->host = NULL;
+            if (rc)
+                break;
+        }
+        struct batch *hb;
+        rc = loader_next(dp->loader, &hb, &err);
+        if (rc <= 0)
+            break;
+        double loaded_at = now_seconds();
+        rc = slot_fill(dp, sl, hb, &err);
+        if (rc) {
+            copies_drain(dp);
+            loader_release(dp->loader, hb);
+            break;
+        }
+        sl->host = hb;
+        pthread_mutex_lock(&dp->mu); // the step may be queued before the copy lands
+        sl->loaded_at = loaded_at;
+        sl->state = SLOT_READY;
+        pthread_cond_broadcast(&dp->cv);
+        pthread_mutex_unlock(&dp->mu);
+    }
+    copies_drain(dp); // then the held batches can go back
+    for (int i = 0; i < dp->depth; i++)
+        if (dp->slots[i].host) {
+            loader_release(dp->loader, dp->slots[i].host);
+            dp->slots[i].host = NULL;
+        }
+    pthread_mutex_lock(&dp->mu);
+    if (rc < 0) {
+        dp->failed = true;
+        dp->err = err;
+        error_wrap(&dp->err, "copy thread");
+    } else {
+        dp->done = true;
+    }
+    pthread_cond_broadcast(&dp->cv);
+    pthread_mutex_unlock(&dp->mu);
+    return NULL;
+}
+
+/* ---- the epoch ---------------------------------------------------------- */
+
+static int cuda_epoch_begin(void *ctx, struct loader *l, struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    if (timeline_reserve(dp, l->n_batches, e))
+        return error_wrap(e, "cuda backend");
+    dp->loader = l;
+    dp->taken = dp->stepped = 0;
+    dp->done = dp->failed = dp->stop = false;
+    for (int k = 0; k < dp->depth; k++)
+        dp->slots[k].state = SLOT_FREE;
+    /* Every stream is idle here (start of run, or after epoch_end's sync), so
+     * the base events of all devices mark the same moment. */
+    for (int g = 0; g < dp->G; g++) {
+        CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
+        CUDA_CHECK(cudaEventRecord(dp->gpus[g].base, dp->gpus[g].copy));
+    }
+    if (dp->async) {
+        int rc = thread_start(&dp->copier, copier_main, dp);
+        if (rc)
+            return error_set(e, "cuda backend: cannot start the copy thread: %s", strerror(rc));
+        dp->copier_live = true;
+    }
+    return 0;
+}
+
+static double batch_bytes(const struct cuda_dp *dp, long rows)
+{
+    return (double)rows * (double)(dp->F + dp->O) * sizeof(float);
+}
+
+static int cuda_next(void *ctx, struct loader *l, struct batch **b, struct epoch_stats *st,
+                     struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    struct slot *sl = &dp->slots[dp->taken % dp->depth];
+    double t0 = now_seconds();
+    if (dp->async) {
+        int rc = 1;
+        double loaded_at = 0;
+        pthread_mutex_lock(&dp->mu);
+        while (sl->state != SLOT_READY && !dp->failed && !dp->done)
+            pthread_cond_wait(&dp->cv, &dp->mu);
+        if (sl->state == SLOT_READY) { // batches copied before a failure still count
+            sl->state = SLOT_HELD;
+            loaded_at = sl->loaded_at;
+        } else if (dp->failed) {
+            *e = dp->err;
+            rc = -1;
+        } else {
+            rc = 0; // the loader is done and every copied batch was taken
+        }
+        pthread_mutex_unlock(&dp->mu);
+        /* waiting counts until the loader had the batch; the rest of the
+         * wait went on issuing its copy, which copy_s accounts for */
+        double t1 = now_seconds();
+        if (rc == 1 && loaded_at < t1)
+            t1 = loaded_at > t0 ? loaded_at : t0;
+        st->wait_s += t1 - t0;
+        if (rc != 1)
+            return rc;
+    } else {
+        /* the loop waits for the loader; the blocking copy is copy_s */
+        struct batch *hb;
+        int got = loader_next(l, &hb, e);
+        st->wait_s += now_seconds() - t0;
+        if (got <= 0)
+            return got;
+        long k = hb->index;
+        int rc = slot_fill(dp, sl, hb, e);
+        if (rc == 0)
+            rc = copies_wait(dp, k, e);
+        else
+            copies_drain(dp);
+        loader_release(l, hb);
+        if (rc)
+            return error_wrap(e, "cuda backend, batch %ld", k);
+        sl->state = SLOT_HELD;
+    }
+    dp->taken++;
+    st->copy_bytes += batch_bytes(dp, sl->meta.rows);
+    *b = &sl->meta;
+    return 1;
+}
+
+static struct slot *slot_of(struct batch *b)
+{
+    return (struct slot *)((char *)b - offsetof(struct slot, meta));
+}
+
+/* Device-to-device copy on `stream`: a plain copy within a device (virtual
+ * replicas), a peer copy across devices. */
+static int copy_d2d(float *dst, int dst_dev, const float *src, int src_dev, size_t floats,
+                    cudaStream_t stream, struct error *e)
+{
+    if (dst_dev == src_dev)
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, floats * sizeof(float), cudaMemcpyDeviceToDevice,
+                                   stream));
+    else
+        CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, floats * sizeof(float), stream));
+    return 0;
+}
+
+/* out (rows, O) = x (rows, F) · wᵀ + b. cuBLAS is column-major: row-major
+ * (rows, O) is column-major (O, rows), so out = w(O, F) · x(F, rows). */
+static int replica_forward(struct cuda_dp *dp, struct replica *r, const float *x, long rows,
+                           struct error *e)
+{
+    const float one = 1.0f, zero = 0.0f;
+    int n = (int)rows;
+    CUBLAS_CHECK(cublasSgemm(r->blas, CUBLAS_OP_T, CUBLAS_OP_N, dp->O, n, dp->F, &one, r->w,
+                             dp->F, x, dp->F, &zero, r->out, dp->O));
+    CUBLAS_CHECK(cublasSger(r->blas, dp->O, n, &one, r->b, 1, r->ones, 1, r->out, dp->O));
+    return 0;
+}
+
+/* gw (O, F) = doutᵀ · x, i.e. column-major gw(F, O) = x(F, rows) · dout(O, rows)ᵀ;
+ * gb (O) = doutᵀ · 1, column-major dout(O, rows) · ones. */
+static int replica_backward(struct cuda_dp *dp, struct replica *r, const float *x, long rows,
+                            struct error *e)
+{
+    const float one = 1.0f, zero = 0.0f;
+    int n = (int)rows;
+    CUBLAS_CHECK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, dp->F, dp->O, n, &one, x, dp->F,
+                             r->dout, dp->O, &zero, r->gw, dp->F));
+    CUBLAS_CHECK(cublasSgemv(r->blas, CUBLAS_OP_N, dp->O, n, &one, r->dout, dp->O, r->ones, 1,
+                             &zero, r->gb, 1));
+    return 0;
+}
+
+static int cuda_step(void *ctx, struct batch *bt, float lr, long *split, struct epoch_stats *st,
+                     struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    struct slot *sl = slot_of(bt);
+    struct replica *r0 = &dp->reps[0];
+    long k = bt->index;
+    int O = dp->O, dev0 = r0->dev;
+    cudaStream_t s0 = r0->stream;
+
+    /* scatter: torch.chunk along the batch; the chunks are already on their
+     * devices in the slot, so the streams wait for those copies */
+    int active = chunk_split(bt->rows, dp->n, split);
+    /* keep at most `depth` steps queued: the host waits here, on compute,
+     * rather than in next() through a full copy ring */
+    if (k >= dp->depth)
+        CUDA_CHECK(cudaEventSynchronize(dp->tl.end[k - dp->depth]));
+    CUDA_CHECK(cudaSetDevice(dev0));
+    for (int g = 0; g < dp->G; g++)
+        CUDA_CHECK(cudaStreamWaitEvent(s0, dp->tl.copy_end[k * dp->G + g], 0));
+    CUDA_CHECK(cudaEventRecord(dp->tl.start[k], s0)); // data here, last SGD done
+    /* replicate: broadcast replica 0's parameters to the replicas in use */
+    for (int i = 1; i < active; i++) {
+        struct replica *r = &dp->reps[i];
+        CUDA_CHECK(cudaSetDevice(r->dev));
+        CUDA_CHECK(cudaStreamWaitEvent(r->stream, dp->tl.start[k], 0));
+        if (copy_d2d(r->w, r->dev, r0->w, dev0, dp->P, r->stream, e))
+            return -1;
+    }
+    /* parallel forward, then gather the outputs in replica order on device 0 */
+    for (int i = 0, row = 0; i < active; row += (int)split[i], i++) {
+        struct replica *r = &dp->reps[i];
+        CUDA_CHECK(cudaSetDevice(r->dev));
+        if (replica_forward(dp, r, sl->x[i], split[i], e))
+            return error_wrap(e, "replica %d forward", i);
+        if (dp->n > 1) {
+            if (copy_d2d(dp->gathered + (size_t)row * O, dev0, r->out, r->dev,
+                         (size_t)split[i] * O, r->stream, e))
+                return -1;
+            CUDA_CHECK(cudaEventRecord(r->fwd, r->stream));
+        }
+    }
+    CUDA_CHECK(cudaSetDevice(dev0));
+    for (int i = 1; i < active; i++)
+        CUDA_CHECK(cudaStreamWaitEvent(s0, dp->reps[i].fwd, 0));
+    /* MSE over the whole batch on device 0: d = out - y, loss = d·d / n,
+     * d loss / d out = 2 d / n. The loss stays on the device until epoch_end. */
+    int n_out = (int)bt->rows * O;
+    const float minus_one = -1.0f, scale = 2.0f / (float)n_out;
+    CUBLAS_CHECK(cublasScopy(r0->blas, n_out, dp->gathered, 1, dp->dgathered, 1));
+    CUBLAS_CHECK(cublasSaxpy(r0->blas, n_out, &minus_one, sl->y, 1, dp->dgathered, 1));
+    CUBLAS_CHECK(cublasSetPointerMode(r0->blas, CUBLAS_POINTER_MODE_DEVICE));
+    cublasStatus_t dot = cublasSdot(r0->blas, n_out, dp->dgathered, 1, dp->dgathered, 1,
+                                    dp->tl.loss + k);
+    CUBLAS_CHECK(cublasSetPointerMode(r0->blas, CUBLAS_POINTER_MODE_HOST));
+    CUBLAS_CHECK(dot);
+    CUBLAS_CHECK(cublasSscal(r0->blas, n_out, &scale, dp->dgathered, 1));
+    /* scatter the output gradient back with the same sizes */
+    if (dp->n > 1) {
+        CUDA_CHECK(cudaEventRecord(dp->loss_done, s0));
+        for (int i = 0, row = 0; i < active; row += (int)split[i], i++) {
+            struct replica *r = &dp->reps[i];
+            CUDA_CHECK(cudaSetDevice(r->dev));
+            CUDA_CHECK(cudaStreamWaitEvent(r->stream, dp->loss_done, 0));
+            if (copy_d2d(r->dout, r->dev, dp->dgathered + (size_t)row * O, dev0,
+                         (size_t)split[i] * O, r->stream, e))
+                return -1;
+        }
+    }
+    /* parallel backward; replicas on other devices stage their gradients on
+     * device 0 for the reduce */
+    for (int i = 0; i < active; i++) {
+        struct replica *r = &dp->reps[i];
+        CUDA_CHECK(cudaSetDevice(r->dev));
+        if (replica_backward(dp, r, sl->x[i], split[i], e))
+            return error_wrap(e, "replica %d backward", i);
+        if (i > 0) {
+            if (r->gw_at0 && copy_d2d(r->gw_at0, dev0, r->gw, r->dev, dp->P, r->stream, e))
+                return -1;
+            CUDA_CHECK(cudaEventRecord(r->bwd, r->stream));
+        }
+    }
+    /* reduce-add: the backward of broadcast sums the replicas' gradients */
+    const float plus_one = 1.0f, minus_lr = -lr;
+    CUDA_CHECK(cudaSetDevice(dev0));
+    for (int i = 1; i < active; i++) {
+        struct replica *r = &dp->reps[i];
+        CUDA_CHECK(cudaStreamWaitEvent(s0, r->bwd, 0));
+        CUBLAS_CHECK(cublasSaxpy(r0->blas, (int)dp->P, &plus_one, r->gw_at0 ? r->gw_at0 : r->gw,
+                                 1, r0->gw, 1));
+    }
+    /* SGD on device 0 (w and b are contiguous, so are gw and gb) */
+    CUBLAS_CHECK(cublasSaxpy(r0->blas, (int)dp->P, &minus_lr, r0->gw, 1, r0->w, 1));
+    CUDA_CHECK(cudaEventRecord(dp->tl.end[k], s0));
+    dp->stepped = k + 1;
+    st->samples += bt->rows;
+    return 0;
+}
+
+static void cuda_release(void *ctx, struct loader *l, struct batch *b)
+{
+    (void)l; // the host batch went back to the loader once its copy landed
+    struct cuda_dp *dp = ctx;
+    struct slot *sl = slot_of(b);
+    /* Everything the step queued has joined replica 0's stream, so this
+     * event covers every read of the slot. A failure here shows up again at
+     * epoch_end's synchronisation, which reports it. */
+    cudaError_t err = cudaSetDevice(dp->reps[0].dev);
+    if (err == cudaSuccess)
+        err = cudaEventRecord(sl->consumed, dp->reps[0].stream);
+    if (err != cudaSuccess)
+        fprintf(stderr, "dpbench: warning: cuda backend: recording a slot's release: %s\n",
+                cudaGetErrorString(err));
+    pthread_mutex_lock(&dp->mu);
+    sl->state = SLOT_FREE;
+    pthread_cond_broadcast(&dp->cv);
+    pthread_mutex_unlock(&dp->mu);
+}
+
+/* Milliseconds from a to b, two completed events of one device. */
+static int elapsed_ms(cudaEvent_t a, cudaEvent_t b, double *ms, struct error *e)
+{
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    *ms = t;
+    return 0;
+}
+
+/* Interval [from, to] on device g's timeline, into iv[0..1]. The length is
+ * read from the pair itself: float milliseconds from the epoch's base lose
+ * microseconds late in a long epoch. */
+static int interval_ms(struct cuda_dp *dp, int g, cudaEvent_t from, cudaEvent_t to, double *iv,
+                       struct error *e)
+{
+    double len = 0;
+    if (elapsed_ms(dp->gpus[g].base, from, &iv[0], e) || elapsed_ms(from, to, &len, e))
+        return -1;
+    iv[1] = iv[0] + len;
+    return 0;
+}
+
+/* Length of the overlap of two sorted lists of disjoint intervals. */
+static double overlap(const double *a, long na, const double *b, long nb)
+{
+    double sum = 0;
+    for (long i = 0, j = 0; i < na && j < nb;) {
+        double lo = a[2 * i] > b[2 * j] ? a[2 * i] : b[2 * j];
+        double hi = a[2 * i + 1] < b[2 * j + 1] ? a[2 * i + 1] : b[2 * j + 1];
+        if (hi > lo)
+            sum += hi - lo;
+        if (a[2 * i + 1] < b[2 * j + 1])
+            i++;
+        else
+            j++;
+    }
+    return sum;
+}
+
+/* Stops the copy thread (early stop included), waits for the queued work,
+ * then reads the epoch's events and losses. */
+static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    struct timeline *t = &dp->tl;
+    stop_copier(dp);
+    if (sync_all(dp, e))
+        return error_wrap(e, "cuda backend, end of epoch");
+    long m = dp->stepped, G = dp->G;
+    if (m == 0)
+        return 0;
+    CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
+    CUDA_CHECK(cudaMemcpy(t->loss_host, t->loss, (size_t)m * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+    for (long k = 0; k < m; k++) // sum of (mean loss * rows) = sum of d·d / O
+        st->loss_sum += (double)t->loss_host[k] / dp->O;
+
+    /* step intervals on device 0's timeline; they are disjoint (one stream) */
+    double *steps = malloc(2 * (size_t)m * sizeof(double));
+    if (!steps)
+        return error_set(e, "out of memory");
+    int rc = 0;
+    for (long k = 0; k < m && !rc; k++) {
+        rc = interval_ms(dp, 0, t->start[k], t->end[k], &steps[2 * k], e);
+        if (!rc)
+            st->compute_s += 1e-3 * (steps[2 * k + 1] - steps[2 * k]);
+    }
+    /* copy intervals per device (one copy stream each, so disjoint too),
+     * against the steps: the overlap is copy time hidden behind compute */
+    for (int g = 0; g < G && !rc; g++) {
+        for (long k = 0; k < m && !rc; k++) {
+            rc = interval_ms(dp, g, t->copy_begin[k * G + g], t->copy_end[k * G + g],
+                             &t->t[2 * k], e);
+            if (!rc)
+                st->copy_s += 1e-3 * (t->t[2 * k + 1] - t->t[2 * k]);
+        }
+        if (!rc)
+            st->hidden_s += 1e-3 * overlap(t->t, m, steps, m);
+    }
+    free(steps);
+    return rc ? error_wrap(e, "cuda backend, epoch timings") : 0;
+}
+
+static int cuda_params(void *ctx, float *w, float *b, struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    struct replica *r0 = &dp->reps[0];
+    size_t OF = (size_t)dp->O * (size_t)dp->F;
+    CUDA_CHECK(cudaSetDevice(r0->dev));
+    CUDA_CHECK(cudaStreamSynchronize(r0->stream));
+    CUDA_CHECK(cudaMemcpy(w, r0->w, OF * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(b, r0->b, (size_t)dp->O * sizeof(float), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+/* ---- probing and describing --------------------------------------------- */
+
+static int cuda_probe(struct error *e)
+{
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) {
+        bool driver = access("/proc/driver/nvidia/version", F_OK) == 0;
+        return error_set(e, "no CUDA device: cudaGetDeviceCount: %s (%s)%s",
+                         cudaGetErrorString(err), cudaGetErrorName(err),
+                         driver ? "" : "; no NVIDIA driver is loaded (no /proc/driver/nvidia)");
+    }
+    if (count == 0)
+        return error_set(e, "no CUDA device: cudaGetDeviceCount found none");
+    /* a device can exist and still refuse a context (exclusive mode, busy) */
+    if ((err = cudaSetDevice(0)) != cudaSuccess || (err = cudaFree(NULL)) != cudaSuccess)
+        return error_set(e, "no usable CUDA device: cannot open device 0: %s (%s)",
+                         cudaGetErrorString(err), cudaGetErrorName(err));
+    return 0;
+}
+
+/* "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB) x1; driver 13.0, runtime 13.0" */
+static void cuda_describe(char *buf, size_t n)
+{
+    int count = 0, drv = 0, rt = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+        return;
+    for (int i = 0; i < count && used < n;) {
+        struct cudaDeviceProp p, q;
+        if (cudaGetDeviceProperties(&p, i) != cudaSuccess)
+            break;
+        int same = 1; // a run of identical devices prints once
+        while (i + same < count && cudaGetDeviceProperties(&q, i + same) == cudaSuccess &&
+               strcmp(q.name, p.name) == 0 && q.totalGlobalMem == p.totalGlobalMem)
+            same++;
+        used += (size_t)snprintf(buf + used, n - used, "%s%s (sm_%d%d, %.1f GiB) x%d",
+                                 i ? ", " : "", p.name, p.major, p.minor,
+                                 (double)p.totalGlobalMem / (1 << 30), same);
+        i += same;
+    }
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    if (used < n)
+        snprintf(buf + used, n - used, "; driver %d.%d, runtime %d.%d", drv / 1000,
+                 drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+}
+
+/* ---- host-to-device bandwidth ------------------------------------------- */
+
+struct bw {
+    size_t max;          // bytes, the largest size
+    void *pinned, *check; // (max) page-locked source; page-locked copy-back
+    void *pageable;      // (max) malloc'd source
+    void *dev;           // (max) on device 0
+    cudaStream_t stream;
+    cudaEvent_t t0, t1;
+};
+
+/* GB/s of `iters` cudaMemcpyAsync of `bytes` from src, after one warm-up. */
+static int bw_async(struct bw *bw, const void *src, size_t bytes, int iters, double *gbps,
+                    struct error *e)
+{
+    float ms = 0;
+    CUDA_CHECK(cudaMemcpyAsync(bw->dev, src, bytes, cudaMemcpyHostToDevice, bw->stream));
+    CUDA_CHECK(cudaEventRecord(bw->t0, bw->stream));
+    for (int i = 0; i < iters; i++)
+        CUDA_CHECK(cudaMemcpyAsync(bw->dev, src, bytes, cudaMemcpyHostToDevice, bw->stream));
+    CUDA_CHECK(cudaEventRecord(bw->t1, bw->stream));
+    CUDA_CHECK(cudaEventSynchronize(bw->t1));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, bw->t0, bw->t1));
+    *gbps = (double)bytes * iters / (ms * 1e-3) / 1e9;
+    return 0;
+}
+
+/* Words of the device buffer that differ from src after the copies. */
+static int bw_wrong(struct bw *bw, const void *src, size_t bytes, long *wrong, struct error *e)
+{
+    const unsigned *a = src, *b = bw->check;
+    CUDA_CHECK(cudaMemcpy(bw->check, bw->dev, bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < bytes / sizeof *a; i++)
+        *wrong += a[i] != b[i];
+    return 0;
+}
+
+static int bw_table(struct bw *bw, FILE *out, struct error *e)
+{
+    double best = 0;
+    size_t best_size = 0;
+    fprintf(out, "#%12s %6s %10s %10s %10s %7s\n", "size", "count", "pinned", "pageable",
+            "ratio", "#wrong");
+    fprintf(out, "#%12s %6s %10s %10s\n", "(B)", "", "(GB/s)", "(GB/s)");
+    for (size_t size = (size_t)1 << 20; size <= bw->max; size *= 2) {
+        int iters = (int)(((size_t)1 << 30) / size); // about 1 GiB per measurement
+        iters = iters < 4 ? 4 : iters > 200 ? 200 : iters;
+        double pinned = 0, pageable = 0;
+        long wrong = 0;
+        if (bw_async(bw, bw->pinned, size, iters, &pinned, e) ||
+            bw_wrong(bw, bw->pinned, size, &wrong, e) ||
+            bw_async(bw, bw->pageable, size, iters, &pageable, e) ||
+            bw_wrong(bw, bw->pageable, size, &wrong, e))
+            return error_wrap(e, "%zu bytes", size);
+        /* plain blocking cudaMemcpy in a loop, host clock: what naive code gets */
+        double t0 = now_seconds();
+        for (int i = 0; i < iters; i++)
+            CUDA_CHECK(cudaMemcpy(bw->dev, bw->pinned, size, cudaMemcpyHostToDevice));
+        double plain = (double)size * iters / (now_seconds() - t0) / 1e9;
+        if (plain > best) {
+            best = plain;
+            best_size = size;
+        }
+        fprintf(out, " %12zu %6d %10.2f %10.2f %10.2f %7ld\n", size, iters, pinned, pageable,
+                pinned / pageable, wrong);
+    }
+    fprintf(out, "# best plain cudaMemcpy loop (pinned, host clock): %.2f GB/s at %zu B\n",
+            best, best_size);
+    return 0;
+}
+
+static int bw_setup(struct bw *bw, struct error *e)
+{
+    CUDA_CHECK(cudaSetDevice(0));
+    CUDA_CHECK(cudaHostAlloc(&bw->pinned, bw->max, cudaHostAllocDefault));
+    CUDA_CHECK(cudaHostAlloc(&bw->check, bw->max, cudaHostAllocDefault));
+    CUDA_CHECK(cudaMalloc(&bw->dev, bw->max));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&bw->stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&bw->t0));
+    CUDA_CHECK(cudaEventCreate(&bw->t1));
+    if (!(bw->pageable = malloc(bw->max)))
+        return error_set(e, "out of memory (%zu bytes)", bw->max);
+    unsigned *p = bw->pinned, *q = bw->pageable;
+    for (size_t i = 0; i < bw->max / sizeof *p; i++) // touched: no first-use page faults
+        p[i] = q[i] = (unsigned)(i * 2654435761u);
+    return 0;
+}
+
+static int cuda_bandwidth(FILE *out, struct error *e)
+{
+    struct bw bw = {.max = (size_t)256 << 20};
+    char dev[512];
+    cuda_describe(dev, sizeof dev);
+    fprintf(out, "# dpbench %s h2d-bandwidth: host to device 0, cudaMemcpyAsync on one stream, "
+                 "timed with CUDA events\n# devices: %s\n",
+            DPBENCH_VERSION, dev);
+    int rc = bw_setup(&bw, e) || bw_table(&bw, out, e) ? -1 : 0;
+    if (bw.t0)
+        CUDA_WARN(cudaEventDestroy(bw.t0));
+    if (bw.t1)
+        CUDA_WARN(cudaEventDestroy(bw.t1));
+    if (bw.stream)
+        CUDA_WARN(cudaStreamDestroy(bw.stream));
+    if (bw.pinned)
+        CUDA_WARN(cudaFreeHost(bw.pinned));
+    if (bw.check)
+        CUDA_WARN(cudaFreeHost(bw.check));
+    CUDA_WARN(cudaFree(bw.dev));
+    free(bw.pageable);
+    fflush(out);
+    return rc;
+}
+
+const struct backend backend_cuda = {
+    .name = "cuda",
+    .probe = cuda_probe,
+    .describe = cuda_describe,
+    .device_bytes = cuda_device_bytes,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .init = cuda_init,
+    .epoch_begin = cuda_epoch_begin,
+    .next = cuda_next,
+    .step = cuda_step,
+    .release = cuda_release,
+    .epoch_end = cuda_epoch_end,
+    .params = cuda_params,
+    .free = cuda_free,
+    .bandwidth = cuda_bandwidth,
+};
