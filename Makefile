@@ -33,10 +33,13 @@ endif
 
 B    := build
 OBJ  := $(SRC:%.c=$(B)/%.o)
+# Objects depend on the flavour (CUDA=0/1), so switching rebuilds them.
+FLAVOUR := $(B)/flavour
+$(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)" ] || echo $(CUDA) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-unit test-cli test-gpu test-asan test-tsan test-fuzz test-valgrind \
-        test-scripts bench clean
+        test-scripts test-cuda-emulated bench clean
 all: dpbench
 
 $(B)/deps.stamp: scripts/install-deps.sh
@@ -45,7 +48,7 @@ $(B)/deps.stamp: scripts/install-deps.sh
 	@echo "dpbench: $(BUILD_MSG)"
 	@touch $@
 
-$(B)/%.o: src/%.c $(B)/deps.stamp
+$(B)/%.o: src/%.c $(B)/deps.stamp $(FLAVOUR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -117,7 +120,8 @@ test-valgrind: dpbench
 test-scripts: dpbench
 	@tests/scripts_test.sh ./dpbench
 
-test: test-unit test-cli test-asan test-tsan test-fuzz test-valgrind test-scripts
+test: test-unit test-cli test-asan test-tsan test-fuzz test-valgrind test-scripts \
+      test-cuda-emulated
 
 # GPU tests stay out of TESTS so `make test` needs no GPU; without a usable
 # device the binary prints why and exits 0.
@@ -132,6 +136,29 @@ test-gpu: $(GPU_TEST)
 else
 test-gpu:
 	@echo "skipped: no CUDA device (dpbench was built without the CUDA toolkit)"
+endif
+
+# The GPU tests against tests/fakecuda.c, a host-only emulation of the CUDA
+# runtime and cuBLAS: checks the cuda backend's logic (CPU agreement, splits,
+# virtual replicas, sync/async, pinned/pageable, teardown) where no GPU is.
+# Needs only the toolkit's headers.
+EMU := $(B)/emu
+ifneq ($(wildcard $(CUDA_HOME)/include/cublas_v2.h),)
+$(EMU)/gpu_test: tests/gpu_test.c tests/fakecuda.c $(SRC:%=src/%) src/backend_cuda.c $(B)/deps.stamp
+	@mkdir -p $(EMU)
+	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include \
+	    -Wno-unused-parameter tests/fakecuda.c -o $(EMU)/libfakecuda.so
+	$(CC) -Isrc -I/usr/include/x86_64-linux-gnu/openblas-pthread -I$(CUDA_HOME)/include \
+	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
+	    $< $(CPU_SRC:%=src/%) src/backend_cuda.c -L$(EMU) -Wl,-rpath,$(abspath $(EMU)) \
+	    -lfakecuda -lyaml -lcjson -lopenblas -lm -pthread -lcmocka -o $@
+
+test-cuda-emulated: $(EMU)/gpu_test
+	@LABEL=cuda-emulated-1gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=1 tests/run_unit.sh $<
+	@LABEL=cuda-emulated-3gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=3 tests/run_unit.sh $<
+else
+test-cuda-emulated:
+	@echo "skipped: no CUDA headers in $(CUDA_HOME)"
 endif
 
 bench: dpbench

@@ -75,6 +75,15 @@ if ls "$TMP/res"/tutorial-*-*.json >/dev/null 2>&1 && ls "$TMP/res"/tutorial-*-*
     ! ls "$TMP/res"/*.tmp >/dev/null 2>&1 && python3 -c "import json,sys,glob; json.load(open(glob.glob(sys.argv[1]+'/*.json')[0]))" "$TMP/res"; then ok
 else bad "result files: $(ls "$TMP/res")"; fi
 
+# ---- no GPU here: cuda refuses with one line, auto falls back to the cpu
+if ! "$BIN" --version | grep -q cuda || ! nvidia-smi -L >/dev/null 2>&1; then
+    expect 1 "parallel.device cuda: " -- -c configs/tutorial.yaml --set parallel.device=cuda
+    expect 1 "parallel.device cuda: " -- -c configs/tutorial.yaml --set parallel.device=cuda --set parallel.devices=[0,0,0]
+    expect 0 "parallel.device auto: using cpu" -- -c configs/tutorial.yaml --set parallel.device=auto
+    "$BIN" --h2d-bandwidth >/dev/null 2>"$TMP/err"; rc=$?
+    if [ $rc -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok; else bad "--h2d-bandwidth without a GPU: exit $rc: $(cat "$TMP/err")"; fi
+fi
+
 # ---- usage and config errors: exit 2, one line naming what is wrong
 expect 2 "unknown option '--bogus'" -- --bogus
 expect 2 "--config needs a value" -- --config
