@@ -45,12 +45,11 @@ struct backend {
     int (*probe)(struct error *e);
     /* One line naming the devices and driver/runtime versions, "" if none. */
     void (*describe)(char *buf, size_t n);
-    /* Device memory a run with this setup needs, bytes (0 on the cpu). */
-    size_t (*device_bytes)(const struct backend_setup *s);
     /* Host memory for the loader's batch pool. */
     void *(*host_alloc)(size_t bytes, bool pinned, struct error *e);
     void (*host_free)(void *p, bool pinned);
 
+    /* Checks device memory against the setup before allocating any. */
     int (*init)(void **ctx, const struct backend_setup *s, struct error *e);
     int (*epoch_begin)(void *ctx, struct loader *l, struct error *e);
     /* 1 with *b set, 0 at the epoch's end, -1 on error. */

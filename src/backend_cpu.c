@@ -328,17 +328,10 @@ static int cpu_probe(struct error *e)
 
 static void cpu_describe(char *buf, size_t n) { snprintf(buf, n, "%s", ""); }
 
-static size_t cpu_device_bytes(const struct backend_setup *s)
-{
-    (void)s;
-    return 0;
-}
-
 const struct backend backend_cpu = {
     .name = "cpu",
     .probe = cpu_probe,
     .describe = cpu_describe,
-    .device_bytes = cpu_device_bytes,
     .host_alloc = cpu_alloc,
     .host_free = cpu_free_host,
     .init = cpu_init,

@@ -200,16 +200,6 @@ static size_t bytes_on(const struct backend_setup *s, long dev)
     return floats * sizeof(float) + handles * ((size_t)36 << 20);
 }
 
-static size_t cuda_device_bytes(const struct backend_setup *s)
-{
-    size_t worst = 0;
-    for (int i = 0; s->device_ids && i < s->replicas; i++) {
-        size_t b = bytes_on(s, s->device_ids[i]);
-        worst = b > worst ? b : worst;
-    }
-    return worst;
-}
-
 /* Device ids exist, and each device has the memory its replicas need. */
 static int check_devices(const struct backend_setup *s, struct error *e)
 {
@@ -1162,7 +1152,6 @@ const struct backend backend_cuda = {
     .name = "cuda",
     .probe = cuda_probe,
     .describe = cuda_describe,
-    .device_bytes = cuda_device_bytes,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .init = cuda_init,

@@ -238,10 +238,10 @@ static double available_bytes(void)
     return kb * 1024;
 }
 
-/* Refuses points whose estimated footprint exceeds the limit, before any
- * allocation. */
-static int check_memory(const struct config *c, const struct backend *be, double limit,
-                        struct error *e)
+/* Refuses points whose estimated host footprint exceeds the limit, before any
+ * allocation (a device backend checks its own memory in init, before
+ * allocating there). */
+static int check_memory(const struct config *c, double limit, struct error *e)
 {
     const char *what = "--max-memory";
     if (limit <= 0) {
@@ -258,22 +258,12 @@ static int check_memory(const struct config *c, const struct backend *be, double
             return -1;
         double need = host_bytes(&pc);
         long R = pc.parallel.n_devices ? pc.parallel.n_devices : pc.parallel.replicas;
-        long ids[CONFIG_MAX_DEVICES];
-        for (int i = 0; i < R && i < CONFIG_MAX_DEVICES; i++)
-            ids[i] = pc.parallel.n_devices ? pc.parallel.devices[i] : i;
-        struct backend_setup s = {.features = (int)pc.dataset.features,
-                                  .out_features = (int)pc.model.out_features,
-                                  .batch_size = pc.loader.batch_size, .replicas = (int)R,
-                                  .device_ids = ids, .async_copy = pc.loader.async_copy,
-                                  .copy_depth = (int)pc.loader.copy_depth};
-        double dev = (double)be->device_bytes(&s);
         config_free(&pc);
         if (need > limit)
             return error_set(e, "%s%sthe run needs about %.2f GiB of host memory (dataset %ld x "
                                 "%ld, batch pool, %ld replicas), more than the %.2f GiB %s",
                              label, label[0] ? ": " : "", need / (1 << 30), pc.dataset.length,
                              pc.dataset.features, R, limit / (1 << 30), what);
-        (void)dev; // device memory is checked by the backend against the device itself
     }
     return 0;
 }
@@ -402,7 +392,7 @@ int main(int argc, char **argv)
         return h2d_bandwidth();
     }
     const struct backend *be = pick_backend(&res.cfg, &e);
-    if (!be || check_memory(&res.cfg, be, opts.max_memory, &e)) {
+    if (!be || check_memory(&res.cfg, opts.max_memory, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         config_free(&res.cfg);
         return be ? EXIT_USAGE : EXIT_RUN;
