@@ -52,6 +52,10 @@ $(B)/%.o: src/%.c $(B)/deps.stamp $(FLAVOUR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+# The commit recorded in result files follows HEAD.
+$(shell [ "$$(cat $(B)/git-rev 2>/dev/null)" = "$(GIT)" ] || echo $(GIT) >$(B)/git-rev)
+$(B)/report.o: $(B)/git-rev
+
 dpbench: $(OBJ) $(B)/main.o
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
