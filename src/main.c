@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -390,6 +391,13 @@ int main(int argc, char **argv)
     if (opts.h2d_bandwidth) {
         config_free(&res.cfg);
         return h2d_bandwidth();
+    }
+    const char *out = res.cfg.report.out;
+    if (out[0] && ((mkdir(out, 0777) != 0 && errno != EEXIST) || access(out, W_OK) != 0)) {
+        fprintf(stderr, "dpbench: report.out %s: not a writable directory: %s\n", out,
+                strerror(errno));
+        config_free(&res.cfg);
+        return EXIT_USAGE; // refused before the run, not after it
     }
     const struct backend *be = pick_backend(&res.cfg, &e);
     if (!be || check_memory(&res.cfg, opts.max_memory, &e)) {

@@ -102,6 +102,7 @@ expect 2 "aliases" -- --config "$(yaml alias.yaml 'loader:\n  batch_size: &b 4\n
 expect 2 "malformed YAML" -- --config "$(yaml tab.yaml 'loader:\n\tbatch_size: 4\n')"
 expect 2 "overflows" -- --set seed=123456789012345678901234567890
 expect 2 "finite" -- --set train.lr=1e999
+expect 2 "not a writable directory" -- --out /proc/dpbench-nope
 expect 2 "--max-memory: expected bytes" -- --max-memory lots
 expect 2 "more than the" -- --set dataset.length=1000000 --set dataset.features=1000 --max-memory 1G
 expect 2 "GiB available memory" -- --set dataset.length=1000000000 --set dataset.features=100
