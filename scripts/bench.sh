@@ -24,12 +24,20 @@ print("%s, %d cores, %.1f GiB, %s" % (m["cpu"], m["cores"], m["memory_bytes"] / 
 echo "# machine: $machine" >"$OUT/summary.txt.tmp"
 echo "# dpbench $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$OUT/summary.txt.tmp"
 
-# run NAME CONFIG ARGS...: dpbench then PyTorch on the same config and overrides
-run() {
+# The dpbench runs all come first and the PyTorch runs after them, so that
+# neither measures while the other's processes or freed memory are settling.
+BENCHES=(
+    "tutorial configs/tutorial.yaml --set train.epochs=50"
+    "large configs/large.yaml"
+    "sync-vs-async configs/sync-vs-async.yaml"
+)
+
+# dpbench_run NAME CONFIG ARGS...: 3 repeats, the one with the median time kept
+dpbench_run() {
     local name=$1 cfg=$2; shift 2
     echo "== $name: dpbench --config $cfg $* (3 repeats, the median one kept)" >&2
     for rep in 1 2 3; do
-        sleep 1 # let the previous run's processes leave the cores
+        sleep 1
         ./dpbench --config "$cfg" "$@" --format json >"$OUT/$name.rep$rep.json"
     done
     "$PY" - "$OUT/$name" <<'PY'
@@ -48,21 +56,30 @@ for p in reps:
     if os.path.exists(p):
         os.remove(p)
 PY
-    if [ $have_torch = 1 ]; then
-        echo "== $name: torch_reference.py $cfg $*" >&2
-        sleep 1
-        "$PY" scripts/torch_reference.py "$cfg" "$@" --out "$OUT/$name.torch.json" 2>/dev/null
-        "$PY" scripts/compare.py "$OUT/$name.dpbench.json" "$OUT/$name.torch.json" >"$OUT/$name.compare.txt"
-        cat "$OUT/$name.compare.txt" >&2
-    fi
-    local plots=("$OUT/$name.dpbench.json")
-    [ $have_torch = 1 ] && plots+=("$OUT/$name.torch.json")
-    "$PY" scripts/plot.py "${plots[@]}" -o "$OUT/$name.png" --title "$name: dpbench vs PyTorch, $machine" || true
 }
 
-run tutorial configs/tutorial.yaml --set train.epochs=50
-run large configs/large.yaml
-run sync-vs-async configs/sync-vs-async.yaml
+# torch_run NAME CONFIG ARGS...: the same config and overrides in PyTorch
+torch_run() {
+    local name=$1 cfg=$2; shift 2
+    echo "== $name: torch_reference.py $cfg $*" >&2
+    sleep 1
+    "$PY" scripts/torch_reference.py "$cfg" "$@" --out "$OUT/$name.torch.json" 2>/dev/null
+}
+
+for b in "${BENCHES[@]}"; do dpbench_run $b; done
+if [ $have_torch = 1 ]; then
+    for b in "${BENCHES[@]}"; do torch_run $b; done
+fi
+for b in "${BENCHES[@]}"; do
+    name=${b%% *}
+    plots=("$OUT/$name.dpbench.json")
+    if [ $have_torch = 1 ]; then
+        "$PY" scripts/compare.py "$OUT/$name.dpbench.json" "$OUT/$name.torch.json" >"$OUT/$name.compare.txt"
+        cat "$OUT/$name.compare.txt" >&2
+        plots+=("$OUT/$name.torch.json")
+    fi
+    "$PY" scripts/plot.py "${plots[@]}" -o "$OUT/$name.png" --title "$name: dpbench vs PyTorch, $machine" || true
+done
 
 # memory: workers are threads sharing one dataset
 for w in 0 8; do
