@@ -45,7 +45,6 @@ all: dpbench
 $(B)/deps.stamp: scripts/install-deps.sh
 	@mkdir -p $(B)
 	@scripts/install-deps.sh
-	@echo "dpbench: $(BUILD_MSG)"
 	@touch $@
 
 $(B)/%.o: src/%.c $(B)/deps.stamp $(FLAVOUR)
@@ -57,6 +56,7 @@ $(shell [ "$$(cat $(B)/git-rev 2>/dev/null)" = "$(GIT)" ] || echo $(GIT) >$(B)/g
 $(B)/report.o: $(B)/git-rev
 
 dpbench: $(OBJ) $(B)/main.o
+	@echo "dpbench: $(BUILD_MSG)"
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 run: dpbench
