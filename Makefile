@@ -28,7 +28,7 @@ LDFLAGS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS   += -lcublas -lcudart
 BUILD_MSG := CUDA toolkit found in $(CUDA_HOME): building backends cpu cuda
 else
-BUILD_MSG := no CUDA toolkit (CUDA_HOME=$(CUDA_HOME), CUDA=$(CUDA)): building backend cpu only
+BUILD_MSG := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),CUDA=0,no CUDA toolkit in $(CUDA_HOME)): building backend cpu only
 endif
 
 B    := build
