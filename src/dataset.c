@@ -56,9 +56,13 @@ int dataset_init(struct dataset *d, const struct config *c, struct error *e)
             }
         }
     }
-    if (c->dataset.sample_cost_us > 0)
-        d->cost_iters = lround(c->dataset.sample_cost_us * dataset_cost_iters_per_us());
+    dataset_set_sample_cost(d, c->dataset.sample_cost_us);
     return 0;
+}
+
+void dataset_set_sample_cost(struct dataset *d, double us)
+{
+    d->cost_iters = us > 0 ? lround(us * dataset_cost_iters_per_us()) : 0;
 }
 
 void dataset_free(struct dataset *d)

@@ -31,6 +31,10 @@ size_t dataset_bytes(long length, long features, long out_features);
  * first. The cost's result goes to a sink the compiler cannot drop. */
 void dataset_get(const struct dataset *d, long i, float *x_out, float *y_out);
 
+/* Sets the emulated per-sample loader cost (dataset.sample_cost_us); a sweep
+ * may change it while the data stays the same. */
+void dataset_set_sample_cost(struct dataset *d, double us);
+
 /* Iterations of the cost loop that take about one microsecond here. Measured
  * once per process. */
 double dataset_cost_iters_per_us(void);

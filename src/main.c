@@ -223,7 +223,8 @@ static double host_bytes(const struct config *c)
     double pool = loader_pool_size(&lo) * B * ((F + O) * sizeof(float) + sizeof(long));
     double replicas = R * (2 * (F * O + O) + 2 * (B / R + 1) * O) * sizeof(float) +
                       3 * B * O * sizeof(float);
-    return data + pool + replicas;
+    double splits = ceil((double)c->dataset.length / B) * R * sizeof(long); // per-batch record
+    return data + pool + replicas + splits;
 }
 
 static double available_bytes(void)
@@ -307,9 +308,7 @@ static int run_points(const struct config *c, const struct backend *be, struct r
             data_cfg = pc;
             data_cfg.n_sweep = 0;
         }
-        d.cost_iters = pc.dataset.sample_cost_us > 0
-                           ? lround(pc.dataset.sample_cost_us * dataset_cost_iters_per_us())
-                           : 0;
+        dataset_set_sample_cost(&d, pc.dataset.sample_cost_us);
         if (n > 1 && isatty(STDERR_FILENO))
             fprintf(stderr, "dpbench: point %ld/%ld: %s\n", p + 1, n, label);
         FILE *trace = pc.report.trace ? (text ? stdout : stderr) : NULL;

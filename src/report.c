@@ -120,34 +120,35 @@ void report_verdict(const struct run_result *run, char *buf, size_t n)
 
 static void text_splits(FILE *f, const struct run_result *run)
 {
-    /* one line per distinct batch size, in order of first appearance */
+    /* one line per distinct batch size, in order of first appearance; an
+     * epoch has at most two (full batches and a last partial one) */
+    enum { MAX_SIZES = 8 };
+    long rows[MAX_SIZES], count[MAX_SIZES], first[MAX_SIZES];
+    int n_sizes = 0, R = run->replicas;
     for (long k = 0; k < run->n_batches; k++) {
-        const long *sp = run->splits + k * run->replicas;
-        long rows = 0, count = 0;
-        for (int i = 0; i < run->replicas; i++)
-            rows += sp[i];
-        bool seen = false;
-        for (long j = 0; j < k && !seen; j++) {
-            long r2 = 0;
-            for (int i = 0; i < run->replicas; i++)
-                r2 += run->splits[j * run->replicas + i];
-            seen = r2 == rows;
+        long total = 0;
+        for (int i = 0; i < R; i++)
+            total += run->splits[k * R + i];
+        int j = 0;
+        while (j < n_sizes && rows[j] != total)
+            j++;
+        if (j == n_sizes) {
+            if (n_sizes == MAX_SIZES)
+                continue;
+            rows[j] = total, count[j] = 0, first[j] = k;
+            n_sizes++;
         }
-        if (seen)
-            continue;
-        for (long j = k; j < run->n_batches; j++) {
-            long r2 = 0;
-            for (int i = 0; i < run->replicas; i++)
-                r2 += run->splits[j * run->replicas + i];
-            count += r2 == rows;
-        }
+        count[j]++;
+    }
+    for (int j = 0; j < n_sizes; j++) {
+        const long *sp = run->splits + first[j] * R;
         int used = 0;
-        fprintf(f, "#   %ld ->", rows);
-        for (int i = 0; i < run->replicas && sp[i] > 0; i++, used++)
-            fprintf(f, "%s%ld", i ? "/" : " ", sp[i]);
-        fprintf(f, " (x%ld)", count);
-        if (used < run->replicas)
-            fprintf(f, "  %d of %d replicas used", used, run->replicas);
+        fprintf(f, "#   %ld ->", rows[j]);
+        for (; used < R && sp[used] > 0; used++)
+            fprintf(f, "%s%ld", used ? "/" : " ", sp[used]);
+        fprintf(f, " (x%ld)", count[j]);
+        if (used < R)
+            fprintf(f, "  %d of %d replicas used", used, R);
         fprintf(f, "\n");
     }
 }
