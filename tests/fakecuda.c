@@ -357,17 +357,23 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
     return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
-                            cudaStream_t s)
+/* Queues an n-byte copy on stream s; both copy entry points end here. */
+static cudaError_t enqueue_copy(cudaStream_t s, void *dst, const void *src, size_t n)
 {
-    if (!check_copy(dst, src, n, kind, s ? s->dev : cur_dev))
-        return fail(cudaErrorInvalidValue);
     struct op *o = op_new(op_copy);
     o->p[0] = dst;
     o->p[1] = (void *)src;
     o->n[0] = n;
     enqueue(s, o);
     return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                            cudaStream_t s)
+{
+    if (!check_copy(dst, src, n, kind, s ? s->dev : cur_dev))
+        return fail(cudaErrorInvalidValue);
+    return enqueue_copy(s, dst, src, n);
 }
 
 cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n,
@@ -378,12 +384,7 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size
                  s ? s->dev : -1);
         return fail(cudaErrorInvalidValue);
     }
-    struct op *o = op_new(op_copy);
-    o->p[0] = dst;
-    o->p[1] = (void *)src;
-    o->n[0] = n;
-    enqueue(s, o);
-    return cudaSuccess;
+    return enqueue_copy(s, dst, src, n);
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *ps, unsigned flags)
