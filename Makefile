@@ -131,7 +131,7 @@ test: test-unit test-cli test-asan test-tsan test-fuzz test-valgrind test-script
 # device the binary prints why and exits 0.
 GPU_TEST := $(B)/tests/gpu_test
 ifeq ($(CUDA),1)
-$(GPU_TEST): tests/gpu_test.c $(LIB)
+$(GPU_TEST): tests/gpu_test.c tests/testutil.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -lcmocka -o $@
 
@@ -148,7 +148,7 @@ endif
 # Needs only the toolkit's headers.
 EMU := $(B)/emu
 ifneq ($(wildcard $(CUDA_HOME)/include/cublas_v2.h),)
-$(EMU)/gpu_test: tests/gpu_test.c tests/fakecuda.c $(SRC:%=src/%) src/backend_cuda.c $(B)/deps.stamp
+$(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h tests/fakecuda.c $(SRC:%=src/%) src/backend_cuda.c $(B)/deps.stamp
 	@mkdir -p $(EMU)
 	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include \
 	    -Wno-unused-parameter tests/fakecuda.c -o $(EMU)/libfakecuda.so

@@ -364,6 +364,13 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
     CUDA_CHECK(cudaMemcpy(dp->reps[0].w, s->w0, OF * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dp->reps[0].b, s->b0, (size_t)dp->O * sizeof(float),
                           cudaMemcpyHostToDevice));
+    /* cudaMemcpy from pageable memory may return before the bytes land, and
+     * the non-blocking streams do not wait for the legacy stream it runs on:
+     * wait here, once, before any stream reads them */
+    for (int g = 0; g < dp->G; g++) {
+        CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
+        CUDA_CHECK(cudaDeviceSynchronize());
+    }
     return 0;
 }
 

@@ -348,23 +348,81 @@ static bool check_copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
     return ok;
 }
 
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+/* Copies from pageable memory go through a staging buffer: the host data is
+ * taken now, the transfer lands later, as a real driver may do. */
+static void op_staged(struct op *o)
 {
-    struct alloc *a = find(kind == cudaMemcpyHostToDevice ? dst : src);
-    if (!check_copy(dst, src, n, kind, a ? a->dev : cur_dev))
-        return fail(cudaErrorInvalidValue);
-    memcpy(dst, src, n);
-    return cudaSuccess;
+    memcpy(o->p[0], o->p[1], o->n[0]);
+    free(o->p[1]);
 }
 
-/* Queues an n-byte copy on stream s; both copy entry points end here. */
-static cudaError_t enqueue_copy(cudaStream_t s, void *dst, const void *src, size_t n)
+static void op_sleep(struct op *o) { usleep((useconds_t)o->i[0]); }
+
+/* Queues an n-byte copy on stream s. A host-to-device copy from pageable
+ * memory first waits for s to drain, takes the host bytes into staging and
+ * returns before they land, `lag_us` later (the driver's behaviour for
+ * pageable memory); everything else is queued as is. */
+static cudaError_t enqueue_copy(cudaStream_t s, void *dst, const void *src, size_t n,
+                                enum cudaMemcpyKind kind, int lag_us)
 {
-    struct op *o = op_new(op_copy);
+    bool staged = kind == cudaMemcpyHostToDevice && !find(src);
+    struct op *o = op_new(staged ? op_staged : op_copy);
     o->p[0] = dst;
     o->p[1] = (void *)src;
     o->n[0] = n;
+    if (staged) {
+        cudaStreamSynchronize(s);
+        o->p[1] = malloc(n ? n : 1);
+        memcpy(o->p[1], src, n);
+        if (lag_us > 0) {
+            struct op *lag = op_new(op_sleep);
+            lag->i[0] = lag_us;
+            enqueue(s, lag);
+        }
+    }
     enqueue(s, o);
+    return cudaSuccess;
+}
+
+/* The legacy default stream of each device, where cudaMemcpy runs. Streams
+ * created with cudaStreamNonBlocking (all of dpbench's) do not wait for it. */
+static struct CUstream_st *legacy[64];
+
+static struct CUstream_st *stream_new(int dev);
+
+static struct CUstream_st *legacy_stream(int dev)
+{
+    pthread_mutex_lock(&g_mu);
+    struct CUstream_st *s = legacy[dev];
+    pthread_mutex_unlock(&g_mu);
+    if (s)
+        return s;
+    s = stream_new(dev);
+    pthread_mutex_lock(&g_mu);
+    if (legacy[dev]) { // another thread made it first; this one stays unused
+        pthread_mutex_unlock(&g_mu);
+        return legacy[dev];
+    }
+    legacy[dev] = s;
+    pthread_mutex_unlock(&g_mu);
+    return s;
+}
+
+/* cudaMemcpy on the current device's legacy stream: host-to-device from
+ * pageable memory returns once the bytes are staged and lands 2 ms later, so
+ * that work which reads the destination on another stream without a device
+ * synchronisation reads garbage; every other kind returns when the copy is
+ * done. */
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+{
+    fake_init();
+    struct alloc *a = find(kind == cudaMemcpyHostToDevice ? dst : src);
+    if (!check_copy(dst, src, n, kind, a ? a->dev : cur_dev))
+        return fail(cudaErrorInvalidValue);
+    struct CUstream_st *s = legacy_stream(cur_dev);
+    enqueue_copy(s, dst, src, n, kind, 2000);
+    if (kind != cudaMemcpyHostToDevice || find(src))
+        cudaStreamSynchronize(s);
     return cudaSuccess;
 }
 
@@ -373,7 +431,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
 {
     if (!check_copy(dst, src, n, kind, s ? s->dev : cur_dev))
         return fail(cudaErrorInvalidValue);
-    return enqueue_copy(s, dst, src, n);
+    return enqueue_copy(s, dst, src, n, kind, 0);
 }
 
 cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n,
@@ -384,14 +442,13 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size
                  s ? s->dev : -1);
         return fail(cudaErrorInvalidValue);
     }
-    return enqueue_copy(s, dst, src, n);
+    return enqueue_copy(s, dst, src, n, cudaMemcpyDeviceToDevice, 0);
 }
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *ps, unsigned flags)
+static struct CUstream_st *stream_new(int dev)
 {
-    (void)flags;
     struct CUstream_st *s = calloc(1, sizeof *s);
-    s->dev = cur_dev;
+    s->dev = dev;
     s->seed = (unsigned)(uintptr_t)s;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
@@ -400,7 +457,13 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *ps, unsigned flags)
     s->next_all = streams;
     streams = s;
     pthread_mutex_unlock(&g_mu);
-    *ps = s;
+    return s;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *ps, unsigned flags)
+{
+    (void)flags;
+    *ps = stream_new(cur_dev);
     return cudaSuccess;
 }
 

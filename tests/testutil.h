@@ -43,12 +43,15 @@ static inline void test_run(const struct config *c, struct run_result *r)
     dataset_free(&d);
 }
 
-/* max |a - b| / max(|b|, 1e-3) over n values */
+/* max |a - b| / max(|b|, 1e-3) over n values; a NaN on either side counts
+ * as infinitely different, so that a diverged run cannot pass */
 static inline double max_rel_diff(const float *a, const float *b, int n)
 {
     double worst = 0;
     for (int i = 0; i < n; i++) {
         double d = fabs((double)a[i] - b[i]) / fmax(fabs((double)b[i]), 1e-3);
+        if (isnan(d))
+            return INFINITY;
         if (d > worst)
             worst = d;
     }
