@@ -575,6 +575,7 @@ def run_point(torch, classes, dataset, cfg, stop):
             "copy_bytes": st["copy_bytes"],
             "copy_gbps": st["copy_bytes"] / st["copy"] / 1e9 if st["copy"] > 0 else None,
             "overlap": None,
+            "host_seconds": None,  # the step computes on the host: no separate issue time
             "samples": samples,
         })
 
@@ -623,6 +624,7 @@ def summarize(runs):
         eps = run["epochs"]
         s = dict.fromkeys(["median_seconds", "min_seconds", "max_seconds", "samples_per_second",
                            "wait_share", "copy_share", "compute_share", "overlap", "copy_gbps",
+                           "host_us_per_step", "host_us_per_step_per_replica",
                            "final_loss", "speedup"])
         if eps:
             t = [e["seconds"] for e in eps]

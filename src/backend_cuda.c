@@ -138,6 +138,7 @@ struct cuda_dp {
     struct loader *loader; // this epoch's
     long taken;            // batches handed to the loop this epoch
     long stepped;          // batches stepped this epoch (in order)
+    double host_s;         // this epoch's host time issuing steps (epoch_stats.host_s)
     pthread_t copier;
     bool copier_live;
     pthread_mutex_t mu;    // guards slot states and the flags below
@@ -657,6 +658,7 @@ static int cuda_epoch_begin(void *ctx, struct loader *l, struct error *e)
         return error_wrap(e, "cuda backend");
     dp->loader = l;
     dp->taken = dp->stepped = 0;
+    dp->host_s = 0;
     dp->done = dp->failed = dp->stop = false;
     for (int k = 0; k < dp->depth; k++)
         dp->slots[k].state = SLOT_FREE;
@@ -788,14 +790,18 @@ static int cuda_step(void *ctx, struct batch *bt, float lr, long *split, struct 
     long k = bt->index;
     int O = dp->O, dev0 = r0->dev;
     cudaStream_t s0 = r0->stream;
+    double t0 = now_seconds();
 
     /* scatter: torch.chunk along the batch; the chunks are already on their
      * devices in the slot, so the streams wait for those copies */
     int active = chunk_split(bt->rows, dp->n, split);
     /* keep at most `depth` steps queued: the host waits here, on compute,
      * rather than in next() through a full copy ring */
-    if (k >= dp->depth)
+    if (k >= dp->depth) {
+        double w0 = now_seconds();
         CUDA_CHECK(cudaEventSynchronize(dp->tl.end[k - dp->depth]));
+        t0 += now_seconds() - w0; // waiting for the device is not host overhead
+    }
     CUDA_CHECK(cudaSetDevice(dev0));
     for (int g = 0; g < dp->G; g++)
         CUDA_CHECK(cudaStreamWaitEvent(s0, dp->tl.copy_end[k * dp->G + g], 0));
@@ -875,6 +881,7 @@ static int cuda_step(void *ctx, struct batch *bt, float lr, long *split, struct 
     CUDA_CHECK(cudaEventRecord(dp->tl.end[k], s0));
     dp->stepped = k + 1;
     st->samples += bt->rows;
+    dp->host_s += now_seconds() - t0;
     return 0;
 }
 
@@ -883,6 +890,7 @@ static void cuda_release(void *ctx, struct loader *l, struct batch *b)
     (void)l; // the host batch went back to the loader once its copy landed
     struct cuda_dp *dp = ctx;
     struct slot *sl = slot_of(b);
+    double t0 = now_seconds();
     /* Everything the step queued has joined replica 0's stream, so this
      * event covers every read of the slot. A failure here shows up again at
      * epoch_end's synchronisation, which reports it. */
@@ -896,6 +904,7 @@ static void cuda_release(void *ctx, struct loader *l, struct batch *b)
     sl->state = SLOT_FREE;
     pthread_cond_broadcast(&dp->cv);
     pthread_mutex_unlock(&dp->mu);
+    dp->host_s += now_seconds() - t0;
 }
 
 /* Milliseconds from a to b, two completed events of one device. */
@@ -947,6 +956,7 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
     if (sync_all(dp, e))
         return error_wrap(e, "cuda backend, end of epoch");
     long m = dp->stepped, G = dp->G;
+    st->host_s += dp->host_s;
     if (m == 0)
         return 0;
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));

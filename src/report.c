@@ -59,13 +59,13 @@ void report_summarize(struct results *r)
         int n = run->n_epochs;
         *s = (struct run_summary){.median_s = NAN, .min_s = NAN, .max_s = NAN,
                                   .samples_per_s = NAN, .overlap = NAN, .copy_gbps = NAN,
-                                  .final_loss = NAN, .speedup = NAN};
+                                  .host_us = NAN, .final_loss = NAN, .speedup = NAN};
         if (n == 0)
             continue;
         double *t = malloc((size_t)n * sizeof(double));
         if (!t)
             continue;
-        double total = 0, wait = 0, copy = 0, compute = 0, hidden = 0, bytes = 0;
+        double total = 0, wait = 0, copy = 0, compute = 0, hidden = 0, bytes = 0, host = 0;
         for (int k = 0; k < n; k++) {
             const struct epoch_result *ep = &run->epochs[k];
             t[k] = ep->seconds;
@@ -75,6 +75,7 @@ void report_summarize(struct results *r)
             compute += ep->st.compute_s;
             hidden += ep->st.hidden_s;
             bytes += ep->st.copy_bytes;
+            host += ep->st.host_s;
         }
         qsort(t, (size_t)n, sizeof *t, cmp_double);
         s->median_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
@@ -89,6 +90,8 @@ void report_summarize(struct results *r)
             s->overlap = hidden / copy;
             s->copy_gbps = bytes / copy / 1e9;
         }
+        if (host > 0)
+            s->host_us = 1e6 * host / ((double)n * (double)run->n_batches);
         s->final_loss = run->epochs[n - 1].loss;
         s->speedup = r->runs[0].sum.median_s / s->median_s;
     }
@@ -237,6 +240,9 @@ void report_text(FILE *f, const struct results *r)
         if (!isnan(s->copy_gbps))
             fprintf(f, "# copy: %.2f GB/s, %.0f%% hidden behind compute\n", s->copy_gbps,
                     100 * s->overlap);
+        if (!isnan(s->host_us))
+            fprintf(f, "# host overhead: %.1f us per step issuing device work, %.1f per replica\n",
+                    s->host_us, s->host_us / r->runs[0].replicas);
         report_verdict(&r->runs[0], verdict, sizeof verdict);
         fprintf(f, "# verdict: %s\n", verdict);
     } else {
@@ -256,14 +262,15 @@ void report_text(FILE *f, const struct results *r)
 void report_csv(FILE *f, const struct results *r)
 {
     fprintf(f, "run,point,epoch,seconds,samples_per_second,loss,wait_seconds,copy_seconds,"
-               "compute_seconds,copy_bytes,hidden_copy_seconds\n");
+               "compute_seconds,copy_bytes,hidden_copy_seconds,host_seconds\n");
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
         for (int k = 0; k < run->n_epochs; k++) {
             const struct epoch_result *ep = &run->epochs[k];
-            fprintf(f, "%d,\"%s\",%ld,%.6g,%.6g,%.9g,%.6g,%.6g,%.6g,%.9g,%.6g\n", i, run->label,
-                    ep->epoch, ep->seconds, ep->samples_per_s, ep->loss, ep->st.wait_s,
-                    ep->st.copy_s, ep->st.compute_s, ep->st.copy_bytes, ep->st.hidden_s);
+            fprintf(f, "%d,\"%s\",%ld,%.6g,%.6g,%.9g,%.6g,%.6g,%.6g,%.9g,%.6g,%.6g\n", i,
+                    run->label, ep->epoch, ep->seconds, ep->samples_per_s, ep->loss,
+                    ep->st.wait_s, ep->st.copy_s, ep->st.compute_s, ep->st.copy_bytes,
+                    ep->st.hidden_s, ep->st.host_s);
         }
     }
 }
@@ -320,6 +327,8 @@ static cJSON *run_json(const struct run_result *run)
         cJSON_AddItemToObject(e, "overlap",
                               number_or_null(ep->st.copy_s > 0 ? ep->st.hidden_s / ep->st.copy_s
                                                                : NAN));
+        cJSON_AddItemToObject(e, "host_seconds",
+                              number_or_null(ep->st.host_s > 0 ? ep->st.host_s : NAN));
         cJSON_AddNumberToObject(e, "samples", (double)ep->st.samples);
         cJSON_AddItemToArray(eps, e);
     }
@@ -334,6 +343,9 @@ static cJSON *run_json(const struct run_result *run)
     cJSON_AddItemToObject(sum, "compute_share", number_or_null(s->compute_share));
     cJSON_AddItemToObject(sum, "overlap", number_or_null(s->overlap));
     cJSON_AddItemToObject(sum, "copy_gbps", number_or_null(s->copy_gbps));
+    cJSON_AddItemToObject(sum, "host_us_per_step", number_or_null(s->host_us));
+    cJSON_AddItemToObject(sum, "host_us_per_step_per_replica",
+                          number_or_null(s->host_us / run->replicas));
     cJSON_AddItemToObject(sum, "final_loss", number_or_null(s->final_loss));
     cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
     char verdict[256];

@@ -28,6 +28,7 @@ struct run_summary {
     double compute_share;          // ... in DataParallel steps
     double overlap;                // hidden copy / copy, NAN without copies
     double copy_gbps;              // copy bandwidth, GB/s, NAN without copies
+    double host_us;                // host µs per step issuing device work, NAN on the cpu
     double final_loss;             // last measured epoch's loss
     double speedup;                // baseline median / this median (first run = 1)
 };

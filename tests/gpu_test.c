@@ -79,6 +79,7 @@ static void check_against_cpu(const char *const *extra, const char *replicas)
         assert_true(g->st.copy_s > 0 && g->st.compute_s > 0 && g->st.wait_s >= 0);
         assert_true(g->st.hidden_s >= 0 && g->st.hidden_s <= g->st.copy_s * (1 + 1e-6));
         assert_true(g->st.copy_s < g->seconds * gpu.replicas && g->st.compute_s < g->seconds);
+        assert_true(g->st.host_s > 0 && g->st.host_s < g->seconds);
     }
     run_result_free(&cpu);
     run_result_free(&gpu);
