@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "rng.h"
@@ -15,7 +16,50 @@ size_t dataset_bytes(long length, long features, long out_features)
     return (size_t)length * (size_t)(features + out_features) * sizeof(float);
 }
 
+/* Rows of block `block`: x from the block's own stream, y from the teacher
+ * plus the block's noise stream. Blocks are independent. */
+static void make_block(struct dataset *d, unsigned long seed, long block)
+{
+    long n = d->length, f = d->features, o = d->out_features;
+    struct rng rx, rn;
+    rng_init(&rx, (uint64_t)seed, RNG_DATA, (uint64_t)block);
+    rng_init(&rn, (uint64_t)seed, RNG_NOISE, (uint64_t)block);
+    long end = (block + 1) * ROW_BLOCK < n ? (block + 1) * ROW_BLOCK : n;
+    for (long i = block * ROW_BLOCK; i < end; i++) {
+        float *x = d->x + i * f;
+        for (long k = 0; k < f; k++)
+            x[k] = (float)rng_normal(&rx);
+        for (long j = 0; j < o; j++) {
+            double acc = d->b_teacher[j];
+            for (long k = 0; k < f; k++)
+                acc += (double)d->w_teacher[j * f + k] * x[k];
+            d->y[i * o + j] = (float)(acc + d->noise * rng_normal(&rn));
+        }
+    }
+}
+
+struct builder {
+    struct dataset *d;
+    unsigned long seed;
+    long blocks;
+    long next; // the next block to build, taken atomically
+};
+
+static void *builder_main(void *arg)
+{
+    struct builder *b = arg;
+    for (long k; (k = __atomic_fetch_add(&b->next, 1, __ATOMIC_RELAXED)) < b->blocks;)
+        make_block(b->d, b->seed, k);
+    return NULL;
+}
+
 int dataset_init(struct dataset *d, const struct config *c, struct error *e)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return dataset_build(d, c, cores > 0 ? (int)cores : 1, e);
+}
+
+int dataset_build(struct dataset *d, const struct config *c, int threads, struct error *e)
 {
     memset(d, 0, sizeof *d);
     d->length = c->dataset.length;
@@ -39,23 +83,22 @@ int dataset_init(struct dataset *d, const struct config *c, struct error *e)
     for (long j = 0; j < o; j++)
         d->b_teacher[j] = (float)rng_normal(&r);
 
-    for (long block = 0; block * ROW_BLOCK < n; block++) {
-        struct rng rx, rn;
-        rng_init(&rx, (uint64_t)c->seed, RNG_DATA, (uint64_t)block);
-        rng_init(&rn, (uint64_t)c->seed, RNG_NOISE, (uint64_t)block);
-        long end = (block + 1) * ROW_BLOCK < n ? (block + 1) * ROW_BLOCK : n;
-        for (long i = block * ROW_BLOCK; i < end; i++) {
-            float *x = d->x + i * f;
-            for (long k = 0; k < f; k++)
-                x[k] = (float)rng_normal(&rx);
-            for (long j = 0; j < o; j++) {
-                double acc = d->b_teacher[j];
-                for (long k = 0; k < f; k++)
-                    acc += (double)d->w_teacher[j * f + k] * x[k];
-                d->y[i * o + j] = (float)(acc + d->noise * rng_normal(&rn));
-            }
-        }
-    }
+    /* the blocks on `threads` threads (this one included); small datasets
+     * are not worth a thread */
+    struct builder b = {.d = d, .seed = (unsigned long)c->seed,
+                        .blocks = (n + ROW_BLOCK - 1) / ROW_BLOCK};
+    if ((double)n * (double)(f + 1) * (double)o < 1e7)
+        threads = 1;
+    if (threads > b.blocks)
+        threads = (int)b.blocks;
+    pthread_t *t = threads > 1 ? calloc((size_t)threads - 1, sizeof *t) : NULL;
+    int started = 0;
+    while (t && started < threads - 1 && thread_start(&t[started], builder_main, &b) == 0)
+        started++; // a thread that cannot start leaves its share to the others
+    builder_main(&b);
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    free(t);
     dataset_set_sample_cost(d, c->dataset.sample_cost_us);
     return 0;
 }

@@ -23,7 +23,10 @@ struct dataset {
     long cost_iters;   // arithmetic iterations per sample for dataset.sample_cost_us
 };
 
+/* Builds the dataset of c on one thread per core. */
 int dataset_init(struct dataset *d, const struct config *c, struct error *e);
+/* The same on `threads` threads: the bytes do not depend on the count. */
+int dataset_build(struct dataset *d, const struct config *c, int threads, struct error *e);
 void dataset_free(struct dataset *d);
 size_t dataset_bytes(long length, long features, long out_features);
 

@@ -189,6 +189,25 @@ static void test_same_seed_same_data(void **state)
     dataset_free(&b);
 }
 
+/* The dataset is built block by block on any number of threads; the bytes
+ * must not depend on how many. 5000 x 64 -> 32 is five blocks and big enough
+ * to be built in parallel. */
+static void test_data_independent_of_build_threads(void **state)
+{
+    (void)state;
+    struct config c;
+    struct dataset one, many;
+    struct error e;
+    test_config(&c, "dataset.length=5000", "dataset.features=64", "model.out_features=32",
+                "seed=11", NULL);
+    if (dataset_build(&one, &c, 1, &e) || dataset_build(&many, &c, 3, &e))
+        fail_msg("%s", e.msg);
+    assert_memory_equal(one.x, many.x, (size_t)(one.length * one.features) * sizeof(float));
+    assert_memory_equal(one.y, many.y, (size_t)(one.length * one.out_features) * sizeof(float));
+    dataset_free(&one);
+    dataset_free(&many);
+}
+
 static int fail_on_batch_3(struct batch *b, void *arg, struct error *e)
 {
     (void)arg;
@@ -263,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_drop_last),
         cmocka_unit_test(test_bit_identical_across_workers),
         cmocka_unit_test(test_same_seed_same_data),
+        cmocka_unit_test(test_data_independent_of_build_threads),
         cmocka_unit_test(test_worker_error_reaches_consumer),
         cmocka_unit_test(test_early_stop),
     };
