@@ -157,9 +157,17 @@ $(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h tests/fakecuda.c $(SRC:%=src/
 	    $< $(CPU_SRC:%=src/%) src/backend_cuda.c -L$(EMU) -Wl,-rpath,$(abspath $(EMU)) \
 	    -lfakecuda -lyaml -lcjson -lopenblas -lm -pthread -lcmocka -o $@
 
-test-cuda-emulated: $(EMU)/gpu_test
+# dpbench itself on the emulation: the command line's cuda path
+$(EMU)/dpbench: src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c $(EMU)/gpu_test
+	$(CC) -Isrc -I/usr/include/x86_64-linux-gnu/openblas-pthread -I$(CUDA_HOME)/include \
+	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
+	    src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c -L$(EMU) -Wl,-rpath,$(abspath $(EMU)) \
+	    -lfakecuda -lyaml -lcjson -lopenblas -lm -pthread -o $@
+
+test-cuda-emulated: $(EMU)/gpu_test $(EMU)/dpbench
 	@LABEL=cuda-emulated-1gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=1 tests/run_unit.sh $<
 	@LABEL=cuda-emulated-3gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=3 tests/run_unit.sh $<
+	@printf 'cuda-emulated-cli: '; tests/cuda_cli_test.sh $(EMU)/dpbench
 else
 test-cuda-emulated:
 	@echo "skipped: no CUDA headers in $(CUDA_HOME)"

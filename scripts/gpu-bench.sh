@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU benchmark for a CUDA machine: builds, runs the GPU tests, a short run
-# under compute-sanitizer, the host-to-device bandwidth sweep and the GPU
-# configs (plus the cpu on gpu.yaml for comparison). Everything lands in
+# under compute-sanitizer, the host-to-device bandwidth sweep, the GPU configs
+# (plus the cpu on gpu.yaml for comparison) and the tutorial on the GPU, then
+# checks the GPU targets (scripts/gpu-targets.py). Everything lands in
 # bench_results/gpu/, stamped with the GPU, driver and CUDA versions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +52,7 @@ run() { # NAME ARGS...: one dpbench run, text in NAME-STAMP.txt, json/csv by --o
     local name=$1; shift
     ./dpbench "$@" --out "$out" | tee "$out/$name-$stamp.txt"
 }
+json() { ls -t "$out/$1"-2*.json | head -1; } # the newest result file of a run name
 run gpu --config configs/gpu.yaml
 run gpu-on-cpu --config configs/gpu.yaml --set name=gpu-on-cpu --set parallel.device=cpu \
     --set loader.pin_memory=false --set loader.async_copy=false
@@ -61,4 +63,17 @@ else # one GPU: the same code path as virtual replicas
         --set 'parallel.devices=[0,0,0,0]'
 fi
 run gpu-sync-vs-async --config configs/gpu-sync-vs-async.yaml
+run gpu-overlap --config configs/gpu-overlap.yaml
+# the tutorial on the GPU, 400 steps each: host overhead per step with 1, 2
+# and 8 replicas (virtual replicas on device 0)
+tutorial=()
+for devs in 0 0,0 0,0,0,0,0,0,0,0; do
+    n=$(( (${#devs} + 1) / 2 ))
+    run "tutorial-gpu-$n" --config configs/tutorial.yaml --set name="tutorial-gpu-$n" \
+        --set parallel.device=cuda --set "parallel.devices=[$devs]" --set train.epochs=100
+    tutorial+=("$(json "tutorial-gpu-$n")")
+done
+python3 scripts/gpu-targets.py --bandwidth "$out/h2d-bandwidth-$stamp.txt" \
+    --overlap "$(json gpu-overlap)" --tutorial "${tutorial[@]}" | tee "$out/targets-$stamp.txt" \
+    || echo "gpu-bench: some GPU targets were missed, see $out/targets-$stamp.txt" >&2
 echo "gpu-bench: results in $out/ (stamp $stamp)"

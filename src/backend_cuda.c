@@ -96,6 +96,7 @@ struct gpu {
     int id;
     cudaStream_t copy;     // host-to-device copies to this device
     cudaEvent_t base;      // epoch start: zero of this device's timeline
+    bool begun;            // slot_fill: the batch's copies to this device have begun
 };
 
 struct replica {
@@ -323,18 +324,18 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
             free(ones);
             return -1;
         }
-    for (int g = 0; g < dp->G; g++) {
-        struct gpu *d = &dp->gpus[g];
-        CUDA_CHECK(cudaSetDevice(d->id));
-        CUDA_CHECK(cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking));
-        CUDA_CHECK(cudaEventCreate(&d->base));
-    }
     for (int i = 0; i < dp->n; i++)
         if (replica_setup(dp, &dp->reps[i], ones, e)) {
             free(ones);
             return error_wrap(e, "replica %d (device %d)", i, dp->reps[i].dev);
         }
     free(ones);
+    for (int g = 0; g < dp->G; g++) {
+        struct gpu *d = &dp->gpus[g];
+        CUDA_CHECK(cudaSetDevice(d->id));
+        CUDA_CHECK(cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreate(&d->base));
+    }
 
     size_t BO = (size_t)dp->batch_max * (size_t)dp->O;
     CUDA_CHECK(cudaSetDevice(dev0));
@@ -434,15 +435,19 @@ static int timeline_reserve(struct cuda_dp *dp, long n, struct error *e)
     return 0;
 }
 
-/* Waits for everything queued on every stream. */
+/* Waits for everything queued on every stream, all of them even after an
+ * error (teardown frees what they use); returns the first error. */
 static int sync_all(struct cuda_dp *dp, struct error *e)
 {
-    for (int g = 0; g < dp->G; g++)
-        if (dp->gpus[g].copy)
-            CUDA_CHECK(cudaStreamSynchronize(dp->gpus[g].copy));
-    for (int i = 0; i < dp->n; i++)
-        if (dp->reps[i].stream)
-            CUDA_CHECK(cudaStreamSynchronize(dp->reps[i].stream));
+    cudaError_t first = cudaSuccess;
+    for (int s = 0; s < dp->G + dp->n; s++) {
+        cudaStream_t st = s < dp->G ? dp->gpus[s].copy : dp->reps[s - dp->G].stream;
+        cudaError_t err = st ? cudaStreamSynchronize(st) : cudaSuccess;
+        if (first == cudaSuccess)
+            first = err;
+    }
+    if (first != cudaSuccess)
+        return cuda_fail(e, first, "cudaStreamSynchronize", __FILE__, __LINE__);
     return 0;
 }
 
@@ -533,6 +538,21 @@ static int cuda_init(void **ctx, const struct backend_setup *s, struct error *e)
 
 /* ---- copies ------------------------------------------------------------- */
 
+/* Opens batch k's copies to device g, once per batch: the copy stream
+ * waits for the step that last read the slot, then marks where the copies
+ * begin. Called just before the device's first copy, so that with pageable
+ * memory the host staging of other devices' chunks stays out of its time. */
+static int copies_open(struct cuda_dp *dp, struct slot *sl, long k, int g, struct error *e)
+{
+    if (dp->gpus[g].begun)
+        return 0;
+    dp->gpus[g].begun = true;
+    CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
+    CUDA_CHECK(cudaStreamWaitEvent(dp->gpus[g].copy, sl->consumed, 0));
+    CUDA_CHECK(cudaEventRecord(dp->tl.copy_begin[k * dp->G + g], dp->gpus[g].copy));
+    return 0;
+}
+
 /* Queues batch hb's host-to-device copies into slot sl: each replica's chunk
  * to its device, the targets to device 0, bracketed per device by the batch's
  * copy events. The copy streams first wait for the step that last read the
@@ -543,25 +563,28 @@ static int slot_fill(struct cuda_dp *dp, struct slot *sl, const struct batch *hb
     int G = dp->G;
     if (k >= dp->tl.cap)
         return error_set(e, "internal error: batch %ld beyond the %ld of an epoch", k, dp->tl.cap);
+    for (int g = 0; g < G; g++)
+        dp->gpus[g].begun = false;
     int active = chunk_split(hb->rows, dp->n, sl->split);
-    for (int g = 0; g < G; g++) {
-        CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
-        CUDA_CHECK(cudaStreamWaitEvent(dp->gpus[g].copy, sl->consumed, 0));
-        CUDA_CHECK(cudaEventRecord(dp->tl.copy_begin[k * G + g], dp->gpus[g].copy));
-    }
     long offset = 0;
     for (int i = 0; i < active; i++) {
         struct replica *r = &dp->reps[i];
         size_t bytes = (size_t)sl->split[i] * (size_t)dp->F * sizeof(float);
+        if (copies_open(dp, sl, k, r->g, e))
+            return -1;
         CUDA_CHECK(cudaSetDevice(r->dev));
         CUDA_CHECK(cudaMemcpyAsync(sl->x[i], hb->x + offset * dp->F, bytes,
                                    cudaMemcpyHostToDevice, dp->gpus[r->g].copy));
         offset += sl->split[i];
     }
+    if (copies_open(dp, sl, k, 0, e))
+        return -1;
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
     CUDA_CHECK(cudaMemcpyAsync(sl->y, hb->y, (size_t)hb->rows * (size_t)dp->O * sizeof(float),
                                cudaMemcpyHostToDevice, dp->gpus[0].copy));
-    for (int g = 0; g < G; g++) {
+    for (int g = 0; g < G; g++) { // devices without a chunk of this batch too
+        if (copies_open(dp, sl, k, g, e))
+            return -1;
         CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
         CUDA_CHECK(cudaEventRecord(dp->tl.copy_end[k * G + g], dp->gpus[g].copy));
     }
@@ -1017,11 +1040,13 @@ static int cuda_probe(struct error *e)
     }
     if (count == 0)
         return error_set(e, "no CUDA device: cudaGetDeviceCount found none");
-    /* a device can exist and still refuse a context (exclusive mode, busy) */
-    if ((err = cudaSetDevice(0)) != cudaSuccess || (err = cudaFree(NULL)) != cudaSuccess)
-        return error_set(e, "no usable CUDA device: cannot open device 0: %s (%s)",
-                         cudaGetErrorString(err), cudaGetErrorName(err));
-    return 0;
+    /* a device can exist and still refuse a context (exclusive mode, busy):
+     * one that opens is enough here; the run checks its own devices */
+    for (int i = 0; i < count; i++)
+        if ((err = cudaSetDevice(i)) == cudaSuccess && (err = cudaFree(NULL)) == cudaSuccess)
+            return 0;
+    return error_set(e, "no usable CUDA device: none of %d opens: %s (%s)", count,
+                     cudaGetErrorString(err), cudaGetErrorName(err));
 }
 
 /* "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB) x1; driver 13.0, runtime 13.0" */
@@ -1063,11 +1088,14 @@ struct bw {
     cudaEvent_t t0, t1;
 };
 
-/* GB/s of `iters` cudaMemcpyAsync of `bytes` from src, after one warm-up. */
+/* GB/s of `iters` cudaMemcpyAsync of `bytes` from src, after one warm-up.
+ * The device buffer is zeroed first, so that bw_wrong sees a copy that did
+ * not land. */
 static int bw_async(struct bw *bw, const void *src, size_t bytes, int iters, double *gbps,
                     struct error *e)
 {
     float ms = 0;
+    CUDA_CHECK(cudaMemsetAsync(bw->dev, 0, bytes, bw->stream));
     CUDA_CHECK(cudaMemcpyAsync(bw->dev, src, bytes, cudaMemcpyHostToDevice, bw->stream));
     CUDA_CHECK(cudaEventRecord(bw->t0, bw->stream));
     for (int i = 0; i < iters; i++)
@@ -1135,8 +1163,10 @@ static int bw_setup(struct bw *bw, struct error *e)
     if (!(bw->pageable = malloc(bw->max)))
         return error_set(e, "out of memory (%zu bytes)", bw->max);
     unsigned *p = bw->pinned, *q = bw->pageable;
-    for (size_t i = 0; i < bw->max / sizeof *p; i++) // touched: no first-use page faults
-        p[i] = q[i] = (unsigned)(i * 2654435761u);
+    for (size_t i = 0; i < bw->max / sizeof *p; i++) { // touched: no first-use page faults
+        p[i] = (unsigned)(i * 2654435761u) | 1; // never 0, never the other's word
+        q[i] = ~p[i];
+    }
     return 0;
 }
 

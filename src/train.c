@@ -156,9 +156,10 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
                 memcpy(out->splits + b->index * n, split, (size_t)n * sizeof(long));
             if (trace)
                 trace_batch(trace, split, n, b->rows, F, O);
+            long done = b->index + 1; // b is not ours to read after release
             be->release(ctx, &l, b);
             if (train_progress)
-                progress(ep + 1, total_epochs, b->index + 1, l.n_batches, false);
+                progress(ep + 1, total_epochs, done, l.n_batches, false);
             if (train_stop)
                 break;
         }

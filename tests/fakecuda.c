@@ -434,6 +434,20 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
     return enqueue_copy(s, dst, src, n, kind, 0);
 }
 
+static void op_memset(struct op *o) { memset(o->p[0], o->i[0], o->n[0]); }
+
+cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s)
+{
+    if (!is_dev(p, n, s ? s->dev : cur_dev)) {
+        complain("memset of %p (%zu bytes), not on the stream's device", p, n);
+        return fail(cudaErrorInvalidValue);
+    }
+    struct op *o = op_new(op_memset);
+    o->p[0] = p, o->n[0] = n, o->i[0] = value;
+    enqueue(s, o);
+    return cudaSuccess;
+}
+
 cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n,
                                 cudaStream_t s)
 {

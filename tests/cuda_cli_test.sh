@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The dpbench command line on the cuda backend, against tests/fakecuda.c (a
+# host-only emulation of cudart and cuBLAS): the report's GPU fields, virtual
+# and emulated real devices, the errors without a device, and
+# scripts/gpu-targets.py reading what the GPU benchmark writes. Emulated
+# timings mean nothing; only their presence and consistency are checked.
+# Usage: tests/cuda_cli_test.sh EMULATED_DPBENCH. Prints "N passed, N failed".
+set -u
+BIN=$(realpath "$1")
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+export FAKE_DELAY_US=0 FAKE_ABORT=1
+pass=0 fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# a small gpu.yaml; more --set after these override them
+small=(--config configs/gpu.yaml --set dataset.length=2048 --set dataset.features=32
+       --set train.epochs=2)
+
+# json CHECK ARGS...: runs with --format json, then the python CHECK on the
+# document `d` (its first run `r`, summary `s`)
+json() {
+    local check=$1; shift
+    if ! "$BIN" "${small[@]}" "$@" --format json >"$TMP/j.json" 2>"$TMP/err"; then
+        bad "dpbench $* -> exit $? ($(head -c 300 "$TMP/err"))"; return
+    fi
+    if python3 - "$TMP/j.json" "$check" <<'PY'; then ok; else bad "dpbench $*: $check"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["runs"][0]
+s = r["summary"]
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+}
+
+"$BIN" --version | grep -q "backends: cpu cuda" && ok || bad "--version lacks 'backends: cpu cuda'"
+
+# one device: copy bandwidth, overlap and host overhead are reported
+json 'r["backend"] == "cuda" and r["replicas"] == 1 and not r["shared_devices"]' \
+     --set loader.async_copy=false
+json 's["copy_gbps"] > 0 and 0 <= s["overlap"] <= 1 and s["host_us_per_step"] > 0' \
+     --set loader.async_copy=true
+json 'all(e["host_seconds"] > 0 and e["copy_seconds"] > 0 and e["copy_bytes"] == 2048 * 48 * 4
+          for e in r["epochs"])' --set loader.pin_memory=false
+json '"Fake GPU" in d["machine"]["devices"]'
+# virtual replicas share a device; the splits are the cpu's
+json 'r["shared_devices"] and r["splits"][0] == [86, 86, 84] and r["splits"][-1] == [86, 86, 84]' \
+     --set loader.batch_size=256 --set 'parallel.devices=[0,0,0]'
+json 'r["splits"][-1] == [2, 2, 2, 2, 2]' \
+     --set dataset.length=100 --set loader.batch_size=30 --set 'parallel.devices=[0,0,0,0,0,0,0,0]'
+# three emulated devices: one replica each, then listed out of order with a repeat
+FAKE_CUDA_DEVICES=3 json 'r["replicas"] == 3 and not r["shared_devices"]' --set parallel.replicas=3
+FAKE_CUDA_DEVICES=3 json 'r["replicas"] == 4 and r["shared_devices"]' \
+     --set 'parallel.devices=[2,0,1,0]'
+
+# errors: one line, exit 1
+expect_error() { # FRAGMENT ARGS...
+    local frag=$1; shift
+    "$BIN" "$@" >"$TMP/out" 2>"$TMP/err"
+    local rc=$?
+    if [ "$rc" -eq 1 ] && grep -qF -- "$frag" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok
+    else bad "dpbench $* -> exit $rc: $(head -c 300 "$TMP/err")"; fi
+}
+expect_error "CUDA device 3 does not exist" "${small[@]}" --set 'parallel.devices=[0,3]'
+FAKE_CUDA_DEVICES=0 expect_error "no CUDA device" "${small[@]}"
+if FAKE_CUDA_DEVICES=0 "$BIN" "${small[@]}" --set parallel.device=auto >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "cpu" "$TMP/err"; then ok; else bad "device auto without a device: $(cat "$TMP/err")"; fi
+
+# gpu-targets.py on files shaped like gpu-bench.sh's: a bandwidth table, the
+# overlap sweep, tutorial runs. The emulated numbers may pass or fail the
+# targets; the script must read them and print one verdict per target.
+"$BIN" --h2d-bandwidth >"$TMP/h2d.txt" 2>"$TMP/err" || bad "--h2d-bandwidth: $(cat "$TMP/err")"
+if awk '!/^#/ && $NF != 0 { exit 1 }' "$TMP/h2d.txt" && grep -q "^ *67108864 " "$TMP/h2d.txt"
+then ok; else bad "bandwidth table lacks the 64 MiB row or has wrong words: $(cat "$TMP/h2d.txt")"; fi
+"$BIN" --config configs/gpu-overlap.yaml --set dataset.length=2048 --set dataset.features=64 \
+    --set model.out_features=16 --set loader.batch_size=256 --set train.epochs=1 \
+    --set loader.num_workers=2 --out "$TMP" >/dev/null 2>&1 || bad "gpu-overlap run failed"
+"$BIN" --config configs/tutorial.yaml --set parallel.device=cuda --set 'parallel.devices=[0,0]' \
+    --set name=tutorial-gpu --out "$TMP" >/dev/null 2>&1 || bad "tutorial on cuda failed"
+python3 scripts/gpu-targets.py --bandwidth "$TMP/h2d.txt" --overlap "$TMP"/gpu-overlap-*.json \
+    --tutorial "$TMP"/tutorial-gpu-*.json >"$TMP/targets" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -le 1 ] && [ "$(grep -cE '^(PASS|FAIL)  ' "$TMP/targets")" -eq 3 ] &&
+    grep -q "tutorial, 2 replicas (shared device): host overhead" "$TMP/targets"; then ok
+else bad "gpu-targets.py -> exit $rc: $(cat "$TMP/targets" "$TMP/err")"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
