@@ -221,6 +221,21 @@ def add_sweep_key(sweep, key, values):
     sweep.append((key, list(values)))
 
 
+class StrictLoader(yaml.BaseLoader):
+    """BaseLoader that refuses a key repeated within one mapping, as dpbench
+    does (plain PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "duplicate key %s" % key, key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def load_config(path):
     """Loads a dpbench YAML file: returns (config dict, sweep list).
 
@@ -229,7 +244,7 @@ def load_config(path):
     ("yes" and "1" are booleans for boolean keys only, and so on)."""
     try:
         with open(path, encoding="utf-8") as f:
-            doc = yaml.load(f, Loader=yaml.BaseLoader)
+            doc = yaml.load(f, Loader=StrictLoader)
     except OSError as e:
         raise ConfigError("%s: cannot open config: %s" % (path, e.strerror)) from None
     except yaml.YAMLError as e:

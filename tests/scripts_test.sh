@@ -70,6 +70,13 @@ else
     else bad "compare.py on a non-JSON file: exit $rc, $(cat "$TMP/err")"; fi
 fi
 
+# a key given twice is refused, with its line, as dpbench refuses it
+printf 'loader:\n  batch_size: 30\n  batch_size: 40\n' >"$TMP/dup.yaml"
+"$PY" scripts/torch_reference.py "$TMP/dup.yaml" >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "duplicate key batch_size" "$TMP/err" && grep -q "line 3" "$TMP/err"
+then ok; else bad "duplicate key: exit $rc, $(cat "$TMP/err")"; fi
+
 # plot.py: a PNG file
 inputs=("$TMP/t.json")
 [ -s "$TMP/d.json" ] && inputs+=("$TMP/d.json")
