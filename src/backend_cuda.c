@@ -129,7 +129,8 @@ struct cuda_dp {
     struct replica *reps;  // (n)
     struct gpu *gpus;      // (G) gpus[0] is replica 0's device, the output device
     float *gathered;       // (batch_max, O) device 0: outputs gathered in replica order
-    float *dgathered;      // (batch_max, O) device 0: d loss / d gathered
+    float *dgathered;      // (batch_max, O) device 0: gathered - y, d loss / d gathered
+                           // without its factor 2 / n (the backward applies it)
     cudaEvent_t loss_done; // device 0: output gradient ready to scatter
     struct timeline tl;
     /* the copy ring */
@@ -790,16 +791,17 @@ static int replica_forward(struct cuda_dp *dp, struct replica *r, const float *x
     return 0;
 }
 
-/* gw (O, F) = doutᵀ · x, i.e. column-major gw(F, O) = x(F, rows) · dout(O, rows)ᵀ;
- * gb (O) = doutᵀ · 1, column-major dout(O, rows) · ones. */
+/* gw (O, F) = scale doutᵀ · x, i.e. column-major gw(F, O) = x(F, rows) ·
+ * dout(O, rows)ᵀ; gb (O) = scale doutᵀ · 1, column-major dout(O, rows) · ones.
+ * `scale` is the MSE gradient's factor, left out of dout. */
 static int replica_backward(struct cuda_dp *dp, struct replica *r, const float *x, long rows,
-                            struct error *e)
+                            float scale, struct error *e)
 {
-    const float one = 1.0f, zero = 0.0f;
+    const float zero = 0.0f;
     int n = (int)rows;
-    CUBLAS_CHECK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, dp->F, dp->O, n, &one, x, dp->F,
+    CUBLAS_CHECK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, dp->F, dp->O, n, &scale, x, dp->F,
                              r->dout, dp->O, &zero, r->gw, dp->F));
-    CUBLAS_CHECK(cublasSgemv(r->blas, CUBLAS_OP_N, dp->O, n, &one, r->dout, dp->O, r->ones, 1,
+    CUBLAS_CHECK(cublasSgemv(r->blas, CUBLAS_OP_N, dp->O, n, &scale, r->dout, dp->O, r->ones, 1,
                              &zero, r->gb, 1));
     return 0;
 }
@@ -854,17 +856,18 @@ static int cuda_step(void *ctx, struct batch *bt, float lr, long *split, struct 
     for (int i = 1; i < active; i++)
         CUDA_CHECK(cudaStreamWaitEvent(s0, dp->reps[i].fwd, 0));
     /* MSE over the whole batch on device 0: d = out - y, loss = d·d / n,
-     * d loss / d out = 2 d / n. The loss stays on the device until epoch_end. */
+     * d loss / d out = 2 d / n, whose factor 2 / n the backward takes as its
+     * alpha (a launch fewer than scaling d). The loss stays on the device
+     * until epoch_end. */
     int n_out = (int)bt->rows * O;
-    const float minus_one = -1.0f, scale = 2.0f / (float)n_out;
-    CUBLAS_CHECK(cublasScopy(r0->blas, n_out, dp->gathered, 1, dp->dgathered, 1));
-    CUBLAS_CHECK(cublasSaxpy(r0->blas, n_out, &minus_one, sl->y, 1, dp->dgathered, 1));
+    const float one = 1.0f, minus_one = -1.0f, scale = 2.0f / (float)n_out;
+    CUBLAS_CHECK(cublasSgeam(r0->blas, CUBLAS_OP_N, CUBLAS_OP_N, O, (int)bt->rows, &one,
+                             dp->gathered, O, &minus_one, sl->y, O, dp->dgathered, O));
     CUBLAS_CHECK(cublasSetPointerMode(r0->blas, CUBLAS_POINTER_MODE_DEVICE));
     cublasStatus_t dot = cublasSdot(r0->blas, n_out, dp->dgathered, 1, dp->dgathered, 1,
                                     dp->tl.loss + k);
     CUBLAS_CHECK(cublasSetPointerMode(r0->blas, CUBLAS_POINTER_MODE_HOST));
     CUBLAS_CHECK(dot);
-    CUBLAS_CHECK(cublasSscal(r0->blas, n_out, &scale, dp->dgathered, 1));
     /* scatter the output gradient back with the same sizes */
     if (dp->n > 1) {
         CUDA_CHECK(cudaEventRecord(dp->loss_done, s0));
@@ -882,7 +885,7 @@ static int cuda_step(void *ctx, struct batch *bt, float lr, long *split, struct 
     for (int i = 0; i < active; i++) {
         struct replica *r = &dp->reps[i];
         CUDA_CHECK(cudaSetDevice(r->dev));
-        if (replica_backward(dp, r, sl->x[i], split[i], e))
+        if (replica_backward(dp, r, sl->x[i], split[i], scale, e))
             return error_wrap(e, "replica %d backward", i);
         if (i > 0) {
             if (r->gw_at0 && copy_d2d(r->gw_at0, dev0, r->gw, r->dev, dp->P, r->stream, e))
@@ -891,12 +894,12 @@ static int cuda_step(void *ctx, struct batch *bt, float lr, long *split, struct 
         }
     }
     /* reduce-add: the backward of broadcast sums the replicas' gradients */
-    const float plus_one = 1.0f, minus_lr = -lr;
+    const float minus_lr = -lr;
     CUDA_CHECK(cudaSetDevice(dev0));
     for (int i = 1; i < active; i++) {
         struct replica *r = &dp->reps[i];
         CUDA_CHECK(cudaStreamWaitEvent(s0, r->bwd, 0));
-        CUBLAS_CHECK(cublasSaxpy(r0->blas, (int)dp->P, &plus_one, r->gw_at0 ? r->gw_at0 : r->gw,
+        CUBLAS_CHECK(cublasSaxpy(r0->blas, (int)dp->P, &one, r->gw_at0 ? r->gw_at0 : r->gw,
                                  1, r0->gw, 1));
     }
     /* SGD on device 0 (w and b are contiguous, so are gw and gb) */

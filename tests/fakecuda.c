@@ -800,19 +800,12 @@ cublasStatus_t cublasSger_v2(cublasHandle_t h, int m, int n, const float *alpha,
     return CUBLAS_STATUS_SUCCESS;
 }
 
-static void op_axpy(struct op *o) // i[0] n, f[0] alpha; y += alpha x (i[1]: 0 axpy, 1 copy, 2 scal)
+static void op_axpy(struct op *o) // y (i[0] floats) += alpha (f[0]) x
 {
-    int n = o->i[0];
     const float *x = o->p[0];
     float *y = o->p[1];
-    for (int i = 0; i < n; i++) {
-        if (o->i[1] == 0)
-            y[i] += o->f[0] * x[i];
-        else if (o->i[1] == 1)
-            y[i] = x[i];
-        else
-            y[i] *= o->f[0];
-    }
+    for (int i = 0; i < o->i[0]; i++)
+        y[i] += o->f[0] * x[i];
 }
 
 cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const float *x,
@@ -821,28 +814,37 @@ cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const
     if (incx != 1 || incy != 1 || !blas_ok(h, "axpy", 2, x, (long)n, y, (long)n))
         return CUBLAS_STATUS_INVALID_VALUE;
     struct op *o = op_new(op_axpy);
-    o->i[0] = n, o->i[1] = 0, o->p[0] = (void *)x, o->p[1] = y, o->f[0] = scalar(h, alpha);
+    o->i[0] = n, o->p[0] = (void *)x, o->p[1] = y, o->f[0] = scalar(h, alpha);
     enqueue(h->s, o);
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasScopy_v2(cublasHandle_t h, int n, const float *x, int incx, float *y,
-                              int incy)
+static void op_geam(struct op *o) // C = alpha A + beta B, no transposes
 {
-    if (incx != 1 || incy != 1 || !blas_ok(h, "copy", 2, x, (long)n, y, (long)n))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    struct op *o = op_new(op_axpy);
-    o->i[0] = n, o->i[1] = 1, o->p[0] = (void *)x, o->p[1] = y;
-    enqueue(h->s, o);
-    return CUBLAS_STATUS_SUCCESS;
+    int m = o->i[0], n = o->i[1], lda = o->i[2], ldb = o->i[3], ldc = o->i[4];
+    const float *A = o->p[0], *B = o->p[1];
+    float *C = o->p[2];
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++)
+            C[i + (size_t)j * ldc] = o->f[0] * A[i + (size_t)j * lda] +
+                                     o->f[1] * B[i + (size_t)j * ldb];
 }
 
-cublasStatus_t cublasSscal_v2(cublasHandle_t h, int n, const float *alpha, float *x, int incx)
+cublasStatus_t cublasSgeam(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                           int n, const float *alpha, const float *A, int lda, const float *beta,
+                           const float *B, int ldb, float *C, int ldc)
 {
-    if (incx != 1 || !blas_ok(h, "scal", 1, x, (long)n))
+    if (ta != CUBLAS_OP_N || tb != CUBLAS_OP_N || lda < m || ldb < m || ldc < m) {
+        complain("geam: only untransposed operands with leading dimensions >= m are emulated");
         return CUBLAS_STATUS_INVALID_VALUE;
-    struct op *o = op_new(op_axpy);
-    o->i[0] = n, o->i[1] = 2, o->p[0] = x, o->p[1] = x, o->f[0] = scalar(h, alpha);
+    }
+    if (!blas_ok(h, "geam", 3, A, (long)lda * (n - 1) + m, B, (long)ldb * (n - 1) + m, C,
+                 (long)ldc * (n - 1) + m))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    struct op *o = op_new(op_geam);
+    o->i[0] = m, o->i[1] = n, o->i[2] = lda, o->i[3] = ldb, o->i[4] = ldc;
+    o->p[0] = (void *)A, o->p[1] = (void *)B, o->p[2] = C;
+    o->f[0] = scalar(h, alpha), o->f[1] = scalar(h, beta);
     enqueue(h->s, o);
     return CUBLAS_STATUS_SUCCESS;
 }
