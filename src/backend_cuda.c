@@ -192,7 +192,7 @@ static size_t bytes_on(const struct backend_setup *s, long dev)
     size_t depth = s->async_copy ? (size_t)s->copy_depth : 1, floats = 0, handles = 0;
     for (size_t i = 0; i < n; i++) {
         if (s->device_ids[i] == dev) {
-            floats += 2 * P + C + depth * C * F + (n > 1 ? 2 * C * O : 0);
+            floats += 2 * P + C + depth * C * F + (i > 0 ? 2 * C * O : 0);
             handles++;
         } else if (dev == s->device_ids[0]) {
             floats += P; // gradients staged for the reduce
@@ -267,7 +267,7 @@ static int replica_setup(struct cuda_dp *dp, struct replica *r, const float *one
     r->gb = r->gw + O * (size_t)dp->F;
     CUDA_CHECK(cudaMalloc((void **)&r->ones, C * sizeof(float)));
     CUDA_CHECK(cudaMemcpy(r->ones, ones_host, C * sizeof(float), cudaMemcpyHostToDevice));
-    if (dp->n > 1) {
+    if (r != &dp->reps[0]) { // replica 0 works in place in gathered and dgathered
         CUDA_CHECK(cudaMalloc((void **)&r->out, C * O * sizeof(float)));
         CUDA_CHECK(cudaMalloc((void **)&r->dout, C * O * sizeof(float)));
     }
@@ -343,10 +343,12 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
     CUDA_CHECK(cudaMalloc((void **)&dp->gathered, BO * sizeof(float)));
     CUDA_CHECK(cudaMalloc((void **)&dp->dgathered, BO * sizeof(float)));
     CUDA_CHECK(cudaEventCreateWithFlags(&dp->loss_done, cudaEventDisableTiming));
-    if (dp->n == 1) { // one replica: DataParallel calls the module directly, no gather
-        dp->reps[0].out = dp->gathered;
-        dp->reps[0].dout = dp->dgathered;
-    }
+    /* Replica 0's chunk is the first rows of the batch and lives on device 0:
+     * it writes its outputs where the gather puts them and reads its slice
+     * of the output gradient where it is, without copies (with one replica
+     * DataParallel calls the module directly, which is the same). */
+    dp->reps[0].out = dp->gathered;
+    dp->reps[0].dout = dp->dgathered;
     for (int k = 0; k < dp->depth; k++) {
         struct slot *sl = &dp->slots[k];
         sl->x = calloc((size_t)dp->n, sizeof *sl->x);
@@ -499,7 +501,7 @@ static void cuda_free(void *ctx)
         CUDA_WARN(cudaFree(r->w));
         CUDA_WARN(cudaFree(r->ones));
         CUDA_WARN(cudaFree(r->gw_at0));
-        if (dp->n > 1) {
+        if (i > 0) { // replica 0's are views of gathered and dgathered
             CUDA_WARN(cudaFree(r->out));
             CUDA_WARN(cudaFree(r->dout));
         }
@@ -845,7 +847,7 @@ static int cuda_step(void *ctx, struct batch *bt, float lr, long *split, struct 
         CUDA_CHECK(cudaSetDevice(r->dev));
         if (replica_forward(dp, r, sl->x[i], split[i], e))
             return error_wrap(e, "replica %d forward", i);
-        if (dp->n > 1) {
+        if (i > 0) {
             if (copy_d2d(dp->gathered + (size_t)row * O, dev0, r->out, r->dev,
                          (size_t)split[i] * O, r->stream, e))
                 return -1;
@@ -871,7 +873,7 @@ static int cuda_step(void *ctx, struct batch *bt, float lr, long *split, struct 
     /* scatter the output gradient back with the same sizes */
     if (dp->n > 1) {
         CUDA_CHECK(cudaEventRecord(dp->loss_done, s0));
-        for (int i = 0, row = 0; i < active; row += (int)split[i], i++) {
+        for (int i = 1, row = (int)split[0]; i < active; row += (int)split[i], i++) {
             struct replica *r = &dp->reps[i];
             CUDA_CHECK(cudaSetDevice(r->dev));
             CUDA_CHECK(cudaStreamWaitEvent(r->stream, dp->loss_done, 0));
