@@ -11,8 +11,11 @@ CC       := gcc
 endif
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation -pthread -MMD -MP
-CPPFLAGS += -Isrc -I/usr/include/x86_64-linux-gnu/openblas-pthread
-LDLIBS   += -lyaml -lcjson -lopenblas -lm -pthread
+# Libraries come from pkg-config (build/deps.mk, written after
+# scripts/install-deps.sh has checked they are installed): no fixed paths.
+PC_MODULES := yaml-0.1 libcjson openblas
+CPPFLAGS += -Isrc $(PC_CFLAGS)
+LDLIBS   += $(PC_LIBS) -lm -pthread
 GIT      := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 CPPFLAGS += -DDPBENCH_GIT='"$(GIT)"'
 
@@ -42,9 +45,26 @@ LIB  := $(filter-out $(B)/main.o,$(OBJ))
         test-scripts test-cuda-emulated bench clean
 all: dpbench
 
-$(B)/deps.stamp: scripts/install-deps.sh
+# The dependency check: scripts/install-deps.sh installs what is missing and
+# lists the files that show each package is there (.pc files, programs); the
+# check runs again when the script changes or one of those files is gone, and
+# make restarts with the flags pkg-config gives. Not for clean or test-fresh.
+NO_DEPS_GOALS := clean test-fresh
+ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
+include $(B)/deps.mk
+endif
+$(B)/deps.mk: scripts/install-deps.sh
 	@mkdir -p $(B)
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh make --found $@.found
+	@{ echo "PC_CFLAGS := $$(pkg-config --cflags $(PC_MODULES))"; \
+	   echo "PC_LIBS := $$(pkg-config --libs $(PC_MODULES))"; \
+	   echo "CMOCKA_CFLAGS := $$(pkg-config --cflags cmocka)"; \
+	   echo "CMOCKA_LIBS := $$(pkg-config --libs cmocka)"; \
+	   echo "$@: $$(tr '\n' ' ' <$@.found)"; \
+	   sed 's/$$/:/' $@.found; } >$@.tmp
+	@mv $@.tmp $@
+	@touch $(B)/deps.stamp
+$(B)/deps.stamp: $(B)/deps.mk
 	@touch $@
 
 $(B)/%.o: src/%.c $(B)/deps.stamp $(FLAVOUR)
@@ -67,7 +87,7 @@ TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 
 $(B)/tests/%: tests/%.c $(LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -lcmocka -o $@
+	$(CC) $(CPPFLAGS) $(CMOCKA_CFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
 test-unit: $(TESTS)
 	@tests/run_unit.sh $(TESTS)
@@ -79,23 +99,23 @@ test-cli: dpbench
 # loader and replica tests under TSan, and a bounded libFuzzer run on the
 # config reader. CPU sources only: no GPU runs here.
 SAN_CC    := clang
-SAN_FLAGS := -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -pthread -Isrc \
-             -I/usr/include/x86_64-linux-gnu/openblas-pthread
+SAN_FLAGS  = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -pthread -Isrc \
+             $(PC_CFLAGS) $(CMOCKA_CFLAGS)
 ASAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN      := -fsanitize=thread
 FUZZ_SECONDS ?= 30
 
 $(B)/asan/%: tests/%.c $(CPU_SRC:%=src/%) tests/testutil.h $(B)/deps.stamp
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_FLAGS) $(ASAN) $< $(CPU_SRC:%=src/%) $(LDLIBS) -lcmocka -o $@
+	$(SAN_CC) $(SAN_FLAGS) $(ASAN) $< $(CPU_SRC:%=src/%) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
 $(B)/tsan/%: tests/%.c $(CPU_SRC:%=src/%) tests/testutil.h $(B)/deps.stamp
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_FLAGS) $(TSAN) $< $(CPU_SRC:%=src/%) $(LDLIBS) -lcmocka -o $@
+	$(SAN_CC) $(SAN_FLAGS) $(TSAN) $< $(CPU_SRC:%=src/%) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
 $(B)/fuzz_config: tests/fuzz_config.c src/config.c src/util.c $(B)/deps.stamp
 	$(SAN_CC) $(SAN_FLAGS) -fsanitize=fuzzer,address,undefined $< src/config.c src/util.c \
-	    -lyaml -lcjson -lm -o $@
+	    $(PC_LIBS) -lm -o $@
 
 test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
 	@LABEL=asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
@@ -133,7 +153,7 @@ GPU_TEST := $(B)/tests/gpu_test
 ifeq ($(CUDA),1)
 $(GPU_TEST): tests/gpu_test.c tests/testutil.h $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -lcmocka -o $@
+	$(CC) $(CPPFLAGS) $(CMOCKA_CFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
 test-gpu: $(GPU_TEST)
 	@$(GPU_TEST)
@@ -152,17 +172,17 @@ $(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h tests/fakecuda.c $(SRC:%=src/
 	@mkdir -p $(EMU)
 	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include \
 	    -Wno-unused-parameter tests/fakecuda.c -o $(EMU)/libfakecuda.so
-	$(CC) -Isrc -I/usr/include/x86_64-linux-gnu/openblas-pthread -I$(CUDA_HOME)/include \
+	$(CC) -Isrc $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
 	    $< $(CPU_SRC:%=src/%) src/backend_cuda.c -L$(EMU) -Wl,-rpath,$(abspath $(EMU)) \
-	    -lfakecuda -lyaml -lcjson -lopenblas -lm -pthread -lcmocka -o $@
+	    -lfakecuda $(PC_LIBS) -lm -pthread $(CMOCKA_LIBS) -o $@
 
 # dpbench itself on the emulation: the command line's cuda path
 $(EMU)/dpbench: src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c $(EMU)/gpu_test
-	$(CC) -Isrc -I/usr/include/x86_64-linux-gnu/openblas-pthread -I$(CUDA_HOME)/include \
+	$(CC) -Isrc $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
 	    src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c -L$(EMU) -Wl,-rpath,$(abspath $(EMU)) \
-	    -lfakecuda -lyaml -lcjson -lopenblas -lm -pthread -o $@
+	    -lfakecuda $(PC_LIBS) -lm -pthread -o $@
 
 test-cuda-emulated: $(EMU)/gpu_test $(EMU)/dpbench
 	@LABEL=cuda-emulated-1gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=1 tests/run_unit.sh $<

@@ -1,38 +1,131 @@
 #!/usr/bin/env bash
-# Makes sure the Debian packages dpbench builds and tests with are installed:
-# libyaml (config), OpenBLAS (CPU math), cJSON (results), cmocka (tests), and
-# for `make test` clang with its sanitizer runtimes and valgrind.
-# Installs what is missing when run as root (or with sudo), otherwise prints
-# the exact command and fails.
+# Makes sure the Debian packages dpbench needs are installed, each one found
+# for what it is (OpenBLAS by its pkg-config module `openblas`, never by "some
+# cblas.h": Debian's reference libblas-dev ships a cblas.h too).
+#
+#   scripts/install-deps.sh [GROUP...] [--found FILE]
+#
+# GROUP is `make` (the default: what `make`, `make run` and `make test` build
+# and test with) or `bench` (what `make bench` adds). Installs what is missing
+# with apt-get when run as root (or with password-less sudo), otherwise prints
+# the exact command and exits 1. With --found FILE it writes into FILE one
+# path per line that shows each package is there (a .pc file, a program, the
+# package's dpkg file list): the Makefile re-runs this script when one of
+# them disappears.
 set -euo pipefail
 
-need=()
-check() { # header package
-    [ -e "/usr/include/$1" ] || [ -e "/usr/include/x86_64-linux-gnu/$1" ] \
-        || [ -e "/usr/include/aarch64-linux-gnu/$1" ] || need+=("$2")
-}
-check yaml.h libyaml-dev
-check cblas.h libopenblas-dev
-check cjson/cJSON.h libcjson-dev
-check cmocka.h libcmocka-dev
-tool() { command -v "$1" >/dev/null || need+=("$2"); } # program package
-tool clang clang
-tool valgrind valgrind
-# the sanitizer and libFuzzer runtimes clang links against
-[ -e "$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] ||
-    [ "$(uname -m)" != x86_64 ] || need+=(libclang-rt-dev)
-[ ${#need[@]} -eq 0 ] && exit 0
+# One line per package: GROUP PACKAGE CHECK, where CHECK is
+#   pc:MODULE    pkg-config knows MODULE
+#   cmd:PROGRAM  PROGRAM is on PATH
+#   file:PATH    PATH exists
+#   clang-rt:LIB clang finds its runtime libclang_rt.LIB-<arch>.a
+#   dpkg         the package itself is installed
+PACKAGES='
+make  pkg-config           cmd:pkg-config
+make  libyaml-dev          pc:yaml-0.1
+make  libopenblas-dev      pc:openblas
+make  libcjson-dev         pc:libcjson
+make  libcmocka-dev        pc:cmocka
+make  clang                cmd:clang
+make  libclang-rt-dev      clang-rt:fuzzer
+make  valgrind             cmd:valgrind
+make  libjpeg-dev          pc:libjpeg
+make  libpng-dev           pc:libpng
+make  zlib1g-dev           pc:zlib
+make  openmpi-bin          cmd:mpirun
+make  libopenmpi-dev       pc:ompi-c
+bench python3-torch        dpkg
+bench python3-numpy        dpkg
+bench python3-matplotlib   dpkg
+bench python3-yaml         dpkg
+'
 
-cmd="apt-get update && apt-get install -y ${need[*]}"
-echo "dpbench: missing Debian packages: ${need[*]}" >&2
-if [ "$(id -u)" -eq 0 ]; then
-    sudo=""
-elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-    sudo="sudo"
-else
-    echo "dpbench: install them with: sudo sh -c '$cmd'" >&2
-    exit 1
+groups=()
+found_file=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --found) found_file=${2:?--found needs a file}; shift 2 ;;
+    make|bench) groups+=("$1"); shift ;;
+    *) echo "install-deps.sh: unknown argument '$1' (expected make, bench or --found FILE)" >&2; exit 2 ;;
+    esac
+done
+[ ${#groups[@]} -gt 0 ] || groups=(make)
+
+# dpkg_file PACKAGE: the package's dpkg file list when it is installed
+dpkg_file() {
+    local f
+    for f in "/var/lib/dpkg/info/$1.list" "/var/lib/dpkg/info/$1:"*.list; do
+        [ -e "$f" ] && { echo "$f"; return 0; }
+    done
+    return 1
+}
+
+# evidence PACKAGE CHECK: prints the path that shows PACKAGE is there, or fails
+evidence() {
+    local pkg=$1 check=$2 p
+    case $check in
+    pc:*)
+        if command -v pkg-config >/dev/null; then
+            pkg-config --exists "${check#pc:}" || return 1
+            p="$(pkg-config --variable=pcfiledir "${check#pc:}")/${check#pc:}.pc"
+            [ -e "$p" ] && echo "$p" || dpkg_file "$pkg"
+        else
+            return 1
+        fi ;;
+    cmd:*) command -v "${check#cmd:}" ;;
+    file:*) [ -e "${check#file:}" ] && echo "${check#file:}" ;;
+    clang-rt:*)
+        command -v clang >/dev/null || return 1
+        p=$(clang -print-file-name="libclang_rt.${check#clang-rt:}-$(uname -m).a")
+        [ -e "$p" ] && echo "$p" ;;
+    dpkg) dpkg_file "$pkg" ;;
+    *) echo "install-deps.sh: bad check '$check' for $pkg" >&2; exit 2 ;;
+    esac
+}
+
+# scan: fills need (missing packages) and found (their evidence paths)
+scan() {
+    need=() found=()
+    local group pkg check g p
+    while read -r group pkg check; do
+        [ -n "$group" ] || continue
+        for g in "${groups[@]}"; do
+            [ "$g" = "$group" ] || continue
+            if p=$(evidence "$pkg" "$check") && [ -n "$p" ]; then
+                found+=("$p")
+            else
+                need+=("$pkg")
+            fi
+        done
+    done <<<"$PACKAGES"
+}
+
+scan
+if [ ${#need[@]} -gt 0 ]; then
+    cmd="apt-get update && apt-get install -y ${need[*]}"
+    echo "dpbench: missing Debian packages: ${need[*]}" >&2
+    if ! command -v apt-get >/dev/null; then
+        echo "dpbench: no apt-get here: install the equivalents of ${need[*]} by hand" >&2
+        exit 1
+    elif [ "$(id -u)" -eq 0 ]; then
+        sudo=""
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        sudo="sudo"
+    else
+        echo "dpbench: install them with: sudo sh -c '$cmd'" >&2
+        exit 1
+    fi
+    echo "dpbench: installing them: $cmd" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+    missing=("${need[@]}")
+    scan
+    if [ ${#need[@]} -gt 0 ]; then
+        echo "dpbench: installed ${missing[*]} but still cannot find ${need[*]}" >&2
+        exit 1
+    fi
 fi
-echo "dpbench: installing them: $cmd" >&2
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >&2
+if [ -n "$found_file" ]; then
+    printf '%s\n' "${found[@]}" >"$found_file"
+fi
+exit 0
