@@ -25,10 +25,10 @@ CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c backend_cpu.c backends.c train.c report.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
-SRC      += backend_cuda.c
+SRC      += backend_cuda.c cuda_dl.c
 CPPFLAGS += -DDPBENCH_HAVE_CUDA -I$(CUDA_HOME)/include
 LDFLAGS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
-LDLIBS   += -lcublas -lcudart
+LDLIBS   += -ldl
 BUILD_MSG := CUDA toolkit found in $(CUDA_HOME): building backends cpu cuda
 else
 BUILD_MSG := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),CUDA=0,no CUDA toolkit in $(CUDA_HOME)): building backend cpu only
@@ -168,22 +168,26 @@ endif
 # Needs only the toolkit's headers.
 EMU := $(B)/emu
 ifneq ($(wildcard $(CUDA_HOME)/include/cublas_v2.h),)
-$(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h tests/fakecuda.c $(SRC:%=src/%) src/backend_cuda.c $(B)/deps.stamp
+$(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h tests/fakecuda.c $(SRC:%=src/%) src/backend_cuda.c \
+                 src/cuda_dl.c $(B)/deps.stamp
 	@mkdir -p $(EMU)
 	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include \
 	    -Wno-unused-parameter tests/fakecuda.c -o $(EMU)/libfakecuda.so
 	$(CC) -Isrc $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    $< $(CPU_SRC:%=src/%) src/backend_cuda.c -L$(EMU) -Wl,-rpath,$(abspath $(EMU)) \
-	    -lfakecuda $(PC_LIBS) -lm -pthread $(CMOCKA_LIBS) -o $@
+	    $< $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c \
+	    $(PC_LIBS) -lm -pthread -ldl $(CMOCKA_LIBS) -o $@
 
 # dpbench itself on the emulation: the command line's cuda path
-$(EMU)/dpbench: src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c $(EMU)/gpu_test
+$(EMU)/dpbench: src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c $(EMU)/gpu_test
 	$(CC) -Isrc $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c -L$(EMU) -Wl,-rpath,$(abspath $(EMU)) \
-	    -lfakecuda $(PC_LIBS) -lm -pthread -o $@
+	    src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c \
+	    $(PC_LIBS) -lm -pthread -ldl -o $@
 
+# dpbench opens cudart and cuBLAS on first use; here both names point at the emulation
+test-cuda-emulated: export DPBENCH_CUDART = $(abspath $(EMU))/libfakecuda.so
+test-cuda-emulated: export DPBENCH_CUBLAS = $(abspath $(EMU))/libfakecuda.so
 test-cuda-emulated: $(EMU)/gpu_test $(EMU)/dpbench
 	@LABEL=cuda-emulated-1gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=1 tests/run_unit.sh $<
 	@LABEL=cuda-emulated-3gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=3 tests/run_unit.sh $<

@@ -5,8 +5,9 @@
 # shared libraries into .gpu-kit/ (git-ignored, about 40 MB). There:
 #   DPBENCH_KIT=.gpu-kit scripts/gpu-bench.sh
 # runs the GPU benchmark without building. CUDA's own libraries (cudart,
-# cuBLAS) come from the GPU machine's toolkit, found through the binaries'
-# rpath ($CUDA_HOME/lib64) or LD_LIBRARY_PATH.
+# cuBLAS) come from the GPU machine's toolkit: dpbench opens them at run time
+# through its rpath ($CUDA_HOME/lib64), LD_LIBRARY_PATH or DPBENCH_CUDART /
+# DPBENCH_CUBLAS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kit=.gpu-kit

@@ -84,6 +84,10 @@ if ! "$BIN" --version | grep -q cuda || ! nvidia-smi -L >/dev/null 2>&1; then
     if [ $rc -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok; else bad "--h2d-bandwidth without a GPU: exit $rc: $(cat "$TMP/err")"; fi
 fi
 
+# the binary is not linked against the CUDA libraries: it opens them for cuda runs only
+if ! ldd "$BIN" | grep -qE 'libcudart|libcublas|libnccl'; then ok
+else bad "dpbench is linked against CUDA libraries: $(ldd "$BIN" | grep -E 'cudart|cublas|nccl')"; fi
+
 # ---- usage and config errors: exit 2, one line naming what is wrong
 expect 2 "unknown option '--bogus'" -- --bogus
 expect 2 "--config needs a value" -- --config

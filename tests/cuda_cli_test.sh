@@ -68,6 +68,21 @@ FAKE_CUDA_DEVICES=0 expect_error "no CUDA device" "${small[@]}"
 if FAKE_CUDA_DEVICES=0 "$BIN" "${small[@]}" --set parallel.device=auto >"$TMP/out" 2>"$TMP/err" &&
     grep -q "cpu" "$TMP/err"; then ok; else bad "device auto without a device: $(cat "$TMP/err")"; fi
 
+# the CUDA libraries are opened only by runs that use them
+FAKE_CUDA_LOADED=$TMP/loaded "$BIN" --config configs/tutorial.yaml >/dev/null 2>&1
+FAKE_CUDA_LOADED=$TMP/loaded "$BIN" --version >/dev/null 2>&1
+if [ ! -e "$TMP/loaded" ]; then ok; else bad "a cpu run or --version loaded cudart"; fi
+FAKE_CUDA_LOADED=$TMP/loaded "$BIN" "${small[@]}" >/dev/null 2>&1
+if [ -e "$TMP/loaded" ]; then ok; else bad "a cuda run did not load cudart"; fi
+# a missing library: cuda refuses in one line, auto falls back to the cpu
+DPBENCH_CUDART=$TMP/no-cudart.so expect_error "cannot load $TMP/no-cudart.so" "${small[@]}"
+DPBENCH_CUBLAS=$TMP/no-cublas.so expect_error "cannot load $TMP/no-cublas.so" "${small[@]}"
+if DPBENCH_CUDART=$TMP/no-cudart.so "$BIN" "${small[@]}" --set parallel.device=auto \
+    >"$TMP/out" 2>"$TMP/err" && grep -q "using cpu (.*cannot load" "$TMP/err"; then ok
+else bad "device auto without cudart: $(cat "$TMP/err")"; fi
+DPBENCH_CUDART=$TMP/no-cudart.so "$BIN" --version | grep -q "backends: cpu cuda" && ok ||
+    bad "--version without cudart lacks the cuda backend"
+
 # gpu-targets.py on files shaped like gpu-bench.sh's: a bandwidth table, the
 # overlap sweep, tutorial runs. The emulated numbers may pass or fail the
 # targets; the script must read them and print one verdict per target.

@@ -37,6 +37,16 @@ static void fake_init(void)
     pthread_mutex_unlock(&g_mu);
 }
 
+/* FAKE_CUDA_LOADED=FILE: the library creates FILE when it is loaded, so a
+ * test can tell whether dpbench opened "cudart" at all. */
+__attribute__((constructor)) static void fake_loaded(void)
+{
+    const char *mark = getenv("FAKE_CUDA_LOADED");
+    FILE *f = mark ? fopen(mark, "w") : NULL;
+    if (f)
+        fclose(f);
+}
+
 static void complain(const char *fmt, ...)
 {
     va_list ap;

@@ -1,0 +1,227 @@
+/* The CUDA libraries, opened on first use. dpbench is not linked against
+ * cudart or cuBLAS: a process that never touches the cuda backend maps
+ * neither (mapping them costs ~70 ms and ~150 MiB of RSS at start-up, for
+ * every run). This file defines each cudaXxx / cublasXxx function that
+ * backend_cuda.c calls, with the headers' own prototypes; the first call into
+ * a library dlopen()s it and resolves the whole table, later calls jump
+ * through it. Without the library, cudart calls return
+ * cudaErrorSharedObjectInitFailed and cuBLAS calls CUBLAS_STATUS_NOT_INITIALIZED,
+ * and the error-string functions return why it did not load, so the backend's
+ * own checks report it in one line.
+ *
+ * The sonames follow the toolkit's headers (libcudart.so.<major>,
+ * libcublas.so.<major>); DPBENCH_CUDART / DPBENCH_CUBLAS name another file to
+ * open instead (the host emulation in tests/fakecuda.c, for one).
+ *
+ * A function the backend starts to call gets one line in its library's list
+ * below; a new library (NCCL) gets a list, a `struct lib` and its wrappers. */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define STR_(x) #x
+#define STR(x) STR_(x) // after macro expansion: cublasSgemm -> "cublasSgemm_v2"
+
+/* X(return type, name, (parameters), (arguments)) */
+#define CUDART_FUNCS(X)                                                                     \
+    X(cudaError_t, cudaGetDeviceCount, (int *count), (count))                               \
+    X(cudaError_t, cudaSetDevice, (int device), (device))                                   \
+    X(cudaError_t, cudaGetDeviceProperties, (struct cudaDeviceProp *prop, int device),      \
+      (prop, device))                                                                       \
+    X(cudaError_t, cudaDriverGetVersion, (int *v), (v))                                     \
+    X(cudaError_t, cudaRuntimeGetVersion, (int *v), (v))                                    \
+    X(cudaError_t, cudaGetLastError, (void), ())                                            \
+    X(cudaError_t, cudaMemGetInfo, (size_t *free_b, size_t *total), (free_b, total))        \
+    X(cudaError_t, cudaDeviceSynchronize, (void), ())                                       \
+    X(cudaError_t, cudaDeviceCanAccessPeer, (int *can, int device, int peer),               \
+      (can, device, peer))                                                                  \
+    X(cudaError_t, cudaDeviceEnablePeerAccess, (int peer, unsigned int flags), (peer, flags)) \
+    X(cudaError_t, cudaMalloc, (void **p, size_t size), (p, size))                          \
+    X(cudaError_t, cudaFree, (void *p), (p))                                                \
+    X(cudaError_t, cudaHostAlloc, (void **p, size_t size, unsigned int flags),              \
+      (p, size, flags))                                                                     \
+    X(cudaError_t, cudaFreeHost, (void *p), (p))                                            \
+    X(cudaError_t, cudaMemcpy, (void *dst, const void *src, size_t n, enum cudaMemcpyKind k), \
+      (dst, src, n, k))                                                                     \
+    X(cudaError_t, cudaMemcpyAsync,                                                         \
+      (void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s),        \
+      (dst, src, n, k, s))                                                                  \
+    X(cudaError_t, cudaMemcpyPeerAsync,                                                     \
+      (void *dst, int dst_dev, const void *src, int src_dev, size_t n, cudaStream_t s),     \
+      (dst, dst_dev, src, src_dev, n, s))                                                   \
+    X(cudaError_t, cudaMemsetAsync, (void *p, int value, size_t n, cudaStream_t s),         \
+      (p, value, n, s))                                                                     \
+    X(cudaError_t, cudaStreamCreateWithFlags, (cudaStream_t *s, unsigned int flags),        \
+      (s, flags))                                                                           \
+    X(cudaError_t, cudaStreamDestroy, (cudaStream_t s), (s))                                \
+    X(cudaError_t, cudaStreamSynchronize, (cudaStream_t s), (s))                            \
+    X(cudaError_t, cudaStreamWaitEvent, (cudaStream_t s, cudaEvent_t ev, unsigned int flags), \
+      (s, ev, flags))                                                                       \
+    X(cudaError_t, cudaEventCreate, (cudaEvent_t *ev), (ev))                                \
+    X(cudaError_t, cudaEventCreateWithFlags, (cudaEvent_t *ev, unsigned int flags),         \
+      (ev, flags))                                                                          \
+    X(cudaError_t, cudaEventDestroy, (cudaEvent_t ev), (ev))                                \
+    X(cudaError_t, cudaEventRecord, (cudaEvent_t ev, cudaStream_t s), (ev, s))              \
+    X(cudaError_t, cudaEventSynchronize, (cudaEvent_t ev), (ev))                            \
+    X(cudaError_t, cudaEventElapsedTime, (float *ms, cudaEvent_t a, cudaEvent_t b), (ms, a, b))
+
+#define CUBLAS_FUNCS(X)                                                                     \
+    X(cublasStatus_t, cublasCreate, (cublasHandle_t *h), (h))                               \
+    X(cublasStatus_t, cublasDestroy, (cublasHandle_t h), (h))                               \
+    X(cublasStatus_t, cublasSetStream, (cublasHandle_t h, cudaStream_t s), (h, s))          \
+    X(cublasStatus_t, cublasSetMathMode, (cublasHandle_t h, cublasMath_t mode), (h, mode))  \
+    X(cublasStatus_t, cublasSetPointerMode, (cublasHandle_t h, cublasPointerMode_t mode),   \
+      (h, mode))                                                                            \
+    X(cublasStatus_t, cublasSgemm,                                                          \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,   \
+       const float *alpha, const float *A, int lda, const float *B, int ldb,                \
+       const float *beta, float *C, int ldc),                                               \
+      (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))                            \
+    X(cublasStatus_t, cublasSgeam,                                                          \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,          \
+       const float *alpha, const float *A, int lda, const float *beta, const float *B,      \
+       int ldb, float *C, int ldc),                                                         \
+      (h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc))                               \
+    X(cublasStatus_t, cublasSgemv,                                                          \
+      (cublasHandle_t h, cublasOperation_t t, int m, int n, const float *alpha,             \
+       const float *A, int lda, const float *x, int incx, const float *beta, float *y,      \
+       int incy),                                                                           \
+      (h, t, m, n, alpha, A, lda, x, incx, beta, y, incy))                                  \
+    X(cublasStatus_t, cublasSger,                                                           \
+      (cublasHandle_t h, int m, int n, const float *alpha, const float *x, int incx,        \
+       const float *y, int incy, float *A, int lda),                                        \
+      (h, m, n, alpha, x, incx, y, incy, A, lda))                                           \
+    X(cublasStatus_t, cublasSaxpy,                                                          \
+      (cublasHandle_t h, int n, const float *alpha, const float *x, int incx, float *y,     \
+       int incy),                                                                           \
+      (h, n, alpha, x, incx, y, incy))                                                      \
+    X(cublasStatus_t, cublasSdot,                                                           \
+      (cublasHandle_t h, int n, const float *x, int incx, const float *y, int incy,         \
+       float *result),                                                                      \
+      (h, n, x, incx, y, incy, result))
+
+
+/* One library: where to find it, and whether it opened. */
+struct lib {
+    const char *env;     // names another file to open instead of the soname
+    const char *base;    // "cudart": opens lib<base>.so.<major>
+    int major;
+    pthread_once_t once;
+    void *handle;        // NULL until opened, and when opening failed
+    char why[512];       // why it did not open
+};
+
+static struct lib cudart = {"DPBENCH_CUDART", "cudart", CUDART_VERSION / 1000, PTHREAD_ONCE_INIT,
+                            NULL, ""};
+static struct lib cublas = {"DPBENCH_CUBLAS", "cublas", CUBLAS_VER_MAJOR, PTHREAD_ONCE_INIT,
+                            NULL, ""};
+
+#define MEMBER(ret, name, params, args) ret (*name) params;
+static struct {
+    CUDART_FUNCS(MEMBER)
+    const char *(*cudaGetErrorString)(cudaError_t err);
+    const char *(*cudaGetErrorName)(cudaError_t err);
+} cudart_fn;
+static struct {
+    CUBLAS_FUNCS(MEMBER)
+    const char *(*cublasGetStatusString)(cublasStatus_t st);
+} cublas_fn;
+
+/* Opens lib and resolves its table with `resolve`, which returns the first
+ * symbol it could not find, or NULL. On failure the library is closed again
+ * and lib->why says which file or symbol was missing. */
+static void lib_open(struct lib *lib, const char *(*resolve)(void *h))
+{
+    char soname[64];
+    snprintf(soname, sizeof soname, "lib%s.so.%d", lib->base, lib->major);
+    const char *path = getenv(lib->env);
+    if (!path || !path[0])
+        path = soname;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(lib->why, sizeof lib->why, "cannot load %s (%s names another file): %s", path,
+                 lib->env, dlerror());
+        return;
+    }
+    const char *missing = resolve(h);
+    if (missing) {
+        snprintf(lib->why, sizeof lib->why, "%s has no %s: is it the right version?", path,
+                 missing);
+        dlclose(h);
+        return;
+    }
+    lib->handle = h;
+}
+
+/* POSIX's way to store dlsym's result in a function pointer */
+#define RESOLVE(ret, name, params, args)                                                    \
+    if (!(*(void **)&TABLE.name = dlsym(h, STR(name))))                                     \
+        return STR(name);
+
+#define TABLE cudart_fn
+static const char *cudart_resolve(void *h)
+{
+    CUDART_FUNCS(RESOLVE)
+    RESOLVE(, cudaGetErrorString, , )
+    RESOLVE(, cudaGetErrorName, , )
+    return NULL;
+}
+#undef TABLE
+
+#define TABLE cublas_fn
+static const char *cublas_resolve(void *h)
+{
+    CUBLAS_FUNCS(RESOLVE)
+    RESOLVE(, cublasGetStatusString, , )
+    return NULL;
+}
+#undef TABLE
+
+static void cudart_open(void) { lib_open(&cudart, cudart_resolve); }
+static void cublas_open(void) { lib_open(&cublas, cublas_resolve); }
+
+static int cudart_ready(void)
+{
+    pthread_once(&cudart.once, cudart_open);
+    return cudart.handle != NULL;
+}
+
+static int cublas_ready(void)
+{
+    pthread_once(&cublas.once, cublas_open);
+    return cublas.handle != NULL;
+}
+
+/* The wrappers: the same prototypes as the headers, so a mismatch does not
+ * compile. */
+#define CUDART_WRAP(ret, name, params, args)                                                \
+    ret name params                                                                         \
+    {                                                                                       \
+        return cudart_ready() ? cudart_fn.name args : cudaErrorSharedObjectInitFailed;      \
+    }
+#define CUBLAS_WRAP(ret, name, params, args)                                                \
+    ret name params                                                                         \
+    {                                                                                       \
+        return cublas_ready() ? cublas_fn.name args : CUBLAS_STATUS_NOT_INITIALIZED;        \
+    }
+CUDART_FUNCS(CUDART_WRAP)
+CUBLAS_FUNCS(CUBLAS_WRAP)
+
+/* Without the library, the error strings say why it did not load. */
+const char *cudaGetErrorString(cudaError_t err)
+{
+    return cudart_ready() ? cudart_fn.cudaGetErrorString(err) : cudart.why;
+}
+
+const char *cudaGetErrorName(cudaError_t err)
+{
+    return cudart_ready() ? cudart_fn.cudaGetErrorName(err) : "cudaErrorSharedObjectInitFailed";
+}
+
+const char *cublasGetStatusString(cublasStatus_t st)
+{
+    return cublas_ready() ? cublas_fn.cublasGetStatusString(st) : cublas.why;
+}
