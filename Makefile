@@ -22,7 +22,7 @@ CPPFLAGS += -DDPBENCH_GIT='"$(GIT)"'
 CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
-CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c backend_cpu.c backends.c train.c report.c
+CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -120,7 +120,7 @@ $(B)/fuzz_config: tests/fuzz_config.c src/config.c src/util.c $(B)/deps.stamp
 test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
 	@LABEL=asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
 
-test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train
+test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step
 	@LABEL=tsan TSAN_OPTIONS="halt_on_error=1" tests/run_unit.sh $^
 
 test-fuzz: $(B)/fuzz_config

@@ -2,11 +2,12 @@
  * backend file (backend_cpu.c, backend_cuda.c). The training loop calls only
  * through it and never sees CUDA types.
  *
- * Per batch the loop calls next -> step -> release; `step` is one whole
- * DataParallel step (scatter, replicate, parallel forward, gather, loss,
- * backward, reduce-add, SGD). A backend with an asynchronous copy pipeline
- * takes batches from the loader ahead of `next`; one without simply forwards
- * to the loader. */
+ * Per batch the loop calls next -> a step of step.c -> release. The steps
+ * (DataParallel's and DDP's) are written once, in step.c, over the small
+ * table of per-device primitives below (`struct device_ops`); a backend fills
+ * the primitives and moves batches to its devices. A backend with an
+ * asynchronous copy pipeline takes batches from the loader ahead of `next`;
+ * one without forwards to the loader. */
 #ifndef DPBENCH_BACKEND_H
 #define DPBENCH_BACKEND_H
 
@@ -41,6 +42,65 @@ struct epoch_stats {
     long samples;      // rows trained on
 };
 
+/* What `next` hands the training loop, on every backend: a batch already
+ * scattered by torch.chunk's rule, each chunk in its replica's memory. */
+struct step_batch {
+    long index;            // position in the epoch
+    long rows;             // samples in the batch
+    int active;            // replicas with a chunk (<= replicas)
+    const long *split;     // (replicas) rows of each replica's chunk, 0 past `active`
+    float *const *x;       // (replicas) x[i]: (split[i], F) replica i's chunk, in its memory
+    const float *y;        // (rows, O) targets, in replica 0's memory
+};
+
+struct loss_fn;
+
+/* Per-device primitives the steps are written over. `q` names the replica
+ * whose queue runs the call: calls on one queue run in order; fork and join
+ * order the queues against replica 0's. Every call may return before its
+ * work is done (a GPU stream), or run it at once, or (between fork and join)
+ * run the replicas' calls side by side (the cpu's replica threads). Memory
+ * belongs to a replica (`r`). Hooks marked optional stay NULL where the
+ * default (host memory, work done at once) is right. */
+struct device_ops {
+    /* out (rows, O) = x (rows, F) · wᵀ + b, with w = (O, F) then b (O) */
+    int (*forward)(void *ctx, int q, const float *x, long rows, const float *w, float *out,
+                   struct error *e);
+    /* g = alpha (doutᵀ · x, doutᵀ · 1): weight (O, F) then bias (O) gradient */
+    int (*backward)(void *ctx, int q, const float *x, const float *dout, long rows, float alpha,
+                    float *g, struct error *e);
+    /* n floats from src (replica src_r's memory) to dst (dst_r's) */
+    int (*copy)(void *ctx, int q, float *dst, int dst_r, const float *src, int src_r, size_t n,
+                struct error *e);
+    int (*axpy)(void *ctx, int q, size_t n, float alpha, const float *x, float *y,
+                struct error *e); // y += alpha x
+    int (*scal)(void *ctx, int q, size_t n, float alpha, float *x, struct error *e); // x *= alpha
+    /* Queues 1..n-1 wait for what replica 0's queue holds so far; join:
+     * replica 0's queue waits for theirs. */
+    int (*fork)(void *ctx, int n, struct error *e);
+    int (*join)(void *ctx, int n, struct error *e);
+
+    /* optional: loss of batch k on replica 0's queue, into d; the backend
+     * keeps the raw sum and adds it to epoch_stats.loss_sum by epoch_end.
+     * Default: loss->host at once, on host memory. */
+    int (*loss)(void *ctx, const struct loss_fn *loss, long k, const float *out, const float *y,
+                long rows, float *d, struct error *e);
+    /* optional: brackets of a step (device timing, back-pressure). Without
+     * `end`, the step's host wall time is its compute time. */
+    int (*begin)(void *ctx, const struct step_batch *b, struct error *e);
+    int (*end)(void *ctx, const struct step_batch *b, struct epoch_stats *st, struct error *e);
+    /* optional memory of replica r (default: host memory) */
+    float *(*alloc)(void *ctx, int r, size_t n, struct error *e);
+    void (*release)(void *ctx, int r, float *p);
+    int (*upload)(void *ctx, int r, float *dst, const float *src, size_t n, struct error *e);
+    /* waits for replica r's queue, then copies to the host */
+    int (*download)(void *ctx, int r, float *dst, const float *src, size_t n, struct error *e);
+    /* optional: replica a can read replica b's memory directly (default: yes) */
+    bool (*shares_memory)(void *ctx, int a, int b);
+    /* optional: waits for every queue (before teardown) */
+    void (*sync)(void *ctx);
+};
+
 struct backend {
     const char *name;
     /* 0 when the backend can run here, else -1 with the cause. */
@@ -55,17 +115,13 @@ struct backend {
     int (*init)(void **ctx, const struct backend_setup *s, struct error *e);
     int (*epoch_begin)(void *ctx, struct loader *l, struct error *e);
     /* 1 with *b set, 0 at the epoch's end, -1 on error. */
-    int (*next)(void *ctx, struct loader *l, struct batch **b, struct epoch_stats *st,
+    int (*next)(void *ctx, struct loader *l, struct step_batch **b, struct epoch_stats *st,
                 struct error *e);
-    /* One DataParallel step on b; split[r] = rows replica r ran. */
-    int (*step)(void *ctx, struct batch *b, float lr, long *split, struct epoch_stats *st,
-                struct error *e);
-    void (*release)(void *ctx, struct loader *l, struct batch *b);
+    void (*release)(void *ctx, struct loader *l, struct step_batch *b);
     /* Completes the epoch's outstanding work and its timings. */
     int (*epoch_end)(void *ctx, struct epoch_stats *st, struct error *e);
-    /* Copies replica 0's parameters out: w (out, in), b (out). */
-    int (*params)(void *ctx, float *w, float *b, struct error *e);
     void (*free)(void *ctx);
+    const struct device_ops *ops;
     /* Optional (NULL on the cpu): prints a host-to-device bandwidth table,
      * pinned vs pageable, for dpbench --h2d-bandwidth. */
     int (*bandwidth)(FILE *out, struct error *e);

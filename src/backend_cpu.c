@@ -1,43 +1,67 @@
-/* nn.DataParallel on the CPU. Each replica has its own copy of Linear's
- * parameters and its own buffers; replicas 1..N-1 are threads that live for
- * the whole run, replica 0 runs on the training thread (it is the "output
- * device" that holds the master parameters). Math goes through CBLAS. */
+/* nn.DataParallel on the CPU: the primitives of step.c's steps on host
+ * memory, math through CBLAS. Replica 0 runs on the training thread (it is
+ * the "output device" holding the master parameters); replicas 1..N-1 are
+ * threads that live for the whole run.
+ *
+ * Each replica's queue: between fork and join the calls issued to replica q
+ * are recorded in its op list; join hands the lists to the replica threads,
+ * runs replica 0's list itself and waits for the others. Outside fork/join
+ * a call runs at once. So a phase costs one hand-off each way.
+ *
+ * The hand-off spins briefly before it blocks (a condition variable costs
+ * ~10 us each way, more than a tutorial batch's math), but only when every
+ * replica thread has a core of its own: with more replica and loader threads
+ * than cores a spinning thread would take the core the others need. */
 #include <cblas.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "chunk.h"
 
-enum phase { PHASE_IDLE, PHASE_FORWARD, PHASE_BACKWARD, PHASE_EXIT };
+#define SPIN_SECONDS 50e-6 // longest spin before blocking
+#define MAX_OPS 8          // calls one replica gets between fork and join (3 in a step)
+
+enum op_kind { OP_FORWARD, OP_BACKWARD, OP_COPY, OP_AXPY, OP_SCAL };
+
+struct cpu_op {
+    enum op_kind kind;
+    const float *x, *y; // inputs: x, and dout / w / the axpy's x
+    float *out;         // output
+    long rows;          // forward, backward
+    size_t n;           // copy, axpy, scal: floats
+    float alpha;
+};
 
 struct replica {
     struct cpu_dp *dp;
     int id;
-    float *w, *b;     // (O, F), (O) this replica's parameters
-    float *gw, *gb;   // (O, F), (O) gradients from this replica's chunk
-    float *out;       // (chunk_max, O) forward output
-    float *dout;      // (chunk_max, O) this replica's slice of the output gradient
-    const float *x;   // (rows, F) this replica's chunk, a view into the batch
-    long rows;
+    struct cpu_op ops[MAX_OPS]; // this phase's calls, in order
+    int n_ops;
+    atomic_long go;             // bumps when this replica has a phase to run (or must exit)
     pthread_t thread;
 };
 
 struct cpu_dp {
-    int F, O, n;           // features, out_features, replicas
+    int F, O, n;             // features, out_features, replicas
     long batch_max;
-    struct replica *reps;  // (n)
-    float *gathered;       // (batch_max, O) outputs gathered on replica 0
-    float *dgathered;      // (batch_max, O) d loss / d gathered
-    float *ones;           // (batch_max) for bias gradients
+    float *ones;             // (batch_max) all 1: the bias gradient
+    struct replica *reps;    // (n)
+    bool recording;          // between fork and join
+    bool spin;               // each replica thread has a core: spin before blocking
+    /* the batch handed to the loop (one at a time) */
+    struct batch *held;      // the loader's
+    struct step_batch cur;
+    float **x;               // (n) chunk views into held->x
+    long *split;             // (n)
     /* phase hand-off to the replica threads */
     pthread_mutex_t mu;
     pthread_cond_t cv_go, cv_done;
-    enum phase phase;
-    long generation;  // bumps once per phase
-    int active;       // replicas taking part in this phase (chunks)
-    int pending;      // threads still working on this phase
-    int threads;      // replica threads started
+    atomic_int pending;      // threads still working on this phase
+    bool exit;
+    int threads;             // replica threads started
 };
 
 static void *cpu_alloc(size_t bytes, bool pinned, struct error *e)
@@ -57,24 +81,132 @@ static void cpu_free_host(void *p, bool pinned)
     free(p);
 }
 
-static void replica_forward(struct replica *r)
+/* ---- the primitives -------------------------------------------------------- */
+
+static void op_run(struct cpu_dp *dp, const struct cpu_op *op)
 {
-    struct cpu_dp *dp = r->dp;
-    for (long i = 0; i < r->rows; i++)
-        memcpy(r->out + i * dp->O, r->b, (size_t)dp->O * sizeof(float));
-    /* out (rows, O) += x (rows, F) · wᵀ (F, O) */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)r->rows, dp->O, dp->F, 1.0f, r->x,
-                dp->F, r->w, dp->F, 1.0f, r->out, dp->O);
+    int F = dp->F, O = dp->O, rows = (int)op->rows;
+    switch (op->kind) {
+    case OP_FORWARD: /* out (rows, O) = b + x (rows, F) · wᵀ (F, O) */
+        for (int i = 0; i < rows; i++)
+            memcpy(op->out + (size_t)i * O, op->y + (size_t)O * F, (size_t)O * sizeof(float));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, O, F, 1.0f, op->x, F, op->y,
+                    F, 1.0f, op->out, O);
+        break;
+    case OP_BACKWARD: /* gw (O, F) = alpha doutᵀ · x;  gb (O) = alpha doutᵀ · 1 */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, F, rows, op->alpha, op->y, O,
+                    op->x, F, 0.0f, op->out, F);
+        cblas_sgemv(CblasRowMajor, CblasTrans, rows, O, op->alpha, op->y, O, dp->ones, 1, 0.0f,
+                    op->out + (size_t)O * F, 1);
+        break;
+    case OP_COPY:
+        memcpy(op->out, op->x, op->n * sizeof(float));
+        break;
+    case OP_AXPY:
+        cblas_saxpy((int)op->n, op->alpha, op->x, 1, op->out, 1);
+        break;
+    case OP_SCAL:
+        cblas_sscal((int)op->n, op->alpha, op->out, 1);
+        break;
+    }
 }
 
-static void replica_backward(struct replica *r)
+/* Records the call on queue q between fork and join, else runs it now. */
+static int op_issue(struct cpu_dp *dp, int q, struct cpu_op op, struct error *e)
 {
-    struct cpu_dp *dp = r->dp;
-    /* gw (O, F) = doutᵀ (O, rows) · x (rows, F);  gb (O) = doutᵀ · 1 */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, dp->O, dp->F, (int)r->rows, 1.0f,
-                r->dout, dp->O, r->x, dp->F, 0.0f, r->gw, dp->F);
-    cblas_sgemv(CblasRowMajor, CblasTrans, (int)r->rows, dp->O, 1.0f, r->dout, dp->O, dp->ones,
-                1, 0.0f, r->gb, 1);
+    if (!dp->recording) {
+        op_run(dp, &op);
+        return 0;
+    }
+    struct replica *r = &dp->reps[q];
+    if (r->n_ops == MAX_OPS)
+        return error_set(e, "cpu backend: more than %d calls on replica %d in one phase",
+                         MAX_OPS, q);
+    r->ops[r->n_ops++] = op;
+    return 0;
+}
+
+static int cpu_forward(void *ctx, int q, const float *x, long rows, const float *w, float *out,
+                       struct error *e)
+{
+    return op_issue(ctx, q, (struct cpu_op){.kind = OP_FORWARD, .x = x, .y = w, .out = out,
+                                            .rows = rows}, e);
+}
+
+static int cpu_backward(void *ctx, int q, const float *x, const float *dout, long rows,
+                        float alpha, float *g, struct error *e)
+{
+    return op_issue(ctx, q, (struct cpu_op){.kind = OP_BACKWARD, .x = x, .y = dout, .out = g,
+                                            .rows = rows, .alpha = alpha}, e);
+}
+
+static int cpu_copy(void *ctx, int q, float *dst, int dst_r, const float *src, int src_r,
+                    size_t n, struct error *e)
+{
+    (void)dst_r, (void)src_r; // one memory
+    return op_issue(ctx, q, (struct cpu_op){.kind = OP_COPY, .x = src, .out = dst, .n = n}, e);
+}
+
+static int cpu_axpy(void *ctx, int q, size_t n, float alpha, const float *x, float *y,
+                    struct error *e)
+{
+    return op_issue(ctx, q, (struct cpu_op){.kind = OP_AXPY, .x = x, .out = y, .n = n,
+                                            .alpha = alpha}, e);
+}
+
+static int cpu_scal(void *ctx, int q, size_t n, float alpha, float *x, struct error *e)
+{
+    return op_issue(ctx, q, (struct cpu_op){.kind = OP_SCAL, .out = x, .n = n, .alpha = alpha},
+                    e);
+}
+
+static int cpu_fork(void *ctx, int n, struct error *e)
+{
+    (void)e;
+    struct cpu_dp *dp = ctx;
+    dp->recording = true;
+    for (int i = 0; i < n; i++)
+        dp->reps[i].n_ops = 0;
+    return 0;
+}
+
+static void run_list(struct replica *r)
+{
+    for (int k = 0; k < r->n_ops; k++)
+        op_run(r->dp, &r->ops[k]);
+}
+
+/* Spins up to SPIN_SECONDS (when allowed) until *v != old; 1 if it changed. */
+static bool spin_until_changed(struct cpu_dp *dp, atomic_long *v, long old)
+{
+    if (!dp->spin)
+        return false;
+    double t0 = now_seconds();
+    for (int k = 1;; k++) {
+        if (atomic_load_explicit(v, memory_order_acquire) != old)
+            return true;
+        if (k % 64 == 0) {
+            if (now_seconds() - t0 > SPIN_SECONDS)
+                return false;
+            sched_yield(); // a thread this core owes time to goes first
+        }
+    }
+}
+
+static bool spin_until_zero(struct cpu_dp *dp, atomic_int *v)
+{
+    if (!dp->spin)
+        return false;
+    double t0 = now_seconds();
+    for (int k = 1;; k++) {
+        if (atomic_load_explicit(v, memory_order_acquire) == 0)
+            return true;
+        if (k % 64 == 0) {
+            if (now_seconds() - t0 > SPIN_SECONDS)
+                return false;
+            sched_yield(); // a thread this core owes time to goes first
+        }
+    }
 }
 
 static void *replica_main(void *arg)
@@ -82,52 +214,58 @@ static void *replica_main(void *arg)
     struct replica *r = arg;
     struct cpu_dp *dp = r->dp;
     long seen = 0;
-    pthread_mutex_lock(&dp->mu);
     for (;;) {
-        while (dp->generation == seen)
-            pthread_cond_wait(&dp->cv_go, &dp->mu);
-        seen = dp->generation;
-        enum phase ph = dp->phase;
-        if (ph == PHASE_EXIT)
+        if (!spin_until_changed(dp, &r->go, seen)) {
+            pthread_mutex_lock(&dp->mu);
+            while (atomic_load(&r->go) == seen)
+                pthread_cond_wait(&dp->cv_go, &dp->mu);
+            pthread_mutex_unlock(&dp->mu);
+        }
+        seen = atomic_load_explicit(&r->go, memory_order_acquire);
+        if (dp->exit)
             break;
-        if (r->id >= dp->active)
-            continue; // no chunk for this replica in this batch
-        pthread_mutex_unlock(&dp->mu);
-        if (ph == PHASE_FORWARD)
-            replica_forward(r);
-        else
-            replica_backward(r);
-        pthread_mutex_lock(&dp->mu);
-        if (--dp->pending == 0)
+        run_list(r);
+        if (atomic_fetch_sub_explicit(&dp->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&dp->mu); // the waiter is spinning or in cond_wait
             pthread_cond_signal(&dp->cv_done);
+            pthread_mutex_unlock(&dp->mu);
+        }
     }
-    pthread_mutex_unlock(&dp->mu);
     return NULL;
 }
 
-/* Runs one phase on replicas [0, active): threads 1.., replica 0 inline. */
-static void run_phase(struct cpu_dp *dp, enum phase ph, int active)
+/* Wakes replica threads 1..n-1 for this phase (or to exit); the others,
+ * without a chunk of this batch, sleep on. */
+static void wake(struct cpu_dp *dp, int n)
 {
-    if (active > 1) {
-        pthread_mutex_lock(&dp->mu);
-        dp->phase = ph;
-        dp->active = active;
-        dp->pending = active - 1;
-        dp->generation++;
-        pthread_cond_broadcast(&dp->cv_go);
-        pthread_mutex_unlock(&dp->mu);
+    pthread_mutex_lock(&dp->mu);
+    for (int i = 1; i < n; i++)
+        atomic_fetch_add_explicit(&dp->reps[i].go, 1, memory_order_release);
+    pthread_cond_broadcast(&dp->cv_go);
+    pthread_mutex_unlock(&dp->mu);
+}
+
+/* Runs the recorded lists: threads 1..n-1, replica 0 here, then waits. */
+static int cpu_join(void *ctx, int n, struct error *e)
+{
+    (void)e;
+    struct cpu_dp *dp = ctx;
+    dp->recording = false;
+    if (n > 1) {
+        atomic_store(&dp->pending, n - 1);
+        wake(dp, n);
     }
-    if (ph == PHASE_FORWARD)
-        replica_forward(&dp->reps[0]);
-    else
-        replica_backward(&dp->reps[0]);
-    if (active > 1) {
+    run_list(&dp->reps[0]);
+    if (n > 1 && !spin_until_zero(dp, &dp->pending)) {
         pthread_mutex_lock(&dp->mu);
-        while (dp->pending > 0)
+        while (atomic_load(&dp->pending) > 0)
             pthread_cond_wait(&dp->cv_done, &dp->mu);
         pthread_mutex_unlock(&dp->mu);
     }
+    return 0;
 }
+
+/* ---- setup ----------------------------------------------------------------- */
 
 static void cpu_free(void *ctx)
 {
@@ -136,26 +274,16 @@ static void cpu_free(void *ctx)
         return;
     if (dp->threads) {
         pthread_mutex_lock(&dp->mu);
-        dp->phase = PHASE_EXIT;
-        dp->generation++;
-        pthread_cond_broadcast(&dp->cv_go);
+        dp->exit = true;
         pthread_mutex_unlock(&dp->mu);
+        wake(dp, dp->threads + 1);
         for (int i = 1; i <= dp->threads; i++)
             pthread_join(dp->reps[i].thread, NULL);
     }
-    for (int i = 0; dp->reps && i < dp->n; i++) {
-        struct replica *r = &dp->reps[i];
-        free(r->w);
-        free(r->gw);
-        if (dp->n > 1) {
-            free(r->out);
-            free(r->dout);
-        }
-    }
     free(dp->reps);
-    free(dp->gathered);
-    free(dp->dgathered);
     free(dp->ones);
+    free(dp->x);
+    free(dp->split);
     pthread_mutex_destroy(&dp->mu);
     pthread_cond_destroy(&dp->cv_go);
     pthread_cond_destroy(&dp->cv_done);
@@ -174,42 +302,29 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
     pthread_mutex_init(&dp->mu, NULL);
     pthread_cond_init(&dp->cv_go, NULL);
     pthread_cond_init(&dp->cv_done, NULL);
+    atomic_init(&dp->pending, 0);
 
     /* Replicas run side by side, so each gets its share of the cores the
      * loader's workers leave free; more BLAS threads would only contend. */
     int blas_threads = s->compute_cores / dp->n;
     openblas_set_num_threads(blas_threads > 0 ? blas_threads : 1);
+    dp->spin = dp->n > 1 && dp->n <= s->compute_cores;
 
-    size_t pw = (size_t)(dp->O * dp->F), chunk_max = (size_t)((dp->batch_max + dp->n - 1) / dp->n);
-    size_t rows = (size_t)dp->batch_max, O = (size_t)dp->O;
     dp->reps = calloc((size_t)dp->n, sizeof *dp->reps);
-    dp->gathered = malloc(rows * O * sizeof(float));
-    dp->dgathered = malloc(rows * O * sizeof(float));
-    dp->ones = malloc(rows * sizeof(float));
-    if (!dp->reps || !dp->gathered || !dp->dgathered || !dp->ones)
-        goto oom;
-    for (size_t i = 0; i < rows; i++)
+    dp->ones = malloc((size_t)dp->batch_max * sizeof(float));
+    dp->x = calloc((size_t)dp->n, sizeof *dp->x);
+    dp->split = calloc((size_t)dp->n, sizeof *dp->split);
+    if (!dp->reps || !dp->ones || !dp->x || !dp->split) {
+        cpu_free(dp);
+        return error_set(e, "cpu backend: out of memory for %d replicas", s->replicas);
+    }
+    for (long i = 0; i < dp->batch_max; i++)
         dp->ones[i] = 1.0f;
     for (int i = 0; i < dp->n; i++) {
-        struct replica *r = &dp->reps[i];
-        r->dp = dp;
-        r->id = i;
-        r->w = malloc((pw + O) * sizeof(float)); // w then b
-        r->gw = malloc((pw + O) * sizeof(float)); // gw then gb
-        if (dp->n > 1) {
-            r->out = malloc(chunk_max * O * sizeof(float));
-            r->dout = malloc(chunk_max * O * sizeof(float));
-        } else { // one replica: DataParallel calls the module directly, no gather
-            r->out = dp->gathered;
-            r->dout = dp->dgathered;
-        }
-        if (!r->w || !r->gw || !r->out || !r->dout)
-            goto oom;
-        r->b = r->w + pw;
-        r->gb = r->gw + pw;
+        dp->reps[i].dp = dp;
+        dp->reps[i].id = i;
+        atomic_init(&dp->reps[i].go, 0);
     }
-    memcpy(dp->reps[0].w, s->w0, pw * sizeof(float));
-    memcpy(dp->reps[0].b, s->b0, O * sizeof(float));
     for (int i = 1; i < dp->n; i++) {
         int rc = thread_start(&dp->reps[i].thread, replica_main, &dp->reps[i]);
         if (rc) {
@@ -221,82 +336,37 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
     }
     *ctx = dp;
     return 0;
-oom:
-    cpu_free(dp);
-    return error_set(e, "cpu backend: out of memory for %d replicas", s->replicas);
 }
 
-static int cpu_step(void *ctx, struct batch *bt, float lr, long *split, struct epoch_stats *st,
+/* ---- batches ----------------------------------------------------------------- */
+
+/* The loader's batch, scattered: each chunk is a view of its host rows. */
+static int cpu_next(void *ctx, struct loader *l, struct step_batch **b, struct epoch_stats *st,
                     struct error *e)
 {
-    (void)e;
     struct cpu_dp *dp = ctx;
     double t0 = now_seconds();
-    int F = dp->F, O = dp->O;
-    size_t pw = (size_t)(O * F);
-    struct replica *r0 = &dp->reps[0];
-
-    /* scatter: torch.chunk along the batch; a chunk is a view of host rows */
-    int active = chunk_split(bt->rows, dp->n, split);
-    long offset = 0;
-    for (int i = 0; i < active; i++) {
-        dp->reps[i].x = bt->x + offset * F;
-        dp->reps[i].rows = split[i];
-        offset += split[i];
-    }
-    /* replicate: broadcast replica 0's parameters to the replicas in use */
-    for (int i = 1; i < active; i++)
-        memcpy(dp->reps[i].w, r0->w, (pw + (size_t)O) * sizeof(float));
-    /* parallel forward */
-    run_phase(dp, PHASE_FORWARD, active);
-    /* gather the outputs, in replica order, on replica 0 */
-    if (dp->n > 1)
-        for (int i = 0, row = 0; i < active; row += (int)split[i], i++)
-            memcpy(dp->gathered + (size_t)row * O, dp->reps[i].out,
-                   (size_t)split[i] * O * sizeof(float));
-    /* MSE over the whole batch, and its gradient, on replica 0 */
-    size_t n_out = (size_t)bt->rows * O;
-    double loss = 0;
-    float scale = 2.0f / (float)n_out;
-    for (size_t i = 0; i < n_out; i++) {
-        float d = dp->gathered[i] - bt->y[i];
-        loss += (double)d * d;
-        dp->dgathered[i] = scale * d;
-    }
-    loss /= (double)n_out;
-    /* scatter the output gradient back with the same sizes */
-    if (dp->n > 1)
-        for (int i = 0, row = 0; i < active; row += (int)split[i], i++)
-            memcpy(dp->reps[i].dout, dp->dgathered + (size_t)row * O,
-                   (size_t)split[i] * O * sizeof(float));
-    /* parallel backward */
-    run_phase(dp, PHASE_BACKWARD, active);
-    /* reduce-add: the backward of broadcast sums the replicas' gradients */
-    for (int i = 1; i < active; i++)
-        cblas_saxpy((int)(pw + O), 1.0f, dp->reps[i].gw, 1, r0->gw, 1);
-    /* SGD on replica 0 (w and b are contiguous, so are gw and gb) */
-    cblas_saxpy((int)(pw + O), -lr, r0->gw, 1, r0->w, 1);
-
-    st->loss_sum += loss * (double)bt->rows;
-    st->samples += bt->rows;
-    st->compute_s += now_seconds() - t0;
-    return 0;
-}
-
-static int cpu_next(void *ctx, struct loader *l, struct batch **b, struct epoch_stats *st,
-                    struct error *e)
-{
-    (void)ctx;
-    double t0 = now_seconds();
-    int rc = loader_next(l, b, e);
+    struct batch *lb;
+    int rc = loader_next(l, &lb, e);
     st->wait_s += now_seconds() - t0;
-    return rc;
+    if (rc != 1)
+        return rc;
+    int active = chunk_split(lb->rows, dp->n, dp->split);
+    for (int i = 0, row = 0; i < active; row += (int)dp->split[i], i++)
+        dp->x[i] = lb->x + (size_t)row * dp->F;
+    dp->held = lb;
+    dp->cur = (struct step_batch){.index = lb->index, .rows = lb->rows, .active = active,
+                                  .split = dp->split, .x = dp->x, .y = lb->y};
+    *b = &dp->cur;
+    return 1;
 }
 
-static void cpu_release(void *ctx, struct loader *l, struct batch *b)
+static void cpu_release(void *ctx, struct loader *l, struct step_batch *b)
 {
-    (void)ctx;
-    loader_release(l, b);
+    (void)b;
+    struct cpu_dp *dp = ctx;
+    loader_release(l, dp->held);
+    dp->held = NULL;
 }
 
 static int cpu_epoch_begin(void *ctx, struct loader *l, struct error *e)
@@ -311,15 +381,6 @@ static int cpu_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
     return 0;
 }
 
-static int cpu_params(void *ctx, float *w, float *b, struct error *e)
-{
-    (void)e;
-    struct cpu_dp *dp = ctx;
-    memcpy(w, dp->reps[0].w, (size_t)(dp->O * dp->F) * sizeof(float));
-    memcpy(b, dp->reps[0].b, (size_t)dp->O * sizeof(float));
-    return 0;
-}
-
 static int cpu_probe(struct error *e)
 {
     (void)e;
@@ -327,6 +388,16 @@ static int cpu_probe(struct error *e)
 }
 
 static void cpu_describe(char *buf, size_t n) { snprintf(buf, n, "%s", ""); }
+
+static const struct device_ops cpu_ops = {
+    .forward = cpu_forward,
+    .backward = cpu_backward,
+    .copy = cpu_copy,
+    .axpy = cpu_axpy,
+    .scal = cpu_scal,
+    .fork = cpu_fork,
+    .join = cpu_join,
+};
 
 const struct backend backend_cpu = {
     .name = "cpu",
@@ -337,9 +408,8 @@ const struct backend backend_cpu = {
     .init = cpu_init,
     .epoch_begin = cpu_epoch_begin,
     .next = cpu_next,
-    .step = cpu_step,
     .release = cpu_release,
     .epoch_end = cpu_epoch_end,
-    .params = cpu_params,
     .free = cpu_free,
+    .ops = &cpu_ops,
 };

@@ -1,10 +1,8 @@
-/* nn.DataParallel on CUDA devices, with the same step as backend_cpu.c:
- * master parameters on replica 0's device, broadcast, scatter of the host
- * batch by torch.chunk, forward and backward of each replica on its own
- * stream, gather and MSE on device 0, scatter of the output gradient,
- * reduce-add of the gradients on device 0, SGD there. Math is cuBLAS; there
- * is no kernel of our own. Streams are ordered by events, never by host
- * waits, so a whole step is queued without the host stopping.
+/* nn.DataParallel on CUDA devices: the primitives of step.c's steps (each
+ * replica's queue is a stream of its own, fork and join are events, so a
+ * whole step is queued without the host stopping; math is cuBLAS, there is
+ * no kernel of our own), the host batch's scatter by torch.chunk onto the
+ * devices, and the timing of steps and copies on the devices' clocks.
  *
  * A device id may repeat: each replica has its own stream, cuBLAS handle and
  * buffers, so N "virtual replicas" on one GPU take the N-GPU code path.
@@ -34,6 +32,7 @@
 
 #include "backend.h"
 #include "chunk.h"
+#include "loss.h"
 
 /* ---- error checks ------------------------------------------------------- */
 
@@ -81,7 +80,7 @@ enum slot_state { SLOT_FREE, SLOT_READY, SLOT_HELD };
 /* One buffer set of the copy ring: a batch's chunks on their replicas'
  * devices and its targets on the output device. */
 struct slot {
-    struct batch meta;     // what the training loop holds: index and rows, no host data
+    struct step_batch meta; // what the training loop holds: views of the buffers below
     float **x;             // (n) x[r]: (chunk_max, F) replica r's chunk, on its device
     float *y;              // (batch_max, O) targets, on device 0
     long *split;           // (n) rows of each replica's chunk
@@ -104,12 +103,8 @@ struct replica {
     int g;                 // index of dev in cuda_dp.gpus
     cudaStream_t stream;   // this replica's compute
     cublasHandle_t blas;   // bound to `stream`
-    float *w, *b;          // (O, F), (O) parameters, contiguous: P floats
-    float *gw, *gb;        // (O, F), (O) gradients, contiguous: P floats
-    float *out, *dout;     // (chunk_max, O) forward output, slice of the output gradient
-    float *ones;           // (chunk_max) all 1: bias add and bias gradient
-    float *gw_at0;         // (P) gradients staged on device 0 (replica on another device)
-    cudaEvent_t fwd, bwd;  // forward + gather done; backward + staging done
+    float *ones;           // (batch_max) all 1: bias add and bias gradient
+    cudaEvent_t joined;    // join: this stream's work so far
 };
 
 /* Per-batch events of one epoch, created once and reused every epoch. */
@@ -128,10 +123,10 @@ struct cuda_dp {
     size_t P;              // O * F + O parameters
     struct replica *reps;  // (n)
     struct gpu *gpus;      // (G) gpus[0] is replica 0's device, the output device
-    float *gathered;       // (batch_max, O) device 0: outputs gathered in replica order
-    float *dgathered;      // (batch_max, O) device 0: gathered - y, d loss / d gathered
-                           // without its factor 2 / n (the backward applies it)
-    cudaEvent_t loss_done; // device 0: output gradient ready to scatter
+    cudaEvent_t forked;    // fork: replica 0's stream's work so far
+    const struct loss_fn *loss; // the loss of this epoch's steps (for epoch_end)
+    float *scratch;        // (3 batch_max O) host: losses without a device path
+    double step_t0;        // begin: host clock, waits excluded
     struct timeline tl;
     /* the copy ring */
     bool async;
@@ -192,7 +187,7 @@ static size_t bytes_on(const struct backend_setup *s, long dev)
     size_t depth = s->async_copy ? (size_t)s->copy_depth : 1, floats = 0, handles = 0;
     for (size_t i = 0; i < n; i++) {
         if (s->device_ids[i] == dev) {
-            floats += 2 * P + C + depth * C * F + (i > 0 ? 2 * C * O : 0);
+            floats += 2 * P + B + depth * C * F + (i > 0 ? 2 * C * O : 0);
             handles++;
         } else if (dev == s->device_ids[0]) {
             floats += P; // gradients staged for the reduce
@@ -250,8 +245,7 @@ static int enable_peer(int a, int b, struct error *e)
 static int replica_setup(struct cuda_dp *dp, struct replica *r, const float *ones_host,
                          struct error *e)
 {
-    size_t P = dp->P, C = (size_t)dp->chunk_max, O = (size_t)dp->O;
-    int dev0 = dp->reps[0].dev;
+    size_t B = (size_t)dp->batch_max;
     CUDA_CHECK(cudaSetDevice(r->dev));
     CUDA_CHECK(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
     CUBLAS_CHECK(cublasCreate(&r->blas));
@@ -259,22 +253,10 @@ static int replica_setup(struct cuda_dp *dp, struct replica *r, const float *one
     /* FP32 math throughout (cuBLAS' default: no TF32), as PyTorch's default
      * matmul, so that CPU and GPU agree closely. */
     CUBLAS_CHECK(cublasSetMathMode(r->blas, CUBLAS_DEFAULT_MATH));
-    CUDA_CHECK(cudaEventCreateWithFlags(&r->fwd, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&r->bwd, cudaEventDisableTiming));
-    CUDA_CHECK(cudaMalloc((void **)&r->w, 2 * P * sizeof(float))); // w, b, then gw, gb
-    r->b = r->w + O * (size_t)dp->F;
-    r->gw = r->w + P;
-    r->gb = r->gw + O * (size_t)dp->F;
-    CUDA_CHECK(cudaMalloc((void **)&r->ones, C * sizeof(float)));
-    CUDA_CHECK(cudaMemcpy(r->ones, ones_host, C * sizeof(float), cudaMemcpyHostToDevice));
-    if (r != &dp->reps[0]) { // replica 0 works in place in gathered and dgathered
-        CUDA_CHECK(cudaMalloc((void **)&r->out, C * O * sizeof(float)));
-        CUDA_CHECK(cudaMalloc((void **)&r->dout, C * O * sizeof(float)));
-    }
-    if (r->dev != dev0) {
-        CUDA_CHECK(cudaSetDevice(dev0));
-        CUDA_CHECK(cudaMalloc((void **)&r->gw_at0, P * sizeof(float)));
-    }
+    CUDA_CHECK(cudaEventCreateWithFlags(&r->joined, cudaEventDisableTiming));
+    /* batch_max, not chunk_max: replica 0 runs whole batches in a DDP step */
+    CUDA_CHECK(cudaMalloc((void **)&r->ones, B * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(r->ones, ones_host, B * sizeof(float), cudaMemcpyHostToDevice));
     return 0;
 }
 
@@ -304,12 +286,12 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
     dp->reps = calloc((size_t)dp->n, sizeof *dp->reps);
     dp->gpus = calloc((size_t)dp->n, sizeof *dp->gpus);
     dp->slots = calloc((size_t)dp->depth, sizeof *dp->slots);
-    float *ones = malloc((size_t)dp->chunk_max * sizeof(float));
+    float *ones = malloc((size_t)dp->batch_max * sizeof(float));
     if (!dp->reps || !dp->gpus || !dp->slots || !ones) {
         free(ones);
         return error_set(e, "out of memory");
     }
-    for (long i = 0; i < dp->chunk_max; i++)
+    for (long i = 0; i < dp->batch_max; i++)
         ones[i] = 1.0f;
     for (int i = 0; i < dp->n; i++) { // distinct devices, in order of first use
         struct replica *r = &dp->reps[i];
@@ -340,15 +322,7 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
 
     size_t BO = (size_t)dp->batch_max * (size_t)dp->O;
     CUDA_CHECK(cudaSetDevice(dev0));
-    CUDA_CHECK(cudaMalloc((void **)&dp->gathered, BO * sizeof(float)));
-    CUDA_CHECK(cudaMalloc((void **)&dp->dgathered, BO * sizeof(float)));
-    CUDA_CHECK(cudaEventCreateWithFlags(&dp->loss_done, cudaEventDisableTiming));
-    /* Replica 0's chunk is the first rows of the batch and lives on device 0:
-     * it writes its outputs where the gather puts them and reads its slice
-     * of the output gradient where it is, without copies (with one replica
-     * DataParallel calls the module directly, which is the same). */
-    dp->reps[0].out = dp->gathered;
-    dp->reps[0].dout = dp->dgathered;
+    CUDA_CHECK(cudaEventCreateWithFlags(&dp->forked, cudaEventDisableTiming));
     for (int k = 0; k < dp->depth; k++) {
         struct slot *sl = &dp->slots[k];
         sl->x = calloc((size_t)dp->n, sizeof *sl->x);
@@ -363,12 +337,8 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
         CUDA_CHECK(cudaSetDevice(dev0));
         CUDA_CHECK(cudaMalloc((void **)&sl->y, BO * sizeof(float)));
         CUDA_CHECK(cudaEventCreateWithFlags(&sl->consumed, cudaEventDisableTiming));
+        sl->meta = (struct step_batch){.split = sl->split, .x = sl->x, .y = sl->y};
     }
-    /* the master parameters start on the output device */
-    size_t OF = (size_t)dp->O * (size_t)dp->F;
-    CUDA_CHECK(cudaMemcpy(dp->reps[0].w, s->w0, OF * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(dp->reps[0].b, s->b0, (size_t)dp->O * sizeof(float),
-                          cudaMemcpyHostToDevice));
     /* cudaMemcpy from pageable memory may return before the bytes land, and
      * the non-blocking streams do not wait for the legacy stream it runs on:
      * wait here, once, before any stream reads them */
@@ -494,17 +464,9 @@ static void cuda_free(void *ctx)
             cublasDestroy(r->blas);
         if (r->stream)
             CUDA_WARN(cudaStreamDestroy(r->stream));
-        if (r->fwd)
-            CUDA_WARN(cudaEventDestroy(r->fwd));
-        if (r->bwd)
-            CUDA_WARN(cudaEventDestroy(r->bwd));
-        CUDA_WARN(cudaFree(r->w));
+        if (r->joined)
+            CUDA_WARN(cudaEventDestroy(r->joined));
         CUDA_WARN(cudaFree(r->ones));
-        CUDA_WARN(cudaFree(r->gw_at0));
-        if (i > 0) { // replica 0's are views of gathered and dgathered
-            CUDA_WARN(cudaFree(r->out));
-            CUDA_WARN(cudaFree(r->dout));
-        }
     }
     for (int g = 0; dp->gpus && g < dp->G; g++) {
         if (dp->gpus[g].copy)
@@ -512,10 +474,9 @@ static void cuda_free(void *ctx)
         if (dp->gpus[g].base)
             CUDA_WARN(cudaEventDestroy(dp->gpus[g].base));
     }
-    CUDA_WARN(cudaFree(dp->gathered));
-    CUDA_WARN(cudaFree(dp->dgathered));
-    if (dp->loss_done)
-        CUDA_WARN(cudaEventDestroy(dp->loss_done));
+    if (dp->forked)
+        CUDA_WARN(cudaEventDestroy(dp->forked));
+    free(dp->scratch);
     free(dp->slots);
     free(dp->reps);
     free(dp->gpus);
@@ -591,7 +552,9 @@ static int slot_fill(struct cuda_dp *dp, struct slot *sl, const struct batch *hb
         CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
         CUDA_CHECK(cudaEventRecord(dp->tl.copy_end[k * G + g], dp->gpus[g].copy));
     }
-    sl->meta = (struct batch){.index = k, .rows = hb->rows};
+    sl->meta.index = k;
+    sl->meta.rows = hb->rows;
+    sl->meta.active = active;
     return 0;
 }
 
@@ -708,7 +671,7 @@ static double batch_bytes(const struct cuda_dp *dp, long rows)
     return (double)rows * (double)(dp->F + dp->O) * sizeof(float);
 }
 
-static int cuda_next(void *ctx, struct loader *l, struct batch **b, struct epoch_stats *st,
+static int cuda_next(void *ctx, struct loader *l, struct step_batch **b, struct epoch_stats *st,
                      struct error *e)
 {
     struct cuda_dp *dp = ctx;
@@ -762,10 +725,12 @@ static int cuda_next(void *ctx, struct loader *l, struct batch **b, struct epoch
     return 1;
 }
 
-static struct slot *slot_of(struct batch *b)
+static struct slot *slot_of(struct step_batch *b)
 {
     return (struct slot *)((char *)b - offsetof(struct slot, meta));
 }
+
+/* ---- the primitives of step.c's steps ------------------------------------ */
 
 /* Device-to-device copy on `stream`: a plain copy within a device (virtual
  * replicas), a peer copy across devices. */
@@ -780,140 +745,244 @@ static int copy_d2d(float *dst, int dst_dev, const float *src, int src_dev, size
     return 0;
 }
 
+/* Replica q's device made current; its queue is its stream, its handle's. */
+static struct replica *on(struct cuda_dp *dp, int q, struct error *e)
+{
+    cudaError_t err = cudaSetDevice(dp->reps[q].dev);
+    if (err != cudaSuccess) {
+        cuda_fail(e, err, "cudaSetDevice(dev)", __FILE__, __LINE__);
+        return NULL;
+    }
+    return &dp->reps[q];
+}
+
 /* out (rows, O) = x (rows, F) · wᵀ + b. cuBLAS is column-major: row-major
  * (rows, O) is column-major (O, rows), so out = w(O, F) · x(F, rows). */
-static int replica_forward(struct cuda_dp *dp, struct replica *r, const float *x, long rows,
-                           struct error *e)
-{
-    const float one = 1.0f, zero = 0.0f;
-    int n = (int)rows;
-    CUBLAS_CHECK(cublasSgemm(r->blas, CUBLAS_OP_T, CUBLAS_OP_N, dp->O, n, dp->F, &one, r->w,
-                             dp->F, x, dp->F, &zero, r->out, dp->O));
-    CUBLAS_CHECK(cublasSger(r->blas, dp->O, n, &one, r->b, 1, r->ones, 1, r->out, dp->O));
-    return 0;
-}
-
-/* gw (O, F) = scale doutᵀ · x, i.e. column-major gw(F, O) = x(F, rows) ·
- * dout(O, rows)ᵀ; gb (O) = scale doutᵀ · 1, column-major dout(O, rows) · ones.
- * `scale` is the MSE gradient's factor, left out of dout. */
-static int replica_backward(struct cuda_dp *dp, struct replica *r, const float *x, long rows,
-                            float scale, struct error *e)
-{
-    const float zero = 0.0f;
-    int n = (int)rows;
-    CUBLAS_CHECK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, dp->F, dp->O, n, &scale, x, dp->F,
-                             r->dout, dp->O, &zero, r->gw, dp->F));
-    CUBLAS_CHECK(cublasSgemv(r->blas, CUBLAS_OP_N, dp->O, n, &scale, r->dout, dp->O, r->ones, 1,
-                             &zero, r->gb, 1));
-    return 0;
-}
-
-static int cuda_step(void *ctx, struct batch *bt, float lr, long *split, struct epoch_stats *st,
-                     struct error *e)
+static int cuda_forward(void *ctx, int q, const float *x, long rows, const float *w, float *out,
+                        struct error *e)
 {
     struct cuda_dp *dp = ctx;
-    struct slot *sl = slot_of(bt);
-    struct replica *r0 = &dp->reps[0];
-    long k = bt->index;
-    int O = dp->O, dev0 = r0->dev;
-    cudaStream_t s0 = r0->stream;
-    double t0 = now_seconds();
+    struct replica *r = on(dp, q, e);
+    const float one = 1.0f, zero = 0.0f;
+    int n = (int)rows;
+    if (!r)
+        return -1;
+    CUBLAS_CHECK(cublasSgemm(r->blas, CUBLAS_OP_T, CUBLAS_OP_N, dp->O, n, dp->F, &one, w, dp->F,
+                             x, dp->F, &zero, out, dp->O));
+    CUBLAS_CHECK(cublasSger(r->blas, dp->O, n, &one, w + (size_t)dp->O * dp->F, 1, r->ones, 1,
+                            out, dp->O));
+    return 0;
+}
 
-    /* scatter: torch.chunk along the batch; the chunks are already on their
-     * devices in the slot, so the streams wait for those copies */
-    int active = chunk_split(bt->rows, dp->n, split);
-    /* keep at most `depth` steps queued: the host waits here, on compute,
-     * rather than in next() through a full copy ring */
-    if (k >= dp->depth) {
-        double w0 = now_seconds();
-        CUDA_CHECK(cudaEventSynchronize(dp->tl.end[k - dp->depth]));
-        t0 += now_seconds() - w0; // waiting for the device is not host overhead
+/* gw (O, F) = alpha doutᵀ · x, i.e. column-major gw(F, O) = x(F, rows) ·
+ * dout(O, rows)ᵀ; gb (O) = alpha doutᵀ · 1, column-major dout(O, rows) · ones. */
+static int cuda_backward(void *ctx, int q, const float *x, const float *dout, long rows,
+                         float alpha, float *g, struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    struct replica *r = on(dp, q, e);
+    const float zero = 0.0f;
+    int n = (int)rows;
+    if (!r)
+        return -1;
+    CUBLAS_CHECK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, dp->F, dp->O, n, &alpha, x, dp->F,
+                             dout, dp->O, &zero, g, dp->F));
+    CUBLAS_CHECK(cublasSgemv(r->blas, CUBLAS_OP_N, dp->O, n, &alpha, dout, dp->O, r->ones, 1,
+                             &zero, g + (size_t)dp->O * dp->F, 1));
+    return 0;
+}
+
+static int cuda_copy(void *ctx, int q, float *dst, int dst_r, const float *src, int src_r,
+                     size_t n, struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    struct replica *r = on(dp, q, e);
+    if (!r)
+        return -1;
+    return copy_d2d(dst, dp->reps[dst_r].dev, src, dp->reps[src_r].dev, n, r->stream, e);
+}
+
+static int cuda_axpy(void *ctx, int q, size_t n, float alpha, const float *x, float *y,
+                     struct error *e)
+{
+    struct replica *r = on(ctx, q, e);
+    if (!r)
+        return -1;
+    CUBLAS_CHECK(cublasSaxpy(r->blas, (int)n, &alpha, x, 1, y, 1));
+    return 0;
+}
+
+static int cuda_scal(void *ctx, int q, size_t n, float alpha, float *x, struct error *e)
+{
+    struct replica *r = on(ctx, q, e);
+    if (!r)
+        return -1;
+    CUBLAS_CHECK(cublasSscal(r->blas, (int)n, &alpha, x, 1));
+    return 0;
+}
+
+static int cuda_fork(void *ctx, int n, struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    if (n < 2)
+        return 0;
+    CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
+    CUDA_CHECK(cudaEventRecord(dp->forked, dp->reps[0].stream));
+    for (int i = 1; i < n; i++) {
+        CUDA_CHECK(cudaSetDevice(dp->reps[i].dev));
+        CUDA_CHECK(cudaStreamWaitEvent(dp->reps[i].stream, dp->forked, 0));
     }
-    CUDA_CHECK(cudaSetDevice(dev0));
+    return 0;
+}
+
+static int cuda_join(void *ctx, int n, struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    for (int i = 1; i < n; i++) {
+        CUDA_CHECK(cudaSetDevice(dp->reps[i].dev));
+        CUDA_CHECK(cudaEventRecord(dp->reps[i].joined, dp->reps[i].stream));
+    }
+    CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
+    for (int i = 1; i < n; i++)
+        CUDA_CHECK(cudaStreamWaitEvent(dp->reps[0].stream, dp->reps[i].joined, 0));
+    return 0;
+}
+
+/* A loss without a device path: its host function on copies, with the
+ * stream waited for (slow, but any loss of loss.h runs on the GPU too). */
+static int loss_on_host(struct cuda_dp *dp, const struct loss_fn *fn, long k, const float *out,
+                        const float *y, long rows, float *d, struct error *e)
+{
+    size_t n = (size_t)rows * (size_t)dp->O;
+    if (!dp->scratch && !(dp->scratch = malloc(3 * (size_t)dp->batch_max * dp->O * sizeof(float))))
+        return error_set(e, "out of memory");
+    float *h_out = dp->scratch, *h_y = h_out + n, *h_d = h_y + n;
+    cudaStream_t s0 = dp->reps[0].stream;
+    CUDA_CHECK(cudaMemcpyAsync(h_out, out, n * sizeof(float), cudaMemcpyDeviceToHost, s0));
+    CUDA_CHECK(cudaMemcpyAsync(h_y, y, n * sizeof(float), cudaMemcpyDeviceToHost, s0));
+    CUDA_CHECK(cudaStreamSynchronize(s0));
+    float raw = (float)fn->host(h_out, h_y, rows, dp->O, h_d);
+    CUDA_CHECK(cudaMemcpyAsync(d, h_d, n * sizeof(float), cudaMemcpyHostToDevice, s0));
+    CUDA_CHECK(cudaMemcpyAsync(dp->tl.loss + k, &raw, sizeof raw, cudaMemcpyHostToDevice, s0));
+    CUDA_CHECK(cudaStreamSynchronize(s0)); // the sources are on this stack and in scratch
+    return 0;
+}
+
+/* The loss on device 0; its raw sum stays there, in the epoch's loss slot
+ * k, until epoch_end. MSE: d = out - y in one geam, raw = d·d. */
+static int cuda_loss(void *ctx, const struct loss_fn *fn, long k, const float *out,
+                     const float *y, long rows, float *d, struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    struct replica *r0 = on(dp, 0, e);
+    if (!r0)
+        return -1;
+    dp->loss = fn;
+    if (fn != &loss_mse)
+        return loss_on_host(dp, fn, k, out, y, rows, d, e);
+    int O = dp->O, n_out = (int)rows * O;
+    const float one = 1.0f, minus_one = -1.0f;
+    CUBLAS_CHECK(cublasSgeam(r0->blas, CUBLAS_OP_N, CUBLAS_OP_N, O, (int)rows, &one, out, O,
+                             &minus_one, y, O, d, O));
+    CUBLAS_CHECK(cublasSetPointerMode(r0->blas, CUBLAS_POINTER_MODE_DEVICE));
+    cublasStatus_t dot = cublasSdot(r0->blas, n_out, d, 1, d, 1, dp->tl.loss + k);
+    CUBLAS_CHECK(cublasSetPointerMode(r0->blas, CUBLAS_POINTER_MODE_HOST));
+    CUBLAS_CHECK(dot);
+    return 0;
+}
+
+/* Before a step: at most `depth` steps stay queued (the host waits here, on
+ * compute, rather than in next() through a full copy ring); replica 0's
+ * stream waits for the batch's copies and marks the step's start. */
+static int cuda_begin(void *ctx, const struct step_batch *b, struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    long k = b->index;
+    if (k >= dp->depth)
+        CUDA_CHECK(cudaEventSynchronize(dp->tl.end[k - dp->depth]));
+    dp->step_t0 = now_seconds(); // waiting for the device is not host overhead
+    cudaStream_t s0 = dp->reps[0].stream;
+    CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
     for (int g = 0; g < dp->G; g++)
         CUDA_CHECK(cudaStreamWaitEvent(s0, dp->tl.copy_end[k * dp->G + g], 0));
     CUDA_CHECK(cudaEventRecord(dp->tl.start[k], s0)); // data here, last SGD done
-    /* replicate: broadcast replica 0's parameters to the replicas in use */
-    for (int i = 1; i < active; i++) {
-        struct replica *r = &dp->reps[i];
-        CUDA_CHECK(cudaSetDevice(r->dev));
-        CUDA_CHECK(cudaStreamWaitEvent(r->stream, dp->tl.start[k], 0));
-        if (copy_d2d(r->w, r->dev, r0->w, dev0, dp->P, r->stream, e))
-            return -1;
-    }
-    /* parallel forward, then gather the outputs in replica order on device 0 */
-    for (int i = 0, row = 0; i < active; row += (int)split[i], i++) {
-        struct replica *r = &dp->reps[i];
-        CUDA_CHECK(cudaSetDevice(r->dev));
-        if (replica_forward(dp, r, sl->x[i], split[i], e))
-            return error_wrap(e, "replica %d forward", i);
-        if (i > 0) {
-            if (copy_d2d(dp->gathered + (size_t)row * O, dev0, r->out, r->dev,
-                         (size_t)split[i] * O, r->stream, e))
-                return -1;
-            CUDA_CHECK(cudaEventRecord(r->fwd, r->stream));
-        }
-    }
-    CUDA_CHECK(cudaSetDevice(dev0));
-    for (int i = 1; i < active; i++)
-        CUDA_CHECK(cudaStreamWaitEvent(s0, dp->reps[i].fwd, 0));
-    /* MSE over the whole batch on device 0: d = out - y, loss = d·d / n,
-     * d loss / d out = 2 d / n, whose factor 2 / n the backward takes as its
-     * alpha (a launch fewer than scaling d). The loss stays on the device
-     * until epoch_end. */
-    int n_out = (int)bt->rows * O;
-    const float one = 1.0f, minus_one = -1.0f, scale = 2.0f / (float)n_out;
-    CUBLAS_CHECK(cublasSgeam(r0->blas, CUBLAS_OP_N, CUBLAS_OP_N, O, (int)bt->rows, &one,
-                             dp->gathered, O, &minus_one, sl->y, O, dp->dgathered, O));
-    CUBLAS_CHECK(cublasSetPointerMode(r0->blas, CUBLAS_POINTER_MODE_DEVICE));
-    cublasStatus_t dot = cublasSdot(r0->blas, n_out, dp->dgathered, 1, dp->dgathered, 1,
-                                    dp->tl.loss + k);
-    CUBLAS_CHECK(cublasSetPointerMode(r0->blas, CUBLAS_POINTER_MODE_HOST));
-    CUBLAS_CHECK(dot);
-    /* scatter the output gradient back with the same sizes */
-    if (dp->n > 1) {
-        CUDA_CHECK(cudaEventRecord(dp->loss_done, s0));
-        for (int i = 1, row = (int)split[0]; i < active; row += (int)split[i], i++) {
-            struct replica *r = &dp->reps[i];
-            CUDA_CHECK(cudaSetDevice(r->dev));
-            CUDA_CHECK(cudaStreamWaitEvent(r->stream, dp->loss_done, 0));
-            if (copy_d2d(r->dout, r->dev, dp->dgathered + (size_t)row * O, dev0,
-                         (size_t)split[i] * O, r->stream, e))
-                return -1;
-        }
-    }
-    /* parallel backward; replicas on other devices stage their gradients on
-     * device 0 for the reduce */
-    for (int i = 0; i < active; i++) {
-        struct replica *r = &dp->reps[i];
-        CUDA_CHECK(cudaSetDevice(r->dev));
-        if (replica_backward(dp, r, sl->x[i], split[i], scale, e))
-            return error_wrap(e, "replica %d backward", i);
-        if (i > 0) {
-            if (r->gw_at0 && copy_d2d(r->gw_at0, dev0, r->gw, r->dev, dp->P, r->stream, e))
-                return -1;
-            CUDA_CHECK(cudaEventRecord(r->bwd, r->stream));
-        }
-    }
-    /* reduce-add: the backward of broadcast sums the replicas' gradients */
-    const float minus_lr = -lr;
-    CUDA_CHECK(cudaSetDevice(dev0));
-    for (int i = 1; i < active; i++) {
-        struct replica *r = &dp->reps[i];
-        CUDA_CHECK(cudaStreamWaitEvent(s0, r->bwd, 0));
-        CUBLAS_CHECK(cublasSaxpy(r0->blas, (int)dp->P, &one, r->gw_at0 ? r->gw_at0 : r->gw,
-                                 1, r0->gw, 1));
-    }
-    /* SGD on device 0 (w and b are contiguous, so are gw and gb) */
-    CUBLAS_CHECK(cublasSaxpy(r0->blas, (int)dp->P, &minus_lr, r0->gw, 1, r0->w, 1));
-    CUDA_CHECK(cudaEventRecord(dp->tl.end[k], s0));
-    dp->stepped = k + 1;
-    st->samples += bt->rows;
-    dp->host_s += now_seconds() - t0;
     return 0;
 }
 
-static void cuda_release(void *ctx, struct loader *l, struct batch *b)
+/* After a step: its end on replica 0's stream; epoch_end reads the times. */
+static int cuda_end(void *ctx, const struct step_batch *b, struct epoch_stats *st,
+                    struct error *e)
+{
+    (void)st;
+    struct cuda_dp *dp = ctx;
+    CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
+    CUDA_CHECK(cudaEventRecord(dp->tl.end[b->index], dp->reps[0].stream));
+    dp->stepped = b->index + 1;
+    dp->host_s += now_seconds() - dp->step_t0;
+    return 0;
+}
+
+static float *cuda_alloc(void *ctx, int r, size_t n, struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    float *p = NULL;
+    cudaError_t err = cudaSetDevice(dp->reps[r].dev);
+    if (err == cudaSuccess)
+        err = cudaMalloc((void **)&p, (n ? n : 1) * sizeof(float));
+    if (err != cudaSuccess) {
+        cuda_fail(e, err, "cudaMalloc(&p, n * sizeof(float))", __FILE__, __LINE__);
+        error_wrap(e, "replica %d (device %d)", r, dp->reps[r].dev);
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_release_mem(void *ctx, int r, float *p)
+{
+    struct cuda_dp *dp = ctx;
+    CUDA_WARN(cudaSetDevice(dp->reps[r].dev));
+    CUDA_WARN(cudaFree(p));
+}
+
+/* Host to device: a blocking copy, then the device waited for (from pageable
+ * memory cudaMemcpy may return before the bytes land, and the non-blocking
+ * streams do not wait for the legacy stream it runs on). */
+static int cuda_upload(void *ctx, int r, float *dst, const float *src, size_t n,
+                       struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    CUDA_CHECK(cudaSetDevice(dp->reps[r].dev));
+    CUDA_CHECK(cudaMemcpy(dst, src, n * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return 0;
+}
+
+static int cuda_download(void *ctx, int r, float *dst, const float *src, size_t n,
+                         struct error *e)
+{
+    struct cuda_dp *dp = ctx;
+    CUDA_CHECK(cudaSetDevice(dp->reps[r].dev));
+    CUDA_CHECK(cudaStreamSynchronize(dp->reps[r].stream));
+    CUDA_CHECK(cudaMemcpy(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+static bool cuda_shares_memory(void *ctx, int a, int b)
+{
+    struct cuda_dp *dp = ctx;
+    return dp->reps[a].dev == dp->reps[b].dev;
+}
+
+static void cuda_sync(void *ctx)
+{
+    struct cuda_dp *dp = ctx;
+    struct error e;
+    stop_copier(dp);
+    if (sync_all(dp, &e))
+        fprintf(stderr, "dpbench: warning: cuda backend: %s\n", e.msg);
+}
+
+static void cuda_release(void *ctx, struct loader *l, struct step_batch *b)
 {
     (void)l; // the host batch went back to the loader once its copy landed
     struct cuda_dp *dp = ctx;
@@ -990,8 +1059,8 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
     CUDA_CHECK(cudaMemcpy(t->loss_host, t->loss, (size_t)m * sizeof(float),
                           cudaMemcpyDeviceToHost));
-    for (long k = 0; k < m; k++) // sum of (mean loss * rows) = sum of d·d / O
-        st->loss_sum += (double)t->loss_host[k] / dp->O;
+    for (long k = 0; k < m && dp->loss; k++) // raw sums -> sum of (mean loss * rows)
+        st->loss_sum += dp->loss->sample_sum((double)t->loss_host[k], dp->O);
 
     /* step intervals on device 0's timeline; they are disjoint (one stream) */
     double *steps = malloc(2 * (size_t)m * sizeof(double));
@@ -1017,18 +1086,6 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
     }
     free(steps);
     return rc ? error_wrap(e, "cuda backend, epoch timings") : 0;
-}
-
-static int cuda_params(void *ctx, float *w, float *b, struct error *e)
-{
-    struct cuda_dp *dp = ctx;
-    struct replica *r0 = &dp->reps[0];
-    size_t OF = (size_t)dp->O * (size_t)dp->F;
-    CUDA_CHECK(cudaSetDevice(r0->dev));
-    CUDA_CHECK(cudaStreamSynchronize(r0->stream));
-    CUDA_CHECK(cudaMemcpy(w, r0->w, OF * sizeof(float), cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(b, r0->b, (size_t)dp->O * sizeof(float), cudaMemcpyDeviceToHost));
-    return 0;
 }
 
 /* ---- probing and describing --------------------------------------------- */
@@ -1200,6 +1257,25 @@ static int cuda_bandwidth(FILE *out, struct error *e)
     return rc;
 }
 
+static const struct device_ops cuda_ops = {
+    .forward = cuda_forward,
+    .backward = cuda_backward,
+    .copy = cuda_copy,
+    .axpy = cuda_axpy,
+    .scal = cuda_scal,
+    .fork = cuda_fork,
+    .join = cuda_join,
+    .loss = cuda_loss,
+    .begin = cuda_begin,
+    .end = cuda_end,
+    .alloc = cuda_alloc,
+    .release = cuda_release_mem,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .shares_memory = cuda_shares_memory,
+    .sync = cuda_sync,
+};
+
 const struct backend backend_cuda = {
     .name = "cuda",
     .probe = cuda_probe,
@@ -1209,10 +1285,9 @@ const struct backend backend_cuda = {
     .init = cuda_init,
     .epoch_begin = cuda_epoch_begin,
     .next = cuda_next,
-    .step = cuda_step,
     .release = cuda_release,
     .epoch_end = cuda_epoch_end,
-    .params = cuda_params,
     .free = cuda_free,
     .bandwidth = cuda_bandwidth,
+    .ops = &cuda_ops,
 };

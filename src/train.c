@@ -1,5 +1,6 @@
 /* The training loop: next batch -> DataParallel step -> release, timed
- * around each epoch. The step itself lives in the backend. */
+ * around each epoch. The step lives in step.c, the data movement in the
+ * backend. */
 #include "train.h"
 
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "rng.h"
+#include "step.h"
 
 volatile sig_atomic_t train_stop;
 bool train_progress;
@@ -115,22 +117,21 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .mem = {be->host_alloc, be->host_free},
     };
     struct loader l;
-    void *ctx = NULL;
+    struct step s = {0};
     int rc = -1;
     if (loader_init(&l, d, &lo, e)) {
         free(w0);
         return -1;
     }
-    if (be->init(&ctx, &setup, e))
+    if (step_init(&s, be, &setup, &loss_mse, e))
         goto out;
+    void *ctx = s.ctx;
     out->n_batches = l.n_batches;
     out->splits = calloc((size_t)(l.n_batches * n), sizeof(long));
     out->epochs = calloc((size_t)c->train.epochs, sizeof *out->epochs);
     out->w = malloc((size_t)(O * F) * sizeof(float));
     out->b = malloc((size_t)O * sizeof(float));
-    long *split = calloc((size_t)n, sizeof(long));
-    if (!out->splits || !out->epochs || !out->w || !out->b || !split) {
-        free(split);
+    if (!out->splits || !out->epochs || !out->w || !out->b) {
         error_set(e, "out of memory");
         goto out;
     }
@@ -140,22 +141,21 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         struct epoch_stats st = {0};
         double t0 = now_seconds();
         int got;
-        struct batch *b;
+        struct step_batch *b;
         if (loader_epoch_begin(&l, ep, e) || be->epoch_begin(ctx, &l, e)) {
             loader_epoch_end(&l);
-            free(split);
             goto out;
         }
         while ((got = be->next(ctx, &l, &b, &st, e)) == 1) {
-            if (be->step(ctx, b, lr, split, &st, e)) {
+            if (step_dp(&s, b, lr, &st, e)) {
                 be->release(ctx, &l, b);
                 got = -1;
                 break;
             }
             if (ep == 0)
-                memcpy(out->splits + b->index * n, split, (size_t)n * sizeof(long));
+                memcpy(out->splits + b->index * n, b->split, (size_t)n * sizeof(long));
             if (trace)
-                trace_batch(trace, split, n, b->rows, F, O);
+                trace_batch(trace, b->split, n, b->rows, F, O);
             long done = b->index + 1; // b is not ours to read after release
             be->release(ctx, &l, b);
             if (train_progress)
@@ -166,10 +166,8 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         struct error end_err;
         int end_rc = be->epoch_end(ctx, &st, got < 0 ? &end_err : e); // keep the first error
         loader_epoch_end(&l);
-        if (got < 0 || end_rc) {
-            free(split);
+        if (got < 0 || end_rc)
             goto out;
-        }
         double seconds = now_seconds() - t0;
         if (got == 1)
             break; // stopped mid-epoch: a partial epoch is not a measurement
@@ -182,16 +180,14 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         er->loss = st.samples ? st.loss_sum / (double)st.samples : NAN;
         er->st = st;
     }
-    free(split);
     if (train_progress)
         progress(0, 0, 0, 0, true);
     out->interrupted = train_stop != 0;
-    if (be->params(ctx, out->w, out->b, e))
+    if (step_params(&s, out->w, out->b, e))
         goto out;
     rc = 0;
 out:
-    if (ctx)
-        be->free(ctx);
+    step_free(&s);
     loader_free(&l);
     free(w0);
     if (rc)

@@ -829,6 +829,23 @@ cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float *alpha, const
     return CUBLAS_STATUS_SUCCESS;
 }
 
+static void op_scal(struct op *o) // x (i[0] floats) *= alpha (f[0])
+{
+    float *x = o->p[0];
+    for (int i = 0; i < o->i[0]; i++)
+        x[i] *= o->f[0];
+}
+
+cublasStatus_t cublasSscal_v2(cublasHandle_t h, int n, const float *alpha, float *x, int incx)
+{
+    if (incx != 1 || !blas_ok(h, "scal", 1, x, (long)n))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    struct op *o = op_new(op_scal);
+    o->i[0] = n, o->p[0] = x, o->f[0] = scalar(h, alpha);
+    enqueue(h->s, o);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 static void op_geam(struct op *o) // C = alpha A + beta B, no transposes
 {
     int m = o->i[0], n = o->i[1], lda = o->i[2], ldb = o->i[3], ldc = o->i[4];

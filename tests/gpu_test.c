@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "loader.h"
+#include "step.h"
 
 /* A small run: 16 batches of 64 rows, the last of 40 (uneven chunks). */
 static const char *const small[] = {
@@ -179,7 +180,7 @@ static void run_stopping(bool async, bool pinned, int workers, long stop_after)
     int F = d.features, O = d.out_features, depth = 2;
     float *w0 = calloc((size_t)(O * F + O), sizeof(float));
     assert_non_null(w0);
-    long ids[3] = {0, 0, 0}, split[3];
+    long ids[3] = {0, 0, 0};
     struct loader_options lo = {.batch_size = c.loader.batch_size, .shuffle = true,
                                 .num_workers = workers, .prefetch_factor = 2,
                                 .persistent_workers = true, .pin_memory = pinned,
@@ -189,12 +190,13 @@ static void run_stopping(bool async, bool pinned, int workers, long stop_after)
                               .batch_size = c.loader.batch_size, .replicas = 3,
                               .device_ids = ids, .pin_memory = pinned, .async_copy = async,
                               .copy_depth = depth, .w0 = w0, .b0 = w0 + O * F};
-    void *ctx = NULL;
-    if (loader_init(&l, &d, &lo, &e) || be->init(&ctx, &s, &e))
+    struct step sp;
+    if (loader_init(&l, &d, &lo, &e) || step_init(&sp, be, &s, &loss_mse, &e))
         fail_msg("%s", e.msg);
+    void *ctx = sp.ctx;
     for (long ep = 0; ep < 4; ep++) {
         struct epoch_stats st = {0};
-        struct batch *b;
+        struct step_batch *b;
         long limit = ep == 3 ? l.n_batches : stop_after, taken = 0;
         if (loader_epoch_begin(&l, ep, &e) || be->epoch_begin(ctx, &l, &e))
             fail_msg("%s", e.msg);
@@ -205,7 +207,7 @@ static void run_stopping(bool async, bool pinned, int workers, long stop_after)
             if (got == 0)
                 break;
             assert_int_equal(b->index, taken);
-            if (be->step(ctx, b, 0.01f, split, &st, &e))
+            if (step_dp(&sp, b, 0.01f, &st, &e))
                 fail_msg("%s", e.msg);
             be->release(ctx, &l, b);
             taken++;
@@ -217,7 +219,7 @@ static void run_stopping(bool async, bool pinned, int workers, long stop_after)
         if (ep == 3)
             assert_int_equal(st.samples, d.length);
     }
-    be->free(ctx);
+    step_free(&sp);
     loader_free(&l);
     dataset_free(&d);
     free(w0);

@@ -1,0 +1,31 @@
+/* Losses of the training step. A loss is a table entry: its host
+ * implementation (which the cpu backend runs, and the cuda backend falls back
+ * to when it has no device path for it), the factor its gradient carries, and
+ * how its raw sum becomes a sum of per-sample losses.
+ *
+ * Adding a loss: write its three functions and its entry in loss.c, list it
+ * in loss_find; nothing else is required. A backend may add a faster device
+ * path for it (backend_cuda.c's cuda_loss does for MSE). */
+#ifndef DPBENCH_LOSS_H
+#define DPBENCH_LOSS_H
+
+struct loss_fn {
+    const char *name;
+    /* For a batch's outputs `out` (rows, O) and targets `y` (rows, O): writes
+     * d (rows, O) such that d loss / d out = grad_scale(rows, O) * d, and
+     * returns the loss's raw sum (what sample_sum turns into per-sample terms). */
+    double (*host)(const float *out, const float *y, long rows, int O, float *d);
+    float (*grad_scale)(long rows, int O);
+    /* Sum over the batch's samples of each sample's loss, from the raw sum:
+     * the batch's mean loss times its rows. */
+    double (*sample_sum)(double raw, int O);
+};
+
+/* Mean squared error over every output element (PyTorch's MSELoss):
+ * raw = sum of (out - y)^2, d = out - y, gradient factor 2 / (rows * O). */
+extern const struct loss_fn loss_mse;
+
+/* The loss of that name ("mse"); NULL if there is none. */
+const struct loss_fn *loss_find(const char *name);
+
+#endif
