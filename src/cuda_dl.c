@@ -98,6 +98,8 @@
       (cublasHandle_t h, int n, const float *alpha, const float *x, int incx, float *y,     \
        int incy),                                                                           \
       (h, n, alpha, x, incx, y, incy))                                                      \
+    X(cublasStatus_t, cublasSscal,                                                          \
+      (cublasHandle_t h, int n, const float *alpha, float *x, int incx), (h, n, alpha, x, incx)) \
     X(cublasStatus_t, cublasSdot,                                                           \
       (cublasHandle_t h, int n, const float *x, int incx, const float *y, int incy,         \
        float *result),                                                                      \
