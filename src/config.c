@@ -81,7 +81,7 @@ static const struct key keys[] = {
     {"parallel.devices", KEY_INT_LIST, OFF(parallel.devices), "[]", 0, 1023, NULL,
      "cuda device ids, one per replica; a repeated id shares that GPU"},
     {"report.trace", KEY_BOOL, OFF(report.trace), "false", 0, 0, NULL,
-     "print the tutorial's In Model / Outside lines for every batch"},
+     "print the tutorial's In Model / Outside lines for each batch of the first epoch"},
     {"report.format", KEY_ENUM, OFF(report.format), "text", 0, 0, "text|json|csv",
      "stdout format"},
     {"report.out", KEY_STRING, OFF(report.out), "", 0, CONFIG_STR - 1, NULL,

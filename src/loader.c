@@ -153,22 +153,26 @@ static void join_workers(struct loader *l)
     l->stop = false;
 }
 
+void loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch)
+{
+    for (long i = 0; i < length; i++)
+        order[i] = i;
+    if (!shuffle)
+        return;
+    struct rng r; // Fisher-Yates from a stream of its own per epoch
+    rng_init(&r, seed, RNG_SHUFFLE, (uint64_t)epoch);
+    for (long i = length - 1; i > 0; i--) {
+        long j = (long)rng_below(&r, (uint64_t)i + 1);
+        long t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
 int loader_epoch_begin(struct loader *l, long epoch, struct error *e)
 {
-    const struct dataset *d = l->data;
     l->epoch = epoch;
-    for (long i = 0; i < d->length; i++)
-        l->order[i] = i;
-    if (l->opt.shuffle) { // Fisher-Yates from a stream of its own per epoch
-        struct rng r;
-        rng_init(&r, l->opt.seed, RNG_SHUFFLE, (uint64_t)epoch);
-        for (long i = d->length - 1; i > 0; i--) {
-            long j = (long)rng_below(&r, (uint64_t)i + 1);
-            long t = l->order[i];
-            l->order[i] = l->order[j];
-            l->order[j] = t;
-        }
-    }
+    loader_order(l->order, l->data->length, l->opt.shuffle, l->opt.seed, epoch);
     pthread_mutex_lock(&l->mu);
     l->taken = 0;
     l->failed = false;

@@ -87,6 +87,11 @@ void loader_release(struct loader *l, struct batch *b);
 void loader_epoch_end(struct loader *l);
 void loader_free(struct loader *l);
 
+/* Epoch `epoch`'s sample order (length entries): 0..length-1, shuffled with
+ * the seed's own stream for that epoch when `shuffle` is set. The loader and
+ * `dpbench --export` both take their orders from here. */
+void loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch);
+
 /* Buffers the pool holds for these options (for memory estimates). */
 int loader_pool_size(const struct loader_options *o);
 

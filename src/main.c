@@ -18,6 +18,7 @@
 #include "backend.h"
 #include "config.h"
 #include "dataset.h"
+#include "export.h"
 #include "loader.h"
 #include "report.h"
 #include "train.h"
@@ -28,6 +29,7 @@ struct options {
     const char *config;
     double max_memory; // bytes, 0 = what the machine has available
     bool h2d_bandwidth; // measure host-to-device bandwidth instead of training
+    const char *export_dir; // write every point's config, data and orders here instead
 };
 
 static void usage(FILE *f)
@@ -47,6 +49,8 @@ static void usage(FILE *f)
             "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json and .csv into DIR\n"
             "  -m, --max-memory N    refuse runs estimated above N bytes (suffixes K, M, G)\n"
             "      --h2d-bandwidth   measure host-to-device copy bandwidth (cuda), then exit\n"
+            "      --export DIR      write each point's config, data, initial parameters and\n"
+            "                        sample orders into DIR (for a reference run), then exit\n"
             "      --help-config     list every config key with its default and range\n"
             "  -V, --version         version and the backends compiled in\n"
             "  -h, --help            this text\n"
@@ -81,7 +85,7 @@ static int parse_bytes(const char *s, double *out)
 static int parse_cli(int argc, char **argv, struct options *opts, struct config *c,
                      struct error *e)
 {
-    enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH };
+    enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"set", required_argument, NULL, 's'},
@@ -91,6 +95,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         {"max-memory", required_argument, NULL, 'm'},
         {"help-config", no_argument, NULL, OPT_HELP_CONFIG},
         {"h2d-bandwidth", no_argument, NULL, OPT_H2D_BANDWIDTH},
+        {"export", required_argument, NULL, OPT_EXPORT},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -115,6 +120,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         case 'V': printf("dpbench %s\nbackends: %s\n", DPBENCH_VERSION, backend_list()); return 1;
         case OPT_HELP_CONFIG: config_print_help(stdout); return 1;
         case OPT_H2D_BANDWIDTH: opts->h2d_bandwidth = true; break;
+        case OPT_EXPORT: opts->export_dir = optarg; break;
         case ':': return error_set(e, "%s needs a value", argv[optind - 1]);
         case '?':
             return error_set(e, "unknown option '%s' (dpbench --help lists them)", argv[optind - 1]);
@@ -277,6 +283,25 @@ static bool same_data(const struct config *a, const struct config *b)
            a->model.out_features == b->model.out_features;
 }
 
+/* Makes d the dataset of point config pc, generating it again only when pc's
+ * data keys differ from data_cfg's (the config d was built for). */
+static int point_dataset(struct dataset *d, struct config *data_cfg, bool *have_data,
+                         const struct config *pc, struct error *e)
+{
+    if (!*have_data || !same_data(data_cfg, pc)) {
+        if (*have_data)
+            dataset_free(d);
+        *have_data = false;
+        if (dataset_init(d, pc, e))
+            return -1;
+        *have_data = true;
+        *data_cfg = *pc;
+        data_cfg->n_sweep = 0;
+    }
+    dataset_set_sample_cost(d, pc->dataset.sample_cost_us);
+    return 0;
+}
+
 /* Runs every sweep point; the dataset is generated once per distinct data
  * config and shared. On interruption, keeps what completed. */
 static int run_points(const struct config *c, const struct backend *be, struct results *res,
@@ -296,19 +321,10 @@ static int run_points(const struct config *c, const struct backend *be, struct r
         char label[512];
         if ((rc = point_config(c, p, &pc, label, sizeof label, e)))
             break;
-        if (!have_data || !same_data(&data_cfg, &pc)) {
-            if (have_data)
-                dataset_free(&d);
-            have_data = false;
-            if ((rc = dataset_init(&d, &pc, e))) {
-                config_free(&pc);
-                break;
-            }
-            have_data = true;
-            data_cfg = pc;
-            data_cfg.n_sweep = 0;
+        if ((rc = point_dataset(&d, &data_cfg, &have_data, &pc, e))) {
+            config_free(&pc);
+            break;
         }
-        dataset_set_sample_cost(&d, pc.dataset.sample_cost_us);
         if (n > 1 && isatty(STDERR_FILENO))
             fprintf(stderr, "dpbench: point %ld/%ld: %s\n", p + 1, n, label);
         FILE *trace = pc.report.trace ? (text ? stdout : stderr) : NULL;
@@ -326,6 +342,45 @@ static int run_points(const struct config *c, const struct backend *be, struct r
         dataset_free(&d);
     res->interrupted = train_stop != 0;
     return rc;
+}
+
+/* --export DIR: every point's config, data, initial parameters and sample
+ * orders, written for a reference implementation; nothing is trained. */
+static int export_points(const struct config *c, const char *dir, double max_memory)
+{
+    struct error e;
+    struct export x;
+    if (check_memory(c, max_memory, &e) || export_init(&x, dir, &e)) {
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+        return EXIT_USAGE;
+    }
+    struct dataset d = {0};
+    struct config data_cfg = {0};
+    bool have_data = false;
+    long n = n_points(c);
+    int rc = 0;
+    for (long p = 0; p < n && rc == 0; p++) {
+        struct config pc;
+        char label[512];
+        if ((rc = point_config(c, p, &pc, label, sizeof label, &e)))
+            break;
+        rc = point_dataset(&d, &data_cfg, &have_data, &pc, &e) ||
+             export_point(&x, &pc, label, &d, &e);
+        if (rc && label[0])
+            error_wrap(&e, "sweep point %s", label);
+        config_free(&pc);
+    }
+    if (rc == 0)
+        rc = export_finish(&x, c, &e);
+    if (have_data)
+        dataset_free(&d);
+    export_free(&x);
+    if (rc) {
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+        return EXIT_RUN;
+    }
+    fprintf(stderr, "dpbench: exported %ld point%s to %s\n", n, n == 1 ? "" : "s", dir);
+    return EXIT_OK;
 }
 
 /* --h2d-bandwidth: the cuda backend's copy-bandwidth table on stdout. */
@@ -390,6 +445,11 @@ int main(int argc, char **argv)
     if (opts.h2d_bandwidth) {
         config_free(&res.cfg);
         return h2d_bandwidth();
+    }
+    if (opts.export_dir) {
+        rc = export_points(&res.cfg, opts.export_dir, opts.max_memory);
+        config_free(&res.cfg);
+        return rc;
     }
     const char *out = res.cfg.report.out;
     if (out[0] && ((mkdir(out, 0777) != 0 && errno != EEXIST) || access(out, W_OK) != 0)) {

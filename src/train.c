@@ -154,7 +154,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
             }
             if (ep == 0)
                 memcpy(out->splits + b->index * n, b->split, (size_t)n * sizeof(long));
-            if (trace)
+            if (trace && ep == 0) // the splits repeat every epoch: the first one shows them
                 trace_batch(trace, b->split, n, b->rows, F, O);
             long done = b->index + 1; // b is not ours to read after release
             be->release(ctx, &l, b);

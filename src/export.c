@@ -1,0 +1,250 @@
+/* The export writer: .npy arrays and JSON files, each through a temporary
+ * file and a rename. The .npy v1.0 format is small: the magic "\x93NUMPY",
+ * version 1.0, a little-endian uint16 header length, then a Python dict
+ * literal (descr, fortran_order, shape) padded with spaces and ended by a
+ * newline so that the data starts at a multiple of 64 bytes. */
+#include "export.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "loader.h"
+#include "train.h"
+
+enum { EXPORT_FORMAT = 1 }; // bumped when the layout changes
+
+/* A file being written: data goes to `tmp`, renamed to `path` on commit. */
+struct out_file {
+    FILE *f;
+    char path[4200];
+    char tmp[4208];
+};
+
+static int out_open(struct out_file *o, const char *dir, const char *name, struct error *e)
+{
+    snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
+    snprintf(o->tmp, sizeof o->tmp, "%s.tmp", o->path);
+    o->f = fopen(o->tmp, "wb");
+    if (!o->f)
+        return error_set(e, "export: %s: cannot write: %s", o->tmp, strerror(errno));
+    return 0;
+}
+
+static void out_abort(struct out_file *o)
+{
+    if (o->f)
+        fclose(o->f);
+    o->f = NULL;
+    unlink(o->tmp);
+}
+
+static int out_commit(struct out_file *o, struct error *e)
+{
+    int failed = ferror(o->f) || fflush(o->f) != 0;
+    int err = errno;
+    if (fclose(o->f) != 0 && !failed) {
+        failed = 1;
+        err = errno;
+    }
+    o->f = NULL;
+    if (!failed && rename(o->tmp, o->path) == 0)
+        return 0;
+    if (!failed)
+        err = errno;
+    unlink(o->tmp);
+    return error_set(e, "export: %s: cannot write: %s", o->path, strerror(err ? err : EIO));
+}
+
+/* The .npy header for an array of `descr` ("<f4", "<i8") and shape. */
+static void npy_header(FILE *f, const char *descr, const long *shape, int ndim)
+{
+    char dict[256];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     descr);
+    for (int i = 0; i < ndim; i++)
+        n += snprintf(dict + n, sizeof dict - (size_t)n, "%ld,%s", shape[i],
+                      i + 1 < ndim ? " " : "");
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
+    int total = (10 + n + 1 + 63) / 64 * 64; // magic + version + length + dict + '\n'
+    int hlen = total - 10;
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                             (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
+    fwrite(pre, 1, sizeof pre, f);
+    fprintf(f, "%s%*s\n", dict, hlen - n - 1, "");
+}
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NPY_F4 "<f4"
+#define NPY_I8 "<i8"
+#else
+#define NPY_F4 ">f4"
+#define NPY_I8 ">i8"
+#endif
+
+static int npy_write_floats(const char *dir, const char *name, const float *a, const long *shape,
+                            int ndim, struct error *e)
+{
+    struct out_file o;
+    if (out_open(&o, dir, name, e))
+        return -1;
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++)
+        count *= (size_t)shape[i];
+    npy_header(o.f, NPY_F4, shape, ndim);
+    if (fwrite(a, sizeof *a, count, o.f) != count) {
+        int err = errno;
+        out_abort(&o);
+        return error_set(e, "export: %s: cannot write: %s", o.path, strerror(err));
+    }
+    return out_commit(&o, e);
+}
+
+/* orders.npy: row k is epoch k's order, exactly what the loader draws. */
+static int write_orders(const char *dir, const struct config *c, long length, struct error *e)
+{
+    long epochs = c->train.warmup_epochs + c->train.epochs;
+    long shape[2] = {epochs, length};
+    long *order = malloc((size_t)length * sizeof *order);
+    int64_t *row = malloc((size_t)length * sizeof *row);
+    struct out_file o = {0};
+    int rc = -1;
+    if (!order || !row) {
+        error_set(e, "export: out of memory for the sample orders (%ld samples)", length);
+        goto out;
+    }
+    if (out_open(&o, dir, "orders.npy", e))
+        goto out;
+    npy_header(o.f, NPY_I8, shape, 2);
+    for (long ep = 0; ep < epochs; ep++) {
+        loader_order(order, length, c->loader.shuffle, (unsigned long)c->seed, ep);
+        for (long i = 0; i < length; i++)
+            row[i] = order[i];
+        if (fwrite(row, sizeof *row, (size_t)length, o.f) != (size_t)length) {
+            error_set(e, "export: %s: cannot write: %s", o.path, strerror(errno));
+            out_abort(&o);
+            goto out;
+        }
+    }
+    rc = out_commit(&o, e);
+out:
+    free(order);
+    free(row);
+    return rc;
+}
+
+static int write_json(const char *dir, const char *name, cJSON *doc, struct error *e)
+{
+    char *text = cJSON_Print(doc);
+    if (!text)
+        return error_set(e, "export: out of memory rendering %s", name);
+    struct out_file o;
+    int rc = out_open(&o, dir, name, e);
+    if (rc == 0) {
+        fputs(text, o.f);
+        fputc('\n', o.f);
+        rc = out_commit(&o, e);
+    }
+    free(text);
+    return rc;
+}
+
+bool export_has_data(const struct config *c)
+{
+    return strcmp(c->dataset.kind, "random") == 0;
+}
+
+int export_init(struct export *x, const char *dir, struct error *e)
+{
+    memset(x, 0, sizeof *x);
+    if (strlen(dir) >= sizeof x->dir - 16)
+        return error_set(e, "--export %s: path too long", dir);
+    snprintf(x->dir, sizeof x->dir, "%s", dir);
+    struct stat st;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return error_set(e, "--export %s: cannot create the directory: %s", dir, strerror(errno));
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return error_set(e, "--export %s: not a directory", dir);
+    if (access(dir, W_OK) != 0)
+        return error_set(e, "--export %s: not writable: %s", dir, strerror(errno));
+    x->points = cJSON_CreateArray();
+    if (!x->points)
+        return error_set(e, "export: out of memory");
+    return 0;
+}
+
+int export_point(struct export *x, const struct config *pc, const char *label,
+                 const struct dataset *d, struct error *e)
+{
+    char name[32], dir[4200];
+    snprintf(name, sizeof name, "point-%03ld", x->n_points);
+    snprintf(dir, sizeof dir, "%s/%s", x->dir, name);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return error_set(e, "export: %s: cannot create: %s", dir, strerror(errno));
+
+    struct config plain = *pc;
+    plain.n_sweep = 0; // the point's own config, without the sweep it came from
+    cJSON *cfg = config_to_json(&plain);
+    int rc = cfg ? write_json(dir, "config.json", cfg, e) : error_set(e, "export: out of memory");
+    cJSON_Delete(cfg);
+    if (rc)
+        return -1;
+
+    long N = d->length, F = d->features, O = d->out_features;
+    bool data = export_has_data(pc);
+    if (data) { // the step a file-backed dataset skips: its files are the data
+        long xs[2] = {N, F}, ys[2] = {N, O};
+        if (npy_write_floats(dir, "x.npy", d->x, xs, 2, e) ||
+            npy_write_floats(dir, "y.npy", d->y, ys, 2, e))
+            return -1;
+    }
+
+    float *w0 = malloc((size_t)(O * F + O) * sizeof *w0);
+    if (!w0)
+        return error_set(e, "export: out of memory");
+    train_init_params((unsigned long)pc->seed, (int)F, (int)O, w0, w0 + O * F);
+    long ws[2] = {O, F}, bs[1] = {O};
+    rc = npy_write_floats(dir, "w0.npy", w0, ws, 2, e) ||
+         npy_write_floats(dir, "b0.npy", w0 + O * F, bs, 1, e) ||
+         write_orders(dir, pc, N, e);
+    free(w0);
+    if (rc)
+        return -1;
+
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "dir", name);
+    cJSON_AddStringToObject(p, "point", label);
+    cJSON *ov = cJSON_AddObjectToObject(p, "overrides");
+    for (int i = 0; i < pc->n_sweep; i++) {
+        char v[CONFIG_STR];
+        config_get_text(pc, pc->sweep[i].key, v, sizeof v);
+        cJSON_AddStringToObject(ov, pc->sweep[i].key, v);
+    }
+    cJSON_AddBoolToObject(p, "data", data);
+    cJSON_AddItemToArray(x->points, p);
+    x->n_points++;
+    return 0;
+}
+
+int export_finish(struct export *x, const struct config *base, struct error *e)
+{
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddNumberToObject(doc, "format", EXPORT_FORMAT);
+    cJSON_AddStringToObject(doc, "dpbench_version", DPBENCH_VERSION);
+    cJSON_AddItemToObject(doc, "config", config_to_json(base));
+    cJSON_AddItemReferenceToObject(doc, "points", x->points);
+    int rc = write_json(x->dir, "export.json", doc, e);
+    cJSON_Delete(doc);
+    return rc;
+}
+
+void export_free(struct export *x)
+{
+    cJSON_Delete(x->points);
+    memset(x, 0, sizeof *x);
+}

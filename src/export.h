@@ -1,0 +1,50 @@
+/* `dpbench --export DIR`: writes, per run point, what another implementation
+ * needs to train on the same bytes in the same order (the resolved config,
+ * the dataset, the initial parameters and every epoch's sample order), so a
+ * reference such as scripts/torch_reference.py reads dpbench's data instead
+ * of re-implementing its config reader or its generator.
+ *
+ * Layout (arrays are NumPy .npy v1.0 files, C order, little-endian):
+ *   DIR/export.json             format, base config, one entry per point
+ *   DIR/point-NNN/config.json   the point's resolved config (dpbench's JSON)
+ *   DIR/point-NNN/x.npy         float32 (length, features)   } generated
+ *   DIR/point-NNN/y.npy         float32 (length, out_features) } data only
+ *   DIR/point-NNN/w0.npy        float32 (out_features, features) initial weight
+ *   DIR/point-NNN/b0.npy        float32 (out_features) initial bias
+ *   DIR/point-NNN/orders.npy    int64 (warmup_epochs + epochs, length):
+ *                               row k is epoch k's sample order, warmup first
+ * Every file goes through a temporary name and a rename; export.json is
+ * written last, so an export without it is incomplete. */
+#ifndef DPBENCH_EXPORT_H
+#define DPBENCH_EXPORT_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "dataset.h"
+#include "util.h"
+
+struct cJSON;
+
+struct export {
+    char dir[4096];
+    struct cJSON *points; // manifest entries, one per exported point
+    long n_points;
+};
+
+/* Creates DIR (one level) if needed and checks it is a writable directory. */
+int export_init(struct export *x, const char *dir, struct error *e);
+/* Writes point number n_points: pc is its resolved config, label its sweep
+ * label ("" without a sweep), d the dataset built for pc. */
+int export_point(struct export *x, const struct config *pc, const char *label,
+                 const struct dataset *d, struct error *e);
+/* Writes DIR/export.json for the points written so; base is the config before
+ * sweep expansion. */
+int export_finish(struct export *x, const struct config *base, struct error *e);
+void export_free(struct export *x);
+
+/* Whether the export of a config carries the samples themselves (x.npy,
+ * y.npy): generated datasets do; a file-backed one is read from its files. */
+bool export_has_data(const struct config *c);
+
+#endif
