@@ -7,19 +7,34 @@ Both files are in dpbench's JSON schema (scripts/torch_reference.py writes
 it). Points are matched by their label ("loader.num_workers=2 ..."), or by
 position when the labels differ but the counts agree. For every point it
 prints the median epoch time of each, their ratio (torch / dpbench, i.e.
-dpbench's speedup over PyTorch), the final loss of each and whether the
-DataParallel splits are identical.
+dpbench's speedup over PyTorch), the final loss of each, whether the
+DataParallel splits are identical, and how far apart the two trainings
+ended:
 
-Exit status: 0 on success; 2 when a file cannot be read, is not a dpbench
+  params_rdiff  for each final parameter tensor (weight, bias), the largest
+                absolute difference divided by the tensor's largest
+                magnitude in either file; the largest over the tensors
+  loss_rdiff    the largest |a - b| / max(|a|, |b|) over the measured
+                epochs' losses
+
+torch_reference.py trains on the data, initial parameters and sample orders
+dpbench exports, so for the same config both must stay within --tolerance
+(default 1e-4). The check applies to points that ran the same trajectory
+(same seed, warmup and measured epochs); others show "-".
+
+Exit status: 0 on success; 1 when a point's params_rdiff or loss_rdiff
+exceeds the tolerance; 2 when a file cannot be read, is not a dpbench
 result, or describes a different workload than the other.
 """
 
 import argparse
+import math
 import sys
 
 import dpresult
 
 PROG = "compare"
+TOLERANCE = 1e-4  # float32 rounding differences stay far below it
 
 # Config keys that define the workload; a point is only comparable when these
 # agree. Epoch counts, seed, name and report settings may differ.
@@ -80,6 +95,52 @@ def workload_diff(ca, cb):
     return diff
 
 
+def same_trajectory(ca, cb):
+    """Whether two point configs train through the same steps: the workload,
+    plus the seed (data, initial parameters, orders) and the epoch counts."""
+    ta, tb = ca.get("train") or {}, cb.get("train") or {}
+    return (ca.get("seed") == cb.get("seed") and
+            all(ta.get(k) == tb.get(k) for k in ("warmup_epochs", "epochs")))
+
+
+def rel_diff(a, b):
+    """|a - b| / max(|a|, |b|), 0 when both are 0; inf when either is missing
+    or not finite (a NaN must fail the check, not pass it)."""
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+        return math.inf
+    scale = max(abs(a), abs(b))
+    return abs(a - b) / scale if scale > 0 else 0.0
+
+
+def params_rdiff(pa, pb):
+    """The largest difference of the final parameters, each tensor's relative
+    to its largest magnitude; None when either file has no parameters."""
+    pa, pb = pa or {}, pb or {}
+    names = sorted(set(pa) | set(pb))
+    if not names or not all(pa.get(n) and pb.get(n) for n in names):
+        return None
+    worst = 0.0
+    for n in names:
+        a, b = pa[n], pb[n]
+        if len(a) != len(b):
+            return math.inf
+        vals = a + b
+        if any(v is None or not math.isfinite(v) for v in vals):
+            return math.inf
+        scale = max(abs(v) for v in vals)
+        diff = max(abs(x - y) for x, y in zip(a, b))
+        worst = max(worst, diff / scale if scale > 0 else 0.0)
+    return worst
+
+
+def loss_rdiff(ea, eb):
+    """The largest relative difference of the epochs' losses, matched by
+    epoch number; None when the runs share no measured epoch."""
+    lb = {e.get("epoch"): e.get("loss") for e in eb or []}
+    diffs = [rel_diff(e.get("loss"), lb[e.get("epoch")]) for e in ea or [] if e.get("epoch") in lb]
+    return max(diffs) if diffs else None
+
+
 def rows_for(pairs):
     """One dict per point with the numbers to print."""
     rows = []
@@ -90,6 +151,7 @@ def rows_for(pairs):
             raise Mismatch("point %s: the two runs are different workloads: %s"
                            % (label, "; ".join(diff)))
         ma, mb = ra["summary"].get("median_seconds"), rb["summary"].get("median_seconds")
+        same = same_trajectory(ra["config"], rb["config"])
         rows.append({
             "point": label,
             "median_a": ma,
@@ -100,6 +162,10 @@ def rows_for(pairs):
             "splits": "yes" if ra.get("splits") == rb.get("splits") else "no",
             "epochs_a": len(ra.get("epochs") or []),
             "epochs_b": len(rb.get("epochs") or []),
+            "params_rdiff": params_rdiff(ra.get("final_params"), rb.get("final_params"))
+            if same else None,
+            "loss_rdiff": loss_rdiff(ra.get("epochs"), rb.get("epochs")) if same else None,
+            "same_trajectory": same,
         })
     return rows
 
@@ -120,33 +186,50 @@ def print_text(rows, a, b, path_a, path_b, how):
     print("# dpbench: %s  %s" % (version(a), path_a))
     print("# torch:   %s  %s" % (version(b), path_b))
     print("# points matched by %s; ratio = torch / dpbench (dpbench's speedup)" % how)
-    cols = "%-*s %12s %12s %9s %13s %13s %7s"
+    cols = "%-*s %12s %12s %9s %13s %13s %7s %13s %11s"
     print(cols % (width, "# point", "dpbench", "torch", "ratio", "dpbench_loss", "torch_loss",
-                  "splits"))
-    print(cols % (width, "#", "ms", "ms", "x", "", "", "same"))
+                  "splits", "params_rdiff", "loss_rdiff"))
+    print(cols % (width, "#", "ms", "ms", "x", "", "", "same", "", ""))
     for r in rows:
         print(cols % (width, r["point"], num(ms(r["median_a"]), "%.4g"),
                       num(ms(r["median_b"]), "%.4g"),
                       num(r["ratio"], "%.2f"), num(r["loss_a"], "%.6g"),
-                      num(r["loss_b"], "%.6g"), r["splits"]))
+                      num(r["loss_b"], "%.6g"), r["splits"], num(r["params_rdiff"], "%.3g"),
+                      num(r["loss_rdiff"], "%.3g")))
     for r in rows:
         if r["epochs_a"] != r["epochs_b"]:
             print("# note: %s: %d measured epochs in dpbench, %d in torch"
                   % (r["point"], r["epochs_a"], r["epochs_b"]))
+        if not r["same_trajectory"]:
+            print("# note: %s: seed or epoch counts differ: parameters and losses not compared"
+                  % r["point"])
+
+
+def agreement(rows, tolerance):
+    """The '# agreement' line and whether every compared point is within
+    tolerance."""
+    checked = [v for r in rows for v in (r["params_rdiff"], r["loss_rdiff"]) if v is not None]
+    if not checked:
+        return "# agreement: nothing to compare (no common trajectory)", True
+    worst = max(checked)
+    ok = worst <= tolerance
+    return ("# agreement: largest relative difference %.3g, tolerance %.3g: %s"
+            % (worst, tolerance, "ok" if ok else "EXCEEDED")), ok
 
 
 def print_markdown(rows, a, b):
     """The same table as Markdown, for a README."""
     print("| point | dpbench %s median (ms) | PyTorch %s median (ms) | torch / dpbench (x) "
-          "| dpbench final loss | PyTorch final loss | same splits |"
+          "| dpbench final loss | PyTorch final loss | same splits | params rdiff | loss rdiff |"
           % ((a.get("dpbench") or {}).get("version", "?"),
              (b.get("dpbench") or {}).get("version", "?").replace("torch-", "")))
-    print("|---|---:|---:|---:|---:|---:|:---:|")
+    print("|---|---:|---:|---:|---:|---:|:---:|---:|---:|")
     for r in rows:
-        print("| %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["point"].replace("|", "\\|"), num(ms(r["median_a"]), "%.4g"),
             num(ms(r["median_b"]), "%.4g"), num(r["ratio"], "%.1f"),
-            num(r["loss_a"], "%.4g"), num(r["loss_b"], "%.4g"), r["splits"]))
+            num(r["loss_a"], "%.4g"), num(r["loss_b"], "%.4g"), r["splits"],
+            num(r["params_rdiff"], "%.2g"), num(r["loss_rdiff"], "%.2g")))
 
 
 def main(argv=None):
@@ -154,6 +237,9 @@ def main(argv=None):
     p.add_argument("dpbench", metavar="DPBENCH.json", help="result written by dpbench")
     p.add_argument("torch", metavar="TORCH.json", help="result written by torch_reference.py")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--tolerance", type=float, default=TOLERANCE,
+                   help="largest relative difference of final parameters and epoch losses "
+                        "accepted (default %g)" % TOLERANCE)
     args = p.parse_args(argv)
     try:
         a, b = load(args.dpbench), load(args.torch)
@@ -162,10 +248,16 @@ def main(argv=None):
     except Mismatch as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 2
+    line, ok = agreement(rows, args.tolerance)
     if args.markdown:
         print_markdown(rows, a, b)
     else:
         print_text(rows, a, b, args.dpbench, args.torch, how)
+        print(line)
+    if not ok:
+        print("%s: the two trainings differ by more than the tolerance %g (%s)"
+              % (PROG, args.tolerance, line.split(": ", 1)[1]), file=sys.stderr)
+        return 1
     return 0
 
 

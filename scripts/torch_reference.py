@@ -1,35 +1,41 @@
 #!/usr/bin/env python3
-"""PyTorch reference run of a dpbench config.
+"""PyTorch reference run of a dpbench config, on dpbench's own bytes.
 
-Reads the same YAML config as dpbench (same keys, same defaults, same
-`--set` overrides and `sweep:` expansion, first sweep key outermost) and, for
-every sweep point, trains the equivalent PyTorch program:
+`dpbench --export DIR` writes, for every run point, the resolved config, the
+dataset, the initial parameters and every epoch's sample order (the layout is
+in README.md, "Exported runs"). This script reads that export and trains the
+equivalent PyTorch program on it:
 
-    TeacherDataset (randn rows, y = x W*^T + b* + noise)
-      -> DataLoader(batch_size, shuffle, drop_last, num_workers, ...)
-      -> nn.Linear(features, out_features)   (nn.DataParallel on CUDA)
-      -> MSELoss -> SGD(lr)
+    Dataset over the exported x, y  ->  DataLoader(batch_size, drop_last,
+    num_workers, ...) with a sampler that yields the exported order
+      -> nn.Linear(features, out_features) with the exported initial params
+         (torch.chunk over the replicas and torch.cat on the CPU, as
+         nn.DataParallel scatters and gathers; nn.DataParallel on CUDA)
+      -> nn.MSELoss -> optim.SGD(lr)
 
-Each measured epoch is timed with time.perf_counter; `wait` is the time spent
-blocked in the DataLoader iterator's next(), `copy` the host-to-device copy
-(CUDA only), `compute` forward + loss + backward + optimiser step. Warmup
-epochs run first and are left out. Results are written in dpbench's JSON
-schema so scripts/compare.py can put the two side by side.
+So the two must end at the same parameters up to float rounding, and
+scripts/compare.py checks that they do. Each epoch is timed with
+time.perf_counter: `wait` is the time blocked in the DataLoader iterator's
+next(), `copy` the host-to-device copy (CUDA only), `compute` forward + loss
++ backward + optimiser step. Warmup epochs run first and are left out.
+Results are written in dpbench's JSON schema.
 
-The data is NOT bit-identical to dpbench's (torch's RNG is used), so losses
-agree in magnitude and trend, not digit for digit.
+    torch_reference.py --config configs/tutorial.yaml [--set K=V]... [--sweep K=V1,V2]...
+    torch_reference.py configs/tutorial.yaml ...      (the same, positional)
+    torch_reference.py --export-dir DIR               (an existing export)
 
-Run it with an interpreter that has torch, e.g. Debian's:
-    /usr/bin/python3 scripts/torch_reference.py configs/tutorial.yaml --out ref.json
+With a config, it runs `dpbench --export` itself into a temporary directory
+(the binary from --dpbench, default ./dpbench), so the config is read,
+checked and expanded by dpbench alone. Run it with an interpreter that has
+torch and numpy, e.g. Debian's /usr/bin/python3 (python3-torch).
 """
 
 import argparse
 import datetime
-import itertools
 import json
 import math
 import os
-import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -37,320 +43,72 @@ import sys
 import tempfile
 import time
 
-import yaml
-
 PROG = "torch_reference"
-MAX_SAFE_INT = 2**53 - 1
-CONFIG_STR = 256  # dpbench's longest string value, including the NUL
-MAX_DEVICES = 64
-MAX_SWEEP_KEYS = 8
-MAX_SWEEP_VALUES = 64
+EXPORT_FORMAT = 1  # the export layout this script reads
+
+try:
+    import numpy as np
+    import torch
+except ImportError as e:
+    sys.exit("%s: this interpreter (%s) has no %s; run with one that has it, e.g. "
+             "/usr/bin/python3 with Debian's python3-%s" % (PROG, sys.executable, e.name, e.name))
 
 
-class ConfigError(Exception):
-    """A config that dpbench would refuse too."""
+class RunError(Exception):
+    """A point that cannot be run; exit status 2 with this message."""
 
 
-# ---- config keys: mirrors dpbench's key table (src/config.c) ----------------
+# ---- the export ---------------------------------------------------------------
 
-# path: (type, default text, min, max, choices)
-KEYS = {
-    "name": ("string", "tutorial", 1, CONFIG_STR - 1, None),
-    "seed": ("int", "0", 0, MAX_SAFE_INT, None),
-    "dataset.kind": ("enum", "random", 0, 0, ["random"]),
-    "dataset.length": ("int", "100", 1, 10**9, None),
-    "dataset.features": ("int", "5", 1, 1 << 20, None),
-    "dataset.noise": ("float", "0.01", 0, 1e6, None),
-    "dataset.sample_cost_us": ("float", "0", 0, 1e6, None),
-    "model.out_features": ("int", "2", 1, 1 << 16, None),
-    "loader.batch_size": ("int", "30", 1, 1 << 24, None),
-    "loader.shuffle": ("bool", "true", 0, 0, None),
-    "loader.drop_last": ("bool", "false", 0, 0, None),
-    "loader.num_workers": ("int", "0", 0, 256, None),
-    "loader.prefetch_factor": ("int", "2", 1, 1024, None),
-    "loader.pin_memory": ("bool", "false", 0, 0, None),
-    "loader.persistent_workers": ("bool", "false", 0, 0, None),
-    "loader.async_copy": ("bool", "false", 0, 0, None),
-    "loader.copy_depth": ("int", "2", 1, 64, None),
-    "train.epochs": ("int", "1", 1, 10**7, None),
-    "train.warmup_epochs": ("int", "0", 0, 10**7, None),
-    "train.lr": ("float", "0.01", 0, 1e6, None),
-    "parallel.device": ("enum", "cpu", 0, 0, ["cpu", "cuda", "auto"]),
-    "parallel.replicas": ("int", "1", 1, 1024, None),
-    "parallel.devices": ("int_list", "[]", 0, 1023, None),
-    "report.trace": ("bool", "false", 0, 0, None),
-    "report.format": ("enum", "text", 0, 0, ["text", "json", "csv"]),
-    "report.out": ("string", "", 0, CONFIG_STR - 1, None),
-}
-SECTIONS = ["dataset", "model", "loader", "train", "parallel", "report"]
-UNSWEEPABLE = {"parallel.devices", "report.format", "report.out", "name"}
-INT_RE = re.compile(r"^\s*[+-]?[0-9]+$")
-FLOAT_RE = re.compile(r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+def dpbench_export(binary, config, sets, sweeps, dest):
+    """Runs `dpbench --export dest` with the config and overrides; returns
+    (exit status, dpbench's stderr)."""
+    cmd = [binary, "--export", dest]
+    if config:
+        cmd += ["--config", config]
+    for s in sets:
+        cmd += ["--set", s]
+    for s in sweeps:
+        cmd += ["--sweep", s]
+    try:
+        out = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    except OSError as e:
+        return 2, "%s: cannot run %s: %s (build it with make, or give --dpbench PATH)\n" % (
+            PROG, binary, e.strerror)
+    return out.returncode, out.stderr
 
 
-def edit_distance(a, b):
-    """Levenshtein distance between two short strings."""
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j - 1] + (ca != cb), prev[j] + 1, cur[j - 1] + 1))
-        prev = cur
-    return prev[-1]
-
-
-def unknown_key(path):
-    """The error for an unknown key, with the closest known key if any."""
-    leaf = path.rsplit(".", 1)[-1]
-    best, best_d = None, None
-    for k in KEYS:
-        d = 0 if k.rsplit(".", 1)[-1] == leaf else edit_distance(path, k)
-        if best_d is None or d < best_d:
-            best, best_d = k, d
-    if best_d is not None and best_d <= 4:
-        return ConfigError("unknown key '%s' (did you mean %s?)" % (path, best))
-    return ConfigError("unknown key '%s' (dpbench --help-config lists the keys)" % path)
-
-
-def parse_value(path, text):
-    """Parses the text of one value for key `path`, as dpbench does."""
-    kind, _, lo, hi, choices = KEYS[path]
-    shown = repr(text) if len(text) <= 40 else "%r... (%d bytes)" % (text[:40], len(text))
-    if kind == "int":
-        if not INT_RE.match(text):
-            raise ConfigError("%s: expected an integer, found %s" % (path, shown))
-        x = int(text)
-        if not lo <= x <= hi:
-            raise ConfigError("%s: expected an integer in [%d, %d], found %d" % (path, lo, hi, x))
-        return x
-    if kind == "bool":
-        if text.lower() in ("true", "yes", "on", "1"):
-            return True
-        if text.lower() in ("false", "no", "off", "0"):
-            return False
-        raise ConfigError("%s: expected true or false, found %s" % (path, shown))
-    if kind == "float":
-        if not FLOAT_RE.match(text):
-            raise ConfigError("%s: expected a number, found %s" % (path, shown))
-        x = float(text)
-        if not math.isfinite(x):
-            raise ConfigError("%s: expected a finite number, found %s" % (path, shown))
-        if not lo <= x <= hi:
-            raise ConfigError("%s: expected a number in [%g, %g], found %g" % (path, lo, hi, x))
-        return x
-    if kind == "string":
-        if not lo <= len(text.encode()) <= hi:
-            raise ConfigError("%s: expected a string of %d to %d bytes, found %d bytes"
-                              % (path, lo, hi, len(text.encode())))
-        return text
-    if kind == "enum":
-        if text not in choices:
-            raise ConfigError("%s: expected one of %s, found %s" % (path, "|".join(choices), shown))
-        return text
-    # int_list: "[0, 1, 1]", "0,1,1" or ""
-    inner = text.strip()
-    if inner.startswith("[") and inner.endswith("]"):
-        inner = inner[1:-1]
-    ids = []
-    for tok in inner.split(","):
-        if not tok.strip():
-            continue
-        if len(ids) == MAX_DEVICES:
-            raise ConfigError("%s: at most %d ids" % (path, MAX_DEVICES))
-        if not INT_RE.match(tok) or not lo <= int(tok) <= hi:
-            raise ConfigError("%s: expected an integer in [%d, %d], found %r"
-                              % (path, lo, hi, tok.strip()))
-        ids.append(int(tok))
-    return ids
-
-
-def value_text(value):
-    """A value as dpbench prints it in point labels and overrides."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return "%g" % value
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    return str(value)
-
-
-def default_config():
-    """A config dict (path -> value) holding every key's default."""
-    return {path: parse_value(path, spec[1]) for path, spec in KEYS.items()}
-
-
-def set_key(cfg, path, text):
-    """Sets one key from text; refuses unknown keys and bad values."""
-    if path not in KEYS:
-        raise unknown_key(path)
-    cfg[path] = parse_value(path, text)
-
-
-def scalar_text(path, node):
-    """The text of a YAML scalar (or, for parallel.devices, a list of scalars)."""
-    if isinstance(node, str):
-        return node
-    if isinstance(node, list) and KEYS[path][0] == "int_list":
-        if not all(isinstance(v, str) for v in node):
-            raise ConfigError("%s: expected a list of integers" % path)
-        return ",".join(node)
-    raise ConfigError("%s: expected a scalar value, found a %s"
-                      % (path, "list" if isinstance(node, list) else "mapping"))
-
-
-def add_sweep_key(sweep, key, values):
-    """Appends `key` with its value texts to the sweep list, checking both."""
-    if key not in KEYS:
-        raise unknown_key(key)
-    if key in UNSWEEPABLE:
-        raise ConfigError("sweep: key %s cannot be swept" % key)
-    if any(k == key for k, _ in sweep):
-        raise ConfigError("sweep: key %s given twice" % key)
-    if len(sweep) == MAX_SWEEP_KEYS:
-        raise ConfigError("sweep: at most %d keys" % MAX_SWEEP_KEYS)
-    if not values:
-        raise ConfigError("sweep: %s: expected at least one value" % key)
-    if len(values) > MAX_SWEEP_VALUES:
-        raise ConfigError("sweep: %s: at most %d values" % (key, MAX_SWEEP_VALUES))
-    for v in values:
-        try:
-            parse_value(key, v)
-        except ConfigError as e:
-            raise ConfigError("sweep: %s" % e) from None
-    sweep.append((key, list(values)))
-
-
-class StrictLoader(yaml.BaseLoader):
-    """BaseLoader that refuses a key repeated within one mapping, as dpbench
-    does (plain PyYAML keeps the last one silently)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if key is not None and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, "duplicate key %s" % key, key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep)
-
-
-def load_config(path):
-    """Loads a dpbench YAML file: returns (config dict, sweep list).
-
-    YAML is read with PyYAML's BaseLoader, which keeps every scalar as text, so
-    values go through the same parsing rules as dpbench's libyaml reader
-    ("yes" and "1" are booleans for boolean keys only, and so on)."""
+def read_json(path):
+    """A JSON file of the export; RunError when it is missing or malformed."""
     try:
         with open(path, encoding="utf-8") as f:
-            doc = yaml.load(f, Loader=StrictLoader)
+            return json.load(f)
     except OSError as e:
-        raise ConfigError("%s: cannot open config: %s" % (path, e.strerror)) from None
-    except yaml.YAMLError as e:
-        raise ConfigError("%s: malformed YAML: %s" % (path, " ".join(str(e).split()))) from None
-    if doc is None or doc == "":
-        raise ConfigError("%s: empty config: expected a mapping of keys" % path)
-    if not isinstance(doc, dict):
-        raise ConfigError("%s: the document must be a mapping of keys" % path)
-    cfg, sweep = default_config(), []
+        raise RunError("%s: cannot read: %s" % (path, e.strerror)) from None
+    except ValueError as e:
+        raise RunError("%s: not valid JSON: %s" % (path, e)) from None
+
+
+def read_export(folder):
+    """The export's manifest: its base config and one entry per point, each
+    with its resolved config and its folder."""
+    manifest = read_json(os.path.join(folder, "export.json"))
+    if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
+        raise RunError("%s/export.json: not a dpbench export of format %d"
+                       % (folder, EXPORT_FORMAT))
+    for p in manifest["points"]:
+        p["path"] = os.path.join(folder, p["dir"])
+        p["config"] = read_json(os.path.join(p["path"], "config.json"))
+    return manifest
+
+
+def load_array(point, name):
+    """One .npy array of a point."""
+    path = os.path.join(point["path"], name)
     try:
-        for key, node in doc.items():
-            if key == "sweep":
-                if not isinstance(node, dict):
-                    raise ConfigError("sweep: expected a mapping of key: [values]")
-                for skey, vals in node.items():
-                    vals = [vals] if isinstance(vals, str) else vals
-                    if not isinstance(vals, list) or not all(isinstance(v, str) for v in vals):
-                        raise ConfigError("sweep: %s: expected a list of values" % skey)
-                    add_sweep_key(sweep, skey, vals)
-            elif key in SECTIONS:
-                if not isinstance(node, dict):
-                    raise ConfigError("%s: expected a mapping of %s.* keys" % (key, key))
-                for sub, val in node.items():
-                    full = "%s.%s" % (key, sub)
-                    if full not in KEYS:
-                        raise unknown_key(full)
-                    set_key(cfg, full, scalar_text(full, val))
-            else:
-                if key not in KEYS:
-                    raise unknown_key(key)
-                set_key(cfg, key, scalar_text(key, node))
-    except ConfigError as e:
-        raise ConfigError("%s: %s" % (path, e)) from None
-    return cfg, sweep
-
-
-def apply_cli(cfg, sweep, sets, sweeps):
-    """Applies --set key=value and --sweep key=v1,v2 (which replaces the
-    file's list for that key, as dpbench does)."""
-    for arg in sets:
-        key, eq, val = arg.partition("=")
-        if not eq or not key:
-            raise ConfigError("--set %s: expected path=value" % arg)
-        try:
-            set_key(cfg, key, val)
-        except ConfigError as e:
-            raise ConfigError("--set %s: %s" % (arg, e)) from None
-    for arg in sweeps:
-        key, eq, vals = arg.partition("=")
-        if not eq or not key or not vals:
-            raise ConfigError("--sweep %s: expected key=v1,v2,..." % arg)
-        sweep[:] = [(k, v) for k, v in sweep if k != key]
-        try:
-            add_sweep_key(sweep, key, [v for v in vals.split(",") if v])
-        except ConfigError as e:
-            raise ConfigError("--sweep: %s" % e) from None
-
-
-def validate(cfg):
-    """The cross-key checks dpbench makes before running a point."""
-    devices = cfg["parallel.devices"]
-    if devices:
-        if cfg["parallel.device"] == "cpu":
-            raise ConfigError("parallel.devices: device ids need parallel.device: cuda (or auto); "
-                              "on the cpu use parallel.replicas")
-        if cfg["parallel.replicas"] not in (1, len(devices)):
-            raise ConfigError("parallel.replicas: %d disagrees with parallel.devices (%d ids); "
-                              "give one or the other" % (cfg["parallel.replicas"], len(devices)))
-    if cfg["loader.drop_last"] and cfg["loader.batch_size"] > cfg["dataset.length"]:
-        raise ConfigError("loader.batch_size: %d is larger than dataset.length %d with "
-                          "drop_last: true, so an epoch has no batch"
-                          % (cfg["loader.batch_size"], cfg["dataset.length"]))
-    if cfg["dataset.length"] * (cfg["dataset.features"] + cfg["model.out_features"]) > 1e12:
-        raise ConfigError("dataset: %d x %d is too large to generate"
-                          % (cfg["dataset.length"], cfg["dataset.features"]))
-
-
-def sweep_points(cfg, sweep):
-    """Yields (label, overrides, point config) for every sweep point, first key
-    outermost; a config without a sweep is one point with an empty label."""
-    keys = [k for k, _ in sweep]
-    for combo in itertools.product(*[vals for _, vals in sweep]):
-        point = dict(cfg)
-        for key, text in zip(keys, combo):
-            point[key] = parse_value(key, text)
-        overrides = {k: value_text(point[k]) for k in keys}
-        label = " ".join("%s=%s" % (k, v) for k, v in overrides.items())
-        try:
-            validate(point)
-        except ConfigError as e:
-            raise ConfigError("sweep point %s: %s" % (label, e)) from None
-        yield label, overrides, point
-
-
-def config_json(cfg, sweep=None):
-    """The config as dpbench's JSON nests it: sections of keys, then `sweep`."""
-    root = {}
-    for path in KEYS:
-        section, dot, leaf = path.partition(".")
-        if dot:
-            root.setdefault(section, {})[leaf] = cfg[path]
-        else:
-            root[path] = cfg[path]
-    if sweep:
-        root["sweep"] = {k: list(v) for k, v in sweep}
-    return root
+        return np.load(path)
+    except (OSError, ValueError) as e:
+        raise RunError("%s: cannot read: %s" % (path, e)) from None
 
 
 # ---- the PyTorch program ------------------------------------------------------
@@ -372,67 +130,122 @@ def cost_iters_per_us():
     return iters / (best * 1e6)
 
 
-def make_classes(torch):
-    """Builds the Dataset and the split-recording Module (torch is imported
-    lazily so --help and config errors do not pay for it)."""
+class ExportedDataset(torch.utils.data.Dataset):
+    """The exported samples, one (x, y) row per index, with the configured
+    per-sample cost spent in __getitem__ (emulated decode work)."""
 
-    class TeacherDataset(torch.utils.data.Dataset):
-        """The tutorial's RandomDataset plus teacher targets."""
+    def __init__(self, x, y, cost_iters):
+        self.x, self.y, self.cost_iters = x, y, cost_iters
 
-        def __init__(self, length, features, out_features, noise, seed):
-            g = torch.Generator().manual_seed(seed)
-            w = torch.randn(out_features, features, generator=g) / math.sqrt(features)
-            b = torch.randn(out_features, generator=g)
-            self.x = torch.randn(length, features, generator=g)
-            self.y = self.x @ w.t() + b + noise * torch.randn(length, out_features, generator=g)
-            self.cost_iters = 0
+    def __len__(self):
+        return self.x.shape[0]
 
-        def __len__(self):
-            return self.x.shape[0]
-
-        def __getitem__(self, i):
-            if self.cost_iters:
-                cost_loop(self.cost_iters, float(i))
-            return self.x[i], self.y[i]
-
-    class SplitRecorder(torch.nn.Module):
-        """Wraps the model and logs (device index, rows) of every forward call.
-
-        nn.DataParallel's replicas share this module's plain attributes, so
-        every replica appends to the same list (list.append is atomic)."""
-
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-            self.calls = []
-
-        def forward(self, x):
-            self.calls.append((x.device.index if x.is_cuda else -1, x.shape[0]))
-            return self.inner(x)
-
-    return TeacherDataset, SplitRecorder
+    def __getitem__(self, i):
+        if self.cost_iters:
+            cost_loop(self.cost_iters, float(i))
+        return self.x[i], self.y[i]
 
 
-def pick_device(torch, cfg):
-    """Returns (backend name, device ids, note) for a point."""
-    want = cfg["parallel.device"]
-    devices = cfg["parallel.devices"]
-    n = len(devices) if devices else cfg["parallel.replicas"]
+class ExportedOrder(torch.utils.data.Sampler):
+    """Yields epoch `epoch`'s exported sample order; the DataLoader's batch
+    sampler cuts it into consecutive batches (drop_last as configured)."""
+
+    def __init__(self, orders):
+        self.orders, self.epoch = orders, 0
+
+    def __iter__(self):
+        return iter(self.orders[self.epoch].tolist())
+
+    def __len__(self):
+        return self.orders.shape[1]
+
+
+class SplitRecorder(torch.nn.Module):
+    """Wraps the model and logs (device index, rows) of every forward call.
+
+    nn.DataParallel's replicas share this module's plain attributes, so every
+    replica appends to the same list (list.append is atomic)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.calls = []
+
+    def forward(self, x):
+        self.calls.append((x.device.index if x.is_cuda else -1, x.shape[0]))
+        return self.inner(x)
+
+
+def build_dataset(point, per_us):
+    """The point's Dataset from the exported samples."""
+    cfg = point["config"]
+    if not point.get("data"):
+        raise RunError("%s: the export carries no samples (dataset.kind %s), and this "
+                       "script cannot read that dataset's files" %
+                       (point["path"], cfg["dataset"]["kind"]))
+    x = torch.from_numpy(load_array(point, "x.npy"))
+    y = torch.from_numpy(load_array(point, "y.npy"))
+    cost_us = cfg["dataset"]["sample_cost_us"]
+    cost_iters = max(1, round(cost_us * per_us())) if cost_us > 0 else 0
+    return ExportedDataset(x, y, cost_iters)
+
+
+def pick_device(cfg):
+    """Returns (backend name, device ids or None, replicas) for a point."""
+    par = cfg["parallel"]
+    want, devices = par["device"], par["devices"]
+    n = len(devices) if devices else par["replicas"]
     if want == "cpu" or (want == "auto" and not torch.cuda.is_available()):
         return "torch-cpu", None, n
     if not torch.cuda.is_available():
-        raise ConfigError("parallel.device cuda: torch sees no CUDA device "
-                          "(torch %s, cuda %s)" % (torch.__version__, torch.version.cuda))
+        raise RunError("parallel.device cuda: torch sees no CUDA device (torch %s, cuda %s)"
+                       % (torch.__version__, torch.version.cuda))
     ids = devices if devices else list(range(n))
     count = torch.cuda.device_count()
     bad = [i for i in ids if i >= count]
     if bad:
-        raise ConfigError("parallel.devices: torch sees %d CUDA devices, no device %d"
-                          % (count, bad[0]))
+        raise RunError("parallel.devices: torch sees %d CUDA devices, no device %d"
+                       % (count, bad[0]))
     if len(set(ids)) != len(ids):
-        raise ConfigError("parallel.devices %s: nn.DataParallel cannot put two replicas on one "
-                          "device; the PyTorch reference cannot run this point" % ids)
+        raise RunError("parallel.devices %s: nn.DataParallel cannot put two replicas on one "
+                       "device; the PyTorch reference cannot run this point" % ids)
     return "torch-cuda", ids, n
+
+
+def make_loader(dataset, sampler, cfg, pin):
+    """The DataLoader with the config's knobs (worker-only knobs only with workers)."""
+    ld = cfg["loader"]
+    kwargs = dict(batch_size=ld["batch_size"], sampler=sampler, drop_last=ld["drop_last"],
+                  num_workers=ld["num_workers"], pin_memory=pin)
+    if ld["num_workers"] > 0:
+        kwargs["prefetch_factor"] = ld["prefetch_factor"]
+        kwargs["persistent_workers"] = ld["persistent_workers"]
+    return torch.utils.data.DataLoader(dataset, **kwargs)
+
+
+def build_model(point, device_ids, replicas):
+    """Returns (recorder, forward): the Linear with the exported initial
+    parameters wrapped in a SplitRecorder, and a function running one batch
+    through it with DataParallel's semantics."""
+    w0 = torch.from_numpy(load_array(point, "w0.npy"))
+    b0 = torch.from_numpy(load_array(point, "b0.npy"))
+    lin = torch.nn.Linear(w0.shape[1], w0.shape[0])
+    with torch.no_grad():
+        lin.weight.copy_(w0)
+        lin.bias.copy_(b0)
+    recorder = SplitRecorder(lin)
+    if device_ids is not None:
+        recorder.to(torch.device("cuda", device_ids[0]))
+        return recorder, torch.nn.DataParallel(recorder, device_ids=device_ids,
+                                               output_device=device_ids[0])
+
+    def forward(x):
+        # DataParallel on the CPU: torch.chunk the batch, one replica per chunk
+        # (run in turn), outputs concatenated in order. The replicas share the
+        # parameters, so backward sums their gradients, as reduce-add does.
+        return torch.cat([recorder(chunk) for chunk in torch.chunk(x, replicas)])
+
+    return recorder, forward
 
 
 def ordered_split(calls, device_ids):
@@ -447,40 +260,24 @@ def ordered_split(calls, device_ids):
     return [rows for _, rows in sorted(calls, key=lambda c: (pos.get(c[0], 0), -c[1]))]
 
 
-def make_loader(torch, dataset, cfg, pin):
-    """The DataLoader with the config's knobs (worker-only knobs only with workers)."""
-    workers = cfg["loader.num_workers"]
-    kwargs = dict(batch_size=cfg["loader.batch_size"], shuffle=cfg["loader.shuffle"],
-                  drop_last=cfg["loader.drop_last"], num_workers=workers, pin_memory=pin,
-                  generator=torch.Generator().manual_seed(cfg["seed"]))
-    if workers > 0:
-        kwargs["prefetch_factor"] = cfg["loader.prefetch_factor"]
-        kwargs["persistent_workers"] = cfg["loader.persistent_workers"]
-    return torch.utils.data.DataLoader(dataset, **kwargs)
+def make_step(recorder, forward, lr, device_ids):
+    """One training step: forward, MSE, backward, SGD. The step returns the
+    batch's loss before the update and its split over the replicas."""
+    loss_fn = torch.nn.MSELoss()
+    opt = torch.optim.SGD(recorder.parameters(), lr=lr)
+
+    def step(x, y):
+        recorder.calls.clear()
+        loss = loss_fn(forward(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.item(), ordered_split(recorder.calls, device_ids)  # item() syncs
+
+    return step
 
 
-def build_model(torch, SplitRecorder, cfg, device_ids, replicas):
-    """Returns (recorder, forward): the Linear wrapped in a SplitRecorder, and
-    a function running one batch through it with DataParallel semantics."""
-    torch.manual_seed(cfg["seed"])
-    recorder = SplitRecorder(torch.nn.Linear(cfg["dataset.features"], cfg["model.out_features"]))
-    if device_ids is not None:
-        recorder.to(torch.device("cuda", device_ids[0]))
-        return recorder, torch.nn.DataParallel(recorder, device_ids=device_ids,
-                                               output_device=device_ids[0])
-    if replicas == 1:
-        return recorder, recorder
-
-    def forward(x):
-        # DataParallel on the CPU: torch.chunk the batch, one replica per
-        # chunk (run in turn), outputs concatenated in order. The replicas
-        # share the parameters, so backward sums their gradients.
-        return torch.cat([recorder(chunk) for chunk in torch.chunk(x, replicas)])
-
-    return recorder, forward
-
-
-def run_epoch(torch, loader, step, dev, pin):
+def run_epoch(loader, step, dev, pin):
     """Runs and times one epoch; returns (epoch stats, per-batch splits).
 
     wait = blocked in the loader iterator's next() (the final, empty next()
@@ -528,75 +325,72 @@ def print_trace(splits, features, out_features):
               % (rows, features, rows, out_features), file=sys.stderr)
 
 
-def run_point(torch, classes, dataset, cfg, stop):
-    """Trains one sweep point; returns the run's dict (without label fields).
+def epoch_result(ep, st):
+    """One measured epoch in dpbench's schema."""
+    samples, seconds = st["samples"], st["seconds"]
+    return {
+        "epoch": ep,
+        "seconds": seconds,
+        "samples_per_second": samples / seconds,
+        "loss": st["loss_sum"] / samples if samples else None,
+        "wait_seconds": st["wait"],
+        "copy_seconds": st["copy"],
+        "compute_seconds": st["compute"],
+        "copy_bytes": st["copy_bytes"],
+        "copy_gbps": st["copy_bytes"] / st["copy"] / 1e9 if st["copy"] > 0 else None,
+        "overlap": None,
+        "host_seconds": None,  # the step computes on the host: no separate issue time
+        "samples": samples,
+    }
+
+
+def run_point(point, per_us, stop):
+    """Trains one exported point; returns the run's dict (without label fields).
 
     `stop` is a one-element list that holds the signal number once SIGINT or
-    SIGTERM arrived; a partial epoch is dropped, like dpbench does."""
-    _, SplitRecorder = classes
-    backend, device_ids, replicas = pick_device(torch, cfg)
+    SIGTERM arrived; a partial epoch is dropped, as dpbench does."""
+    cfg = point["config"]
+    backend, device_ids, replicas = pick_device(cfg)
     cuda = backend == "torch-cuda"
-    features, out_features = cfg["dataset.features"], cfg["model.out_features"]
-    recorder, forward = build_model(torch, SplitRecorder, cfg, device_ids, replicas)
-    loss_fn = torch.nn.MSELoss()
-    opt = torch.optim.SGD(recorder.parameters(), lr=cfg["train.lr"])
-    pin = cuda and cfg["loader.pin_memory"]
-    loader = make_loader(torch, dataset, cfg, pin)
+    dataset = build_dataset(point, per_us)
+    orders = load_array(point, "orders.npy")
+    recorder, forward = build_model(point, device_ids, replicas)
+    step = make_step(recorder, forward, cfg["train"]["lr"], device_ids)
+    pin = cuda and cfg["loader"]["pin_memory"]
+    sampler = ExportedOrder(orders)
+    loader = make_loader(dataset, sampler, cfg, pin)
     dev = torch.device("cuda", device_ids[0]) if cuda else None
 
-    def step(x, y):
-        """One training step; returns (batch loss before the update, split)."""
-        recorder.calls.clear()
-        loss = loss_fn(forward(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss.item(), ordered_split(recorder.calls, device_ids)  # item() syncs
-
     notes = []
-    if not cuda and (cfg["loader.pin_memory"] or cfg["loader.async_copy"]):
+    if not cuda and (cfg["loader"]["pin_memory"] or cfg["loader"]["async_copy"]):
         notes.append("pin_memory and async_copy have no effect on the cpu backend")
     if cuda:
         notes.append("batches are copied to cuda:%d with .to() before nn.DataParallel "
                      "scatters them, as the tutorial does" % device_ids[0])
-        if cfg["loader.async_copy"]:
+        if cfg["loader"]["async_copy"]:
             notes.append("async_copy is not emulated by the PyTorch reference")
 
-    warmup, epochs = cfg["train.warmup_epochs"], cfg["train.epochs"]
+    warmup = cfg["train"]["warmup_epochs"]
     splits, results = [], []
-    for ep in range(warmup + epochs):
+    for ep in range(orders.shape[0]):  # warmup + measured epochs
         if stop[0]:
             break
+        sampler.epoch = ep
         try:
-            st, ep_splits = run_epoch(torch, loader, step, dev, pin)
+            st, ep_splits = run_epoch(loader, step, dev, pin)
         except KeyboardInterrupt:
             stop[0] = stop[0] or signal.SIGINT
             break
         if ep == 0:
             splits = ep_splits
-        if cfg["report.trace"]:
-            print_trace(ep_splits, features, out_features)
-        if ep < warmup:
-            continue
-        samples, seconds = st["samples"], st["seconds"]
-        results.append({
-            "epoch": ep - warmup + 1,
-            "seconds": seconds,
-            "samples_per_second": samples / seconds,
-            "loss": st["loss_sum"] / samples if samples else None,
-            "wait_seconds": st["wait"],
-            "copy_seconds": st["copy"],
-            "compute_seconds": st["compute"],
-            "copy_bytes": st["copy_bytes"],
-            "copy_gbps": st["copy_bytes"] / st["copy"] / 1e9 if st["copy"] > 0 else None,
-            "overlap": None,
-            "host_seconds": None,  # the step computes on the host: no separate issue time
-            "samples": samples,
-        })
+            if cfg["report"]["trace"]:  # the first epoch only: the splits repeat
+                print_trace(ep_splits, dataset.x.shape[1], dataset.y.shape[1])
+        if ep >= warmup:
+            results.append(epoch_result(ep - warmup + 1, st))
 
     lin = recorder.inner
     params = {}
-    if out_features * features <= 4096:  # small models only, as dpbench does
+    if lin.weight.numel() <= 4096:  # small models only, as dpbench does
         params = {"weight": lin.weight.detach().cpu().flatten().tolist(),
                   "bias": lin.bias.detach().cpu().tolist()}
     return {
@@ -672,7 +466,7 @@ def git_commit():
         return "unknown"
 
 
-def machine(torch):
+def machine():
     """The `machine` block: cpu model, cores, memory, kernel, CUDA devices."""
     cpu = "unknown cpu"
     try:
@@ -752,67 +546,17 @@ def print_table(doc, threads, out=sys.stderr):
         print("# interrupted: results are partial", file=out)
 
 
-def parse_args(argv):
-    """The command line."""
-    p = argparse.ArgumentParser(
-        prog="torch_reference.py",
-        description="Run the PyTorch equivalent of a dpbench config and write dpbench-schema JSON.")
-    p.add_argument("config", help="dpbench YAML config")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key (repeatable)")
-    p.add_argument("--sweep", dest="sweeps", action="append", default=[], metavar="KEY=V1,V2",
-                   help="sweep a key over values (repeatable; replaces the file's list)")
-    p.add_argument("--out", metavar="FILE.json", help="write the JSON here (atomically) "
-                   "instead of stdout")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch.set_num_threads (default 1, as the reference numbers)")
-    return p.parse_args(argv)
-
-
-def main(argv=None):
-    """Loads the config, runs every point, prints the table, writes the JSON."""
-    args = parse_args(argv)
-    try:
-        cfg, sweep = load_config(args.config)
-        apply_cli(cfg, sweep, args.sets, args.sweeps)
-        validate(cfg)
-        points = list(sweep_points(cfg, sweep))
-    except ConfigError as e:
-        print("%s: %s" % (PROG, e), file=sys.stderr)
-        return 2
-    if args.threads < 1:
-        print("%s: --threads: expected at least 1" % PROG, file=sys.stderr)
-        return 2
-    if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
-        print("%s: --out %s: no such directory" % (PROG, args.out), file=sys.stderr)
-        return 2
-
-    try:
-        import torch  # after the config checks: importing torch takes a second
-    except ImportError:
-        print("%s: this interpreter (%s) has no torch; run with one that has it, e.g. "
-              "/usr/bin/python3 with Debian's python3-torch" % (PROG, sys.executable),
-              file=sys.stderr)
-        return 2
-    torch.set_num_threads(args.threads)
-    classes = make_classes(torch)
-    TeacherDataset = classes[0]
-    if cfg["parallel.device"] == "auto":
-        if torch.cuda.is_available():
-            cfg["parallel.device"] = "cuda"
-        else:
-            print("%s: parallel.device auto: using cpu (torch sees no CUDA device)" % PROG,
-                  file=sys.stderr)
-            cfg["parallel.device"] = "cpu"
-        points = list(sweep_points(cfg, sweep))
-
+def run_export(manifest, threads):
+    """Trains every exported point; returns the result document. A signal
+    stops the run after the current batch with the points done so far."""
+    torch.set_num_threads(threads)
     doc = {
         "dpbench": {"version": "torch-%s" % torch.__version__, "git_commit": git_commit(),
                     "backends": "torch-cpu torch-cuda" if torch.cuda.is_available()
                     else "torch-cpu"},
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine(torch),
-        "config": config_json(cfg, sweep),
+        "machine": machine(),
+        "config": manifest["config"],
         "interrupted": False,
         "runs": [],
     }
@@ -822,43 +566,105 @@ def main(argv=None):
         stop[0] = signum
         raise KeyboardInterrupt
 
+    calibrated = []
+
+    def per_us():
+        if not calibrated:
+            calibrated.append(cost_iters_per_us())
+        return calibrated[0]
+
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    dataset, data_key, per_us = None, None, None
-    for i, (label, overrides, point) in enumerate(points):
-        if stop[0]:
-            break
-        key = tuple(point[k] for k in ("seed", "dataset.length", "dataset.features",
-                                       "dataset.noise", "model.out_features"))
-        try:
-            if key != data_key:  # one dataset per distinct data config
-                dataset = TeacherDataset(point["dataset.length"], point["dataset.features"],
-                                         point["model.out_features"], point["dataset.noise"],
-                                         point["seed"])
-                data_key = key
-            dataset.cost_iters = 0
-            if point["dataset.sample_cost_us"] > 0:
-                per_us = per_us or cost_iters_per_us()
-                dataset.cost_iters = max(1, round(point["dataset.sample_cost_us"] * per_us))
+    points = manifest["points"]
+    try:
+        for i, point in enumerate(points):
+            if stop[0]:
+                break
+            label = point["point"]
             if len(points) > 1:
                 print("%s: point %d/%d: %s" % (PROG, i + 1, len(points), label), file=sys.stderr)
-            run = run_point(torch, classes, dataset, point, stop)
-        except KeyboardInterrupt:
-            stop[0] = stop[0] or signal.SIGINT
-            break
-        except ConfigError as e:
-            print("%s: %s%s" % (PROG, "sweep point %s: " % label if label else "", e),
-                  file=sys.stderr)
-            return 2
-        doc["runs"].append(dict({"point": label, "overrides": overrides,
-                                 "config": config_json(point)}, **run))
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            try:
+                run = run_point(point, per_us, stop)
+            except KeyboardInterrupt:
+                stop[0] = stop[0] or signal.SIGINT
+                break
+            except RunError as e:
+                raise RunError("%s%s" % ("sweep point %s: " % label if label else "", e)) from None
+            doc["runs"].append(dict({"point": label, "overrides": point["overrides"],
+                                     "config": point["config"]}, **run))
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     doc["interrupted"] = bool(stop[0])
     summarize(doc["runs"])
-    # dpbench's order of a run's keys: summary before final_params
-    doc["runs"] = [dict({k: v for k, v in r.items() if k != "final_params"},
-                        final_params=r["final_params"]) for r in doc["runs"]]
+    for run in doc["runs"]:  # dpbench's order of a run's keys: summary, then final_params
+        run["final_params"] = run.pop("final_params")
+    return doc, stop[0]
+
+
+def parse_args(argv):
+    """The command line."""
+    p = argparse.ArgumentParser(
+        prog="torch_reference.py",
+        description="Train the PyTorch equivalent of a dpbench config on the data, initial "
+                    "parameters and sample orders dpbench exports; write dpbench-schema JSON.")
+    p.add_argument("positional_config", nargs="?", metavar="CONFIG.yaml",
+                   help="dpbench YAML config (same as --config)")
+    p.add_argument("-c", "--config", metavar="FILE", help="dpbench YAML config")
+    p.add_argument("-s", "--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, as dpbench --set (repeatable)")
+    p.add_argument("-w", "--sweep", dest="sweeps", action="append", default=[],
+                   metavar="KEY=V1,V2", help="sweep a key, as dpbench --sweep (repeatable)")
+    p.add_argument("--dpbench", metavar="PATH",
+                   help="the dpbench binary that exports the run (default ./dpbench, else the "
+                        "one next to scripts/)")
+    p.add_argument("--export-dir", metavar="DIR",
+                   help="read an existing `dpbench --export DIR` instead of running dpbench")
+    p.add_argument("--out", metavar="FILE.json", help="write the JSON here (atomically) "
+                   "instead of stdout")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch.set_num_threads (default 1, as the reference numbers)")
+    args = p.parse_args(argv)
+    if args.positional_config and args.config:
+        p.error("the config is given twice (positional and --config)")
+    args.config = args.config or args.positional_config
+    if args.export_dir and (args.config or args.sets or args.sweeps or args.dpbench):
+        p.error("--export-dir reads an existing export: --config, --set, --sweep and "
+                "--dpbench do not apply")
+    if args.threads < 1:
+        p.error("--threads: expected at least 1")
+    if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
+        p.error("--out %s: no such directory" % args.out)
+    return args
+
+
+def default_dpbench():
+    """./dpbench when there is one, else the binary at the repository root."""
+    if os.path.exists("dpbench"):
+        return "./dpbench"
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dpbench")
+
+
+def main(argv=None):
+    """Exports (or reads) the run, trains every point, writes the JSON."""
+    args = parse_args(argv)
+    tmp = None
+    try:
+        folder = args.export_dir
+        if not folder:
+            tmp = folder = tempfile.mkdtemp(prefix="dpbench-export-")
+            rc, err = dpbench_export(args.dpbench or default_dpbench(), args.config, args.sets,
+                                     args.sweeps, folder)
+            if rc != 0:  # dpbench said why: a bad config is its to report
+                sys.stderr.write(err)
+                return rc if rc > 0 else 1
+        doc, stopped = run_export(read_export(folder), args.threads)
+    except RunError as e:
+        print("%s: %s" % (PROG, e), file=sys.stderr)
+        return 2
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
     print_table(doc, args.threads)
     text = json.dumps(finite_or_none(doc), indent=2) + "\n"
     try:
@@ -872,10 +678,10 @@ def main(argv=None):
         print("%s: cannot write %s: %s" % (PROG, args.out or "stdout", e.strerror or e),
               file=sys.stderr)
         return 1
-    if stop[0]:
+    if stopped:
         print("%s: interrupted by %s; results are partial"
-              % (PROG, signal.Signals(stop[0]).name), file=sys.stderr)
-        return 128 + stop[0]
+              % (PROG, signal.Signals(stopped).name), file=sys.stderr)
+        return 128 + stopped
     return 0
 
 

@@ -42,6 +42,14 @@ if head -3 "$TMP/trace" | cmp -s - "$TMP/want" && [ "$(grep -c '^Outside' "$TMP/
     && grep -q "^Outside: input size \[10, 5\] output_size \[10, 2\]" "$TMP/trace"; then ok
 else bad "trace lines differ: $(head -4 "$TMP/trace")"; fi
 
+# report.trace prints the first epoch's batches only (here the warmup epoch of
+# 1 + 10), then the table: 4 batches x (3 replica lines + 1 Outside line)
+"$BIN" -c configs/tutorial.yaml --set parallel.replicas=3 --set report.trace=true >"$TMP/trace3"
+if [ "$(grep -c '^Outside' "$TMP/trace3")" -eq 4 ] && [ "$(grep -c 'In Model' "$TMP/trace3")" -eq 12 ] &&
+    [ "$(head -16 "$TMP/trace3" | grep -vc 'In Model\|^Outside')" -eq 0 ] &&
+    sed -n 17p "$TMP/trace3" | grep -q '^# dpbench' && grep -q '^    10 ' "$TMP/trace3"; then ok
+else bad "trace of the first epoch only: $(head -20 "$TMP/trace3")"; fi
+
 # JSON: one document with the documented fields
 if "$BIN" -c configs/tutorial.yaml --set parallel.replicas=2 --format json >"$TMP/j.json" &&
     python3 - "$TMP/j.json" <<'PY'
@@ -74,6 +82,58 @@ expect 0 "results written to" -- -c configs/tutorial.yaml --out "$TMP/res"
 if ls "$TMP/res"/tutorial-*-*.json >/dev/null 2>&1 && ls "$TMP/res"/tutorial-*-*.csv >/dev/null 2>&1 &&
     ! ls "$TMP/res"/*.tmp >/dev/null 2>&1 && python3 -c "import json,sys,glob; json.load(open(glob.glob(sys.argv[1]+'/*.json')[0]))" "$TMP/res"; then ok
 else bad "result files: $(ls "$TMP/res")"; fi
+
+# --export DIR: per point the config, x/y, initial parameters and every epoch's
+# order as .npy v1.0 (checked byte by byte here, without numpy), no training
+if "$BIN" -c configs/tutorial.yaml --sweep parallel.replicas=1,3 --set loader.drop_last=true \
+    --export "$TMP/ex" >"$TMP/out" 2>"$TMP/err" && [ ! -s "$TMP/out" ] &&
+    "$BIN" -c configs/tutorial.yaml --set loader.shuffle=false --set train.warmup_epochs=0 \
+        --set train.epochs=2 --export "$TMP/ex-noshuf" 2>/dev/null &&
+    "$BIN" -c configs/tutorial.yaml --set train.lr=0 --format json >"$TMP/lr0.json" &&
+    python3 - "$TMP/ex" "$TMP/ex-noshuf" "$TMP/lr0.json" <<'PY'
+import ast, glob, json, os, struct, sys
+ex, noshuf, lr0 = sys.argv[1:4]
+def npy(path):
+    b = open(path, "rb").read()
+    assert b[:8] == b"\x93NUMPY\x01\x00", b[:8]
+    hlen = struct.unpack("<H", b[8:10])[0]
+    assert (10 + hlen) % 64 == 0 and b[9 + hlen:10 + hlen] == b"\n"
+    h = ast.literal_eval(b[10:10 + hlen].decode("latin1"))
+    assert h["fortran_order"] is False
+    return h["descr"], h["shape"], b[10 + hlen:]
+def rows(path):
+    descr, shape, data = npy(path)
+    assert descr == "<i8" and len(data) == 8 * shape[0] * shape[1]
+    n = shape[1]
+    return [list(struct.unpack("<%dq" % n, data[8 * n * i:8 * n * (i + 1)])) for i in range(shape[0])]
+m = json.load(open(os.path.join(ex, "export.json")))
+assert m["format"] == 1 and m["config"]["sweep"] == {"parallel.replicas": ["1", "3"]}
+assert [p["point"] for p in m["points"]] == ["parallel.replicas=1", "parallel.replicas=3"]
+assert [p["overrides"] for p in m["points"]] == [{"parallel.replicas": "1"}, {"parallel.replicas": "3"}]
+for p in m["points"]:
+    d = os.path.join(ex, p["dir"])
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    assert "sweep" not in cfg and cfg["loader"]["drop_last"] is True and p["data"] is True
+    want = {"x.npy": ("<f4", (100, 5)), "y.npy": ("<f4", (100, 2)), "w0.npy": ("<f4", (2, 5)),
+            "b0.npy": ("<f4", (2,))}
+    for name, (descr, shape) in want.items():
+        got = npy(os.path.join(d, name))
+        assert got[:2] == (descr, shape) and len(got[2]) == 4 * shape[0] * (shape[1:] or (1,))[0], name
+    o = rows(os.path.join(d, "orders.npy"))
+    assert len(o) == 11 and all(sorted(r) == list(range(100)) for r in o) and o[0] != o[1]
+assert not glob.glob(ex + "/**/*.tmp", recursive=True)
+assert rows(os.path.join(noshuf, "point-000", "orders.npy")) == [list(range(100))] * 2
+# the exported initial parameters are the ones dpbench trains from (lr 0 keeps them)
+w0 = struct.unpack("<10f", npy(os.path.join(ex, "point-000", "w0.npy"))[2])
+b0 = struct.unpack("<2f", npy(os.path.join(ex, "point-000", "b0.npy"))[2])
+fp = json.load(open(lr0))["runs"][0]["final_params"]
+assert list(w0) == fp["weight"] and list(b0) == fp["bias"], (w0, fp)
+PY
+then ok; else bad "--export layout: $(cat "$TMP/err")"; fi
+expect 2 "--export $TMP/ex/export.json: not a directory" -- --export "$TMP/ex/export.json"
+expect 2 "cannot create the directory" -- --export "$TMP/missing/deeper"
+expect 2 "did you mean loader.num_workers?" -- --export "$TMP/ex2" --set loader.num_wrkers=2
+if [ ! -e "$TMP/ex2" ]; then ok; else bad "--export with a bad config created $TMP/ex2"; fi
 
 # ---- no GPU here: cuda refuses with one line, auto falls back to the cpu
 if ! "$BIN" --version | grep -q cuda || ! nvidia-smi -L >/dev/null 2>&1; then
