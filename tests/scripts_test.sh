@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Smoke test of the Python side scripts: torch_reference.py on the tutorial,
-# compare.py against dpbench's JSON of the same config, plot.py to a PNG.
+# The Python side scripts: torch_reference.py trains on what `dpbench --export`
+# writes, and compare.py checks that dpbench and PyTorch end at the same
+# parameters and losses (within 1e-4) for several configs; plot.py draws a PNG.
 # Usage: tests/scripts_test.sh [./dpbench]   (PYTHON=... picks the interpreter,
 # default /usr/bin/python3). Prints "N passed, N failed"; without torch it
 # prints "skipped: no torch" and exits 0.
@@ -8,79 +9,127 @@ set -u
 BIN=$(realpath "${1:-./dpbench}")
 PY=${PYTHON:-/usr/bin/python3}
 cd "$(dirname "$0")/.."
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-    echo "skipped: no torch ($PY cannot import torch)"
+if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
+    echo "skipped: no torch ($PY cannot import torch and numpy)"
     exit 0
+fi
+if [ ! -x "$BIN" ]; then
+    echo "FAIL: no dpbench binary at $BIN (run make first)" >&2
+    echo "0 passed, 1 failed"
+    exit 1
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-SHORT=(--set train.epochs=2 --set train.warmup_epochs=1)
+REF=(scripts/torch_reference.py --dpbench "$BIN")
 
-# torch_reference.py: the tutorial in dpbench's schema, splits as the tutorial prints
-if "$PY" scripts/torch_reference.py configs/tutorial.yaml "${SHORT[@]}" --out "$TMP/t.json" \
-    2>"$TMP/err" && "$PY" - "$TMP/t.json" <<'PY'
+# side NAME CONFIG ARGS...: dpbench and torch_reference.py (given the config
+# in its positional form) on the same config and overrides, then compare.py;
+# passes when compare.py finds every point within its tolerance (exit 0, an
+# "ok" agreement line, identical splits)
+side() {
+    local name=$1 cfg=$2; shift 2
+    if ! "$BIN" --config "$cfg" "$@" --format json >"$TMP/$name.d.json" 2>"$TMP/err"; then
+        bad "$name: dpbench: $(tail -3 "$TMP/err")"; return
+    fi
+    if ! "$PY" "${REF[@]}" "$cfg" "$@" --out "$TMP/$name.t.json" 2>"$TMP/err"; then
+        bad "$name: torch_reference.py: $(tail -3 "$TMP/err")"; return
+    fi
+    if "$PY" scripts/compare.py "$TMP/$name.d.json" "$TMP/$name.t.json" >"$TMP/$name.cmp" \
+        2>"$TMP/err" && grep -q '^# agreement: .*: ok$' "$TMP/$name.cmp" &&
+        [ -z "$(awk '!/^#/ && $(NF-2) != "yes"' "$TMP/$name.cmp")" ]; then ok
+    else bad "$name: compare.py: $(cat "$TMP/$name.cmp" "$TMP/err")"; fi
+}
+
+T=configs/tutorial.yaml
+side replicas $T --sweep parallel.replicas=1,3,8      # a sweep; DataParallel splits
+side noshuffle $T --set loader.shuffle=false --set parallel.replicas=2
+side droplast $T --set loader.drop_last=true --set loader.batch_size=40
+side workers $T --set loader.num_workers=2 --set loader.persistent_workers=true
+side wide $T --set dataset.length=3000 --set dataset.features=64 \
+    --set model.out_features=8 --set loader.batch_size=128 --set train.epochs=3 \
+    --set parallel.replicas=3
+
+# the results are in dpbench's schema, with the splits the tutorial prints
+if "$PY" - "$TMP/replicas.t.json" <<'PY'
 import json, math, sys
 d = json.load(open(sys.argv[1]))
 assert set(d) >= {"dpbench", "date", "machine", "config", "interrupted", "runs"}, list(d)
 assert d["dpbench"]["version"].startswith("torch-")
-r = d["runs"][0]
-assert r["backend"] == "torch-cpu" and r["replicas"] == 1, r["backend"]
-assert r["splits"] == [[30], [30], [30], [10]], r["splits"]
-assert len(r["epochs"]) == 2 and r["epochs"][0]["epoch"] == 1
-assert all(e["samples"] == 100 and math.isfinite(e["loss"]) for e in r["epochs"])
-assert r["epochs"][1]["loss"] < r["epochs"][0]["loss"], "loss does not fall"
-assert r["summary"]["median_seconds"] > 0
+assert d["config"]["sweep"] == {"parallel.replicas": ["1", "3", "8"]}, d["config"].get("sweep")
+r1, r3, r8 = d["runs"]
+assert [r["point"] for r in d["runs"]] == ["parallel.replicas=%d" % n for n in (1, 3, 8)]
+assert r1["backend"] == "torch-cpu" and r3["replicas"] == 3
+assert r1["splits"] == [[30], [30], [30], [10]], r1["splits"]
+assert r3["splits"] == [[10, 10, 10]] * 3 + [[4, 4, 2]], r3["splits"]
+assert r8["splits"] == [[4] * 7 + [2]] * 3 + [[2] * 5], r8["splits"]
+assert len(r1["epochs"]) == 10 and r1["epochs"][0]["epoch"] == 1
+assert all(e["samples"] == 100 and math.isfinite(e["loss"]) for e in r1["epochs"])
+assert r1["epochs"][-1]["loss"] < r1["epochs"][0]["loss"], "loss does not fall"
+assert r1["summary"]["median_seconds"] > 0 and len(r1["final_params"]["weight"]) == 10
+assert list(r1)[-2:] == ["summary", "final_params"], list(r1)
 PY
-then ok; else bad "torch_reference.py on the tutorial: $(tail -3 "$TMP/err")"; fi
-
-# DataParallel splits with 3 replicas on the cpu: torch.chunk sizes
-if "$PY" scripts/torch_reference.py configs/tutorial.yaml --set parallel.replicas=3 \
-    --set train.epochs=1 2>/dev/null | "$PY" -c '
+then ok; else bad "torch_reference.py result schema"; fi
+if "$PY" -c '
 import json, sys
-s = json.load(sys.stdin)["runs"][0]["splits"]
-assert s == [[10, 10, 10]] * 3 + [[4, 4, 2]], s'; then ok
-else bad "torch_reference.py splits with 3 replicas"; fi
+r = json.load(open(sys.argv[1]))["runs"][0]
+assert r["splits"] == [[40], [40]] and all(e["samples"] == 80 for e in r["epochs"]), r["splits"]
+' "$TMP/droplast.t.json"; then ok; else bad "drop_last in torch_reference.py"; fi
 
-# config errors are refused like dpbench refuses them
-"$PY" scripts/torch_reference.py configs/tutorial.yaml --set loader.num_worker=2 \
-    >/dev/null 2>"$TMP/err"
-rc=$?
-if [ $rc -eq 2 ] && grep -q "did you mean loader.num_workers" "$TMP/err"; then ok
-else bad "unknown key: exit $rc, $(cat "$TMP/err")"; fi
-
-# compare.py against dpbench's JSON of the same config
-if [ ! -x "$BIN" ]; then
-    bad "no dpbench binary at $BIN (run make first)"
-elif ! "$BIN" --config configs/tutorial.yaml "${SHORT[@]}" --format json >"$TMP/d.json" \
-    2>"$TMP/err"; then
-    bad "dpbench: $(tail -3 "$TMP/err")"
-else
-    if "$PY" scripts/compare.py "$TMP/d.json" "$TMP/t.json" >"$TMP/cmp" 2>"$TMP/err" &&
-        grep -q '^# point' "$TMP/cmp" && grep -qE '^\(base\) .* yes$' "$TMP/cmp"; then ok
-    else bad "compare.py: $(cat "$TMP/cmp" "$TMP/err")"; fi
-    if "$PY" scripts/compare.py --markdown "$TMP/d.json" "$TMP/t.json" >"$TMP/md" &&
-        grep -q '^|---' "$TMP/md"; then ok
-    else bad "compare.py --markdown: $(cat "$TMP/md")"; fi
-    "$PY" scripts/compare.py "$TMP/d.json" configs/tutorial.yaml >/dev/null 2>"$TMP/err"
+# exceeding the tolerance is a failure: a parameter or a loss moved by 1e-3
+"$PY" - "$TMP/replicas.t.json" "$TMP/params.json" "$TMP/loss.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["runs"][1]["final_params"]["weight"][3] *= 1.001
+json.dump(d, open(sys.argv[2], "w"))
+d = json.load(open(sys.argv[1]))
+d["runs"][2]["epochs"][4]["loss"] *= 1.001
+json.dump(d, open(sys.argv[3], "w"))
+PY
+for f in params loss; do
+    "$PY" scripts/compare.py "$TMP/replicas.d.json" "$TMP/$f.json" >"$TMP/cmp" 2>"$TMP/err"
     rc=$?
-    if [ $rc -eq 2 ] && grep -q "not valid JSON" "$TMP/err"; then ok
-    else bad "compare.py on a non-JSON file: exit $rc, $(cat "$TMP/err")"; fi
-fi
+    if [ $rc -eq 1 ] && grep -q 'EXCEEDED' "$TMP/cmp" && grep -q 'differ by more than' "$TMP/err"
+    then ok; else bad "compare.py with a perturbed $f: exit $rc, $(cat "$TMP/cmp" "$TMP/err")"; fi
+done
+# ... and a looser tolerance lets the same files pass
+if "$PY" scripts/compare.py --tolerance 1e-2 "$TMP/replicas.d.json" "$TMP/params.json" >/dev/null
+then ok; else bad "compare.py --tolerance 1e-2"; fi
 
-# a key given twice is refused, with its line, as dpbench refuses it
-printf 'loader:\n  batch_size: 30\n  batch_size: 40\n' >"$TMP/dup.yaml"
-"$PY" scripts/torch_reference.py "$TMP/dup.yaml" >/dev/null 2>"$TMP/err"
+# an existing export is read as is: the same training as from the config
+"$BIN" --config $T --set loader.shuffle=false --set parallel.replicas=2 --export "$TMP/ex" 2>/dev/null
+if "$PY" scripts/torch_reference.py --export-dir "$TMP/ex" --out "$TMP/ex.json" 2>"$TMP/err" &&
+    "$PY" -c '
+import json, sys
+a, b = (json.load(open(p))["runs"][0] for p in sys.argv[1:3])
+assert a["final_params"] == b["final_params"] and len(a["epochs"]) == 10
+' "$TMP/ex.json" "$TMP/noshuffle.t.json"; then ok
+else bad "--export-dir: $(cat "$TMP/err")"; fi
+
+# config errors are dpbench's: its message and its exit status come through
+"$PY" "${REF[@]}" --config $T --set loader.num_worker=2 >/dev/null 2>"$TMP/err"
 rc=$?
-if [ $rc -eq 2 ] && grep -q "duplicate key batch_size" "$TMP/err" && grep -q "line 3" "$TMP/err"
-then ok; else bad "duplicate key: exit $rc, $(cat "$TMP/err")"; fi
+if [ $rc -eq 2 ] && grep -q "did you mean loader.num_workers" "$TMP/err" &&
+    [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok
+else bad "unknown key: exit $rc, $(cat "$TMP/err")"; fi
+"$PY" scripts/torch_reference.py --export-dir "$TMP/nowhere" >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "nowhere/export.json: cannot read" "$TMP/err"; then ok
+else bad "missing export: exit $rc, $(cat "$TMP/err")"; fi
+
+# compare.py: Markdown, and a file that is not a result
+if "$PY" scripts/compare.py --markdown "$TMP/replicas.d.json" "$TMP/replicas.t.json" >"$TMP/md" &&
+    grep -q '^|---' "$TMP/md" && grep -q 'params rdiff' "$TMP/md"; then ok
+else bad "compare.py --markdown: $(cat "$TMP/md")"; fi
+"$PY" scripts/compare.py "$TMP/replicas.d.json" configs/tutorial.yaml >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "not valid JSON" "$TMP/err"; then ok
+else bad "compare.py on a non-JSON file: exit $rc, $(cat "$TMP/err")"; fi
 
 # plot.py: a PNG file
-inputs=("$TMP/t.json")
-[ -s "$TMP/d.json" ] && inputs+=("$TMP/d.json")
-if "$PY" scripts/plot.py "${inputs[@]}" -o "$TMP/p.png" 2>"$TMP/err" &&
+if "$PY" scripts/plot.py "$TMP/replicas.t.json" "$TMP/replicas.d.json" -o "$TMP/p.png" 2>"$TMP/err" &&
     [ "$(head -c 8 "$TMP/p.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; then ok
 else bad "plot.py: $(cat "$TMP/err")"; fi
 

@@ -1,5 +1,6 @@
 /* torch.chunk's split rule as nn.DataParallel's scatter applies it
- * (REFERENCE.md §2): chunks of ceil(rows / n) until the rows run out. */
+ * (docs/reference.md §2): chunks of ceil(rows / n) until the rows run out,
+ * so a small batch can use fewer replicas than there are. */
 #include "testutil.h"
 
 #include "chunk.h"
@@ -23,7 +24,8 @@ static void expect_split(long rows, int n, const long *want, int want_chunks)
 static void test_reference_table(void **state)
 {
     (void)state;
-    /* REFERENCE.md's table: batch 30 and the last batch of 10 */
+    /* the tutorial's batch of 30 and its last batch of 10 over 1, 2, 3, 8
+     * replicas, as torch.chunk splits them (docs/reference.md §2) */
     expect_split(30, 1, (long[]){30}, 1);
     expect_split(10, 1, (long[]){10}, 1);
     expect_split(30, 2, (long[]){15, 15}, 2);

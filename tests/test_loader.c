@@ -1,6 +1,8 @@
 /* The DataLoader: every sample exactly once per epoch, in-order delivery,
  * the same bytes whatever the worker count, and worker errors that reach the
- * consumer (REFERENCE.md §3). */
+ * consumer. PyTorch's semantics (docs/reference.md §3): at most num_workers x
+ * prefetch_factor batches in flight, handed out round-robin, delivered in
+ * order; a new seeded permutation per epoch with shuffle. */
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -43,7 +45,9 @@ static void make_data(struct dataset *d, long length, long features)
 }
 
 /* Runs `epochs` epochs and checks each one: batches in order, sizes right,
- * every sample exactly once, rows match the dataset. */
+ * every sample exactly once, rows match the dataset, and batch k holds
+ * positions k*B.. of loader_order's order for the epoch (the order
+ * `dpbench --export` writes). */
 static void check_epochs(const struct dataset *d, struct loader_options o, int epochs)
 {
     struct loader l;
@@ -51,8 +55,10 @@ static void check_epochs(const struct dataset *d, struct loader_options o, int e
     if (loader_init(&l, d, &o, &e))
         fail_msg("%s", e.msg);
     char *seen = calloc((size_t)d->length, 1);
+    long *order = malloc((size_t)d->length * sizeof *order);
     for (int ep = 0; ep < epochs; ep++) {
         memset(seen, 0, (size_t)d->length);
+        loader_order(order, d->length, o.shuffle, o.seed, ep);
         assert_int_equal(loader_epoch_begin(&l, ep, &e), 0);
         struct batch *b;
         long k = 0, total = 0;
@@ -65,6 +71,7 @@ static void check_epochs(const struct dataset *d, struct loader_options o, int e
             for (long i = 0; i < b->rows; i++) {
                 long id = b->ids[i];
                 assert_true(id >= 0 && id < d->length);
+                assert_int_equal(id, order[k * o.batch_size + i]);
                 if (seen[id])
                     fail_msg("workers %d prefetch %d: sample %ld twice in epoch %d",
                              o.num_workers, o.prefetch_factor, id, ep);
@@ -84,6 +91,7 @@ static void check_epochs(const struct dataset *d, struct loader_options o, int e
         assert_int_equal(total, d->length);
     }
     free(seen);
+    free(order);
     loader_free(&l);
 }
 

@@ -1,5 +1,7 @@
 /* Training: the loss converges on the teacher's data, and DataParallel over N
- * replicas learns the same parameters as one replica (REFERENCE.md §2). */
+ * replicas learns the same parameters as one replica: the replicas' gradients
+ * are summed, so with a mean loss the update is the same up to float
+ * rounding (docs/reference.md §2). */
 #include "testutil.h"
 
 static void test_converges(void **state)
