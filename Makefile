@@ -139,7 +139,11 @@ test-valgrind: dpbench
 	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	    --show-leak-kinds=definite,indirect ./dpbench --config configs/tutorial.yaml \
 	    --set parallel.replicas=3 --set loader.num_workers=2 --format json >/dev/null
-	@echo "valgrind: 2 passed, 0 failed"
+	rm -rf $(B)/valgrind-export
+	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --show-leak-kinds=definite,indirect ./dpbench --config configs/tutorial.yaml \
+	    --sweep parallel.replicas=1,3 --export $(B)/valgrind-export 2>/dev/null
+	@echo "valgrind: 3 passed, 0 failed"
 
 # PyTorch side-by-side scripts: skipped when Debian's python3-torch is absent.
 test-scripts: dpbench
