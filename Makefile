@@ -23,7 +23,7 @@ CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
-           export.c
+           export.c blas_tune.c floor.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c

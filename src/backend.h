@@ -26,6 +26,7 @@ struct backend_setup {
     bool pin_memory, async_copy;
     int copy_depth;         // device buffers in the async ring
     int compute_cores;      // host cores left for compute after the loader's workers
+    int blas_threads;       // OpenBLAS threads per replica, measured (blas_tune.c); cpu only
     const float *w0;        // (out_features, features) initial weight
     const float *b0;        // (out_features) initial bias
 };

@@ -304,10 +304,9 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
     pthread_cond_init(&dp->cv_done, NULL);
     atomic_init(&dp->pending, 0);
 
-    /* Replicas run side by side, so each gets its share of the cores the
-     * loader's workers leave free; more BLAS threads would only contend. */
-    int blas_threads = s->compute_cores / dp->n;
-    openblas_set_num_threads(blas_threads > 0 ? blas_threads : 1);
+    /* chosen by measurement on this run's chunks, at most the replica's
+     * share of the cores the loader's workers leave free */
+    openblas_set_num_threads(s->blas_threads > 0 ? s->blas_threads : 1);
     dp->spin = dp->n > 1 && dp->n <= s->compute_cores;
 
     dp->reps = calloc((size_t)dp->n, sizeof *dp->reps);

@@ -86,6 +86,8 @@ static const struct key keys[] = {
      "stdout format"},
     {"report.out", KEY_STRING, OFF(report.out), "", 0, CONFIG_STR - 1, NULL,
      "directory for NAME-YYYYmmdd-HHMMSS.json/.csv result files; empty = none"},
+    {"report.floor", KEY_BOOL, OFF(report.floor), "false", 0, 0, NULL,
+     "before training, measure this machine's floor for the run's shapes (gather + compute)"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 

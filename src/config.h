@@ -48,6 +48,7 @@ struct config {
         bool trace;
         char format[CONFIG_STR]; // text | json | csv
         char out[CONFIG_STR];    // results directory, "" = none
+        bool floor;              // measure this machine's floor for the run's shapes first
     } report;
     /* sweep: the cartesian product of these keys' values, first key outermost */
     struct config_sweep {

@@ -59,7 +59,8 @@ void report_summarize(struct results *r)
         int n = run->n_epochs;
         *s = (struct run_summary){.median_s = NAN, .min_s = NAN, .max_s = NAN,
                                   .samples_per_s = NAN, .overlap = NAN, .copy_gbps = NAN,
-                                  .host_us = NAN, .final_loss = NAN, .speedup = NAN};
+                                  .host_us = NAN, .final_loss = NAN, .speedup = NAN,
+                                  .floor_ratio = NAN};
         if (n == 0)
             continue;
         double *t = malloc((size_t)n * sizeof(double));
@@ -94,6 +95,8 @@ void report_summarize(struct results *r)
             s->host_us = 1e6 * host / ((double)n * (double)run->n_batches);
         s->final_loss = run->epochs[n - 1].loss;
         s->speedup = r->runs[0].sum.median_s / s->median_s;
+        if (run->floor.measured && run->floor.seconds > 0)
+            s->floor_ratio = s->median_s / run->floor.seconds;
     }
 }
 
@@ -156,6 +159,37 @@ static void text_splits(FILE *f, const struct run_result *run)
     }
 }
 
+/* "# blas: 1 thread per replica, the fastest measured (1: 61.2 us, 2: 92.0 us ...)" */
+static void text_blas(FILE *f, const struct run_result *run)
+{
+    const struct blas_choice *b = &run->blas;
+    if (b->n_tried == 0)
+        return;
+    fprintf(f, "# blas:%s%s OpenBLAS %d thread%s per replica, the fastest of", run->label[0] ? " " : "",
+            run->label, b->threads, b->threads == 1 ? "" : "s");
+    for (int i = 0; i < b->n_tried; i++)
+        fprintf(f, "%s %d: %.3g us", i ? "," : "", b->tried[i], 1e6 * b->seconds[i]);
+    fprintf(f, " per replica step\n");
+}
+
+/* "# floor: 50.1 ms (gather 23.4 + compute 26.7); median epoch 71.3 ms = 1.42x" */
+static void text_floor(FILE *f, const struct run_result *run)
+{
+    const struct run_floor *fl = &run->floor;
+    if (!fl->measured)
+        return;
+    fprintf(f, "# floor:%s%s %.3g ms (", run->label[0] ? " " : "", run->label, 1e3 * fl->seconds);
+    if (isnan(fl->compute_s))
+        fprintf(f, "gather %.3g only; the device's step and copies are not measured", 1e3 * fl->gather_s);
+    else if (run->cfg.loader.num_workers == 0)
+        fprintf(f, "gather %.3g + compute %.3g", 1e3 * fl->gather_s, 1e3 * fl->compute_s);
+    else
+        fprintf(f, "the larger of loading %.3g = gather %.3g over %ld workers, and compute %.3g",
+                1e3 * fl->loading_s, 1e3 * fl->gather_s, run->cfg.loader.num_workers,
+                1e3 * fl->compute_s);
+    fprintf(f, "); median epoch %.3g ms = %.2fx\n", 1e3 * run->sum.median_s, run->sum.floor_ratio);
+}
+
 static void text_header(FILE *f, const struct results *r)
 {
     const struct config *c = &r->cfg;
@@ -182,6 +216,8 @@ static void text_header(FILE *f, const struct results *r)
             c->train.warmup_epochs, c->train.lr);
     if (run0->notes[0])
         fprintf(f, "# note: %s\n", run0->notes);
+    for (int i = 0; i < r->n_runs; i++)
+        text_blas(f, &r->runs[i]);
     fprintf(f, "# splits (batch rows -> rows per replica):\n");
     text_splits(f, run0);
 }
@@ -243,10 +279,13 @@ void report_text(FILE *f, const struct results *r)
         if (!isnan(s->host_us))
             fprintf(f, "# host overhead: %.1f us per step issuing device work, %.1f per replica\n",
                     s->host_us, s->host_us / r->runs[0].replicas);
+        text_floor(f, &r->runs[0]);
         report_verdict(&r->runs[0], verdict, sizeof verdict);
         fprintf(f, "# verdict: %s\n", verdict);
     } else {
         text_points(f, r);
+        for (int i = 0; i < r->n_runs; i++)
+            text_floor(f, &r->runs[i]);
         for (int i = 0; i < r->n_runs; i++) {
             report_verdict(&r->runs[i], verdict, sizeof verdict);
             fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
@@ -298,6 +337,30 @@ static cJSON *run_json(const struct run_result *run)
     cJSON_AddNumberToObject(o, "batches_per_epoch", (double)run->n_batches);
     if (run->notes[0])
         cJSON_AddStringToObject(o, "notes", run->notes);
+    if (run->blas.n_tried > 0) {
+        cJSON_AddNumberToObject(o, "blas_threads", run->blas.threads);
+        cJSON *tune = cJSON_AddArrayToObject(o, "blas_tune");
+        for (int i = 0; i < run->blas.n_tried; i++) {
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddNumberToObject(t, "threads", run->blas.tried[i]);
+            cJSON_AddNumberToObject(t, "seconds_per_step", run->blas.seconds[i]);
+            cJSON_AddItemToArray(tune, t);
+        }
+    } else {
+        cJSON_AddNullToObject(o, "blas_threads");
+    }
+    if (run->floor.measured) {
+        const struct run_floor *fl = &run->floor;
+        cJSON *fo = cJSON_AddObjectToObject(o, "floor");
+        cJSON_AddNumberToObject(fo, "gather_seconds", fl->gather_s);
+        cJSON_AddNumberToObject(fo, "loading_seconds", fl->loading_s);
+        cJSON_AddItemToObject(fo, "compute_seconds", number_or_null(fl->compute_s));
+        cJSON_AddItemToObject(fo, "copy_seconds", number_or_null(fl->copy_s));
+        cJSON_AddNumberToObject(fo, "seconds", fl->seconds);
+        cJSON_AddItemToObject(fo, "ratio", number_or_null(run->sum.floor_ratio));
+    } else {
+        cJSON_AddNullToObject(o, "floor");
+    }
     cJSON *splits = cJSON_AddArrayToObject(o, "splits");
     for (long k = 0; k < run->n_batches; k++) {
         cJSON *a = cJSON_CreateArray();

@@ -123,6 +123,27 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         free(w0);
         return -1;
     }
+    if (strcmp(be->name, "cpu") == 0) { // the step's math runs on this host: OpenBLAS
+        /* replicas run side by side: together never more threads than free cores */
+        long rows = c->loader.batch_size < d->length ? c->loader.batch_size : d->length;
+        if (blas_choose_threads(F, O, (rows + n - 1) / n, setup.compute_cores / n, &out->blas, e))
+            goto out;
+        setup.blas_threads = out->blas.threads;
+    }
+    if (c->report.floor) {
+        struct floor_setup fs = {
+            .lo = lo,
+            .features = F,
+            .out_features = O,
+            .replicas = n,
+            .workers = (int)c->loader.num_workers,
+            .cores = (int)sysconf(_SC_NPROCESSORS_ONLN),
+            .compute_cores = setup.compute_cores,
+            .blas_threads = setup.blas_threads,
+        };
+        if (floor_measure(d, &fs, &out->floor, e))
+            goto out;
+    }
     if (step_init(&s, be, &setup, &loss_mse, e))
         goto out;
     void *ctx = s.ctx;

@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include "backend.h"
+#include "blas_tune.h"
+#include "floor.h"
 #include "config.h"
 #include "dataset.h"
 
@@ -31,6 +33,7 @@ struct run_summary {
     double host_us;                // host µs per step issuing device work, NAN on the cpu
     double final_loss;             // last measured epoch's loss
     double speedup;                // baseline median / this median (first run = 1)
+    double floor_ratio;            // median / floor, NAN without report.floor
 };
 
 struct run_result {
@@ -46,6 +49,8 @@ struct run_result {
     float *w, *b;           // (out, in), (out) final parameters
     bool interrupted;       // stopped by a signal before all epochs ran
     char notes[512];        // e.g. knobs that have no effect on this backend
+    struct blas_choice blas; // OpenBLAS threads per replica and what was measured (cpu)
+    struct run_floor floor; // report.floor: this machine's floor for the run's shapes
     struct run_summary sum; // filled by report_summarize
 };
 

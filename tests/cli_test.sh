@@ -65,6 +65,23 @@ assert len(r["epochs"]) == 10 and d["interrupted"] is False
 PY
 then ok; else bad "JSON output"; fi
 
+# report.floor: the floor's parts in JSON, its line in the text; the BLAS thread choice
+"$BIN" -c configs/tutorial.yaml --set report.floor=true --format json >"$TMP/f.json"
+if python3 - "$TMP/f.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["runs"][0]
+f = r["floor"]
+assert f["gather_seconds"] > 0 and f["compute_seconds"] > 0 and f["copy_seconds"] is None, f
+assert abs(f["seconds"] - f["gather_seconds"] - f["compute_seconds"]) < 1e-12, f
+assert abs(f["ratio"] - r["summary"]["median_seconds"] / f["seconds"]) < 1e-9, f
+assert r["blas_threads"] in [t["threads"] for t in r["blas_tune"]], r["blas_tune"]
+PY
+then ok; else bad "report.floor JSON"; fi
+expect 0 "# floor: " -- -c configs/tutorial.yaml --set report.floor=true
+expect 0 "= gather " -- -c configs/tutorial.yaml --set report.floor=true --set loader.num_workers=2
+expect 0 "per replica step" -- -c configs/tutorial.yaml --set parallel.replicas=2
+"$BIN" -c configs/tutorial.yaml --format json | python3 -c "import json,sys; assert json.load(sys.stdin)['runs'][0]['floor'] is None" && ok || bad "floor not null without report.floor"
+
 # CSV: a header and one row per epoch
 "$BIN" -c configs/tutorial.yaml --format csv >"$TMP/c.csv"
 if head -1 "$TMP/c.csv" | grep -q '^run,point,epoch,seconds' && [ "$(wc -l <"$TMP/c.csv")" -eq 11 ]; then ok

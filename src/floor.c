@@ -1,0 +1,92 @@
+/* The floor (report.floor). Two parts, each measured on the run's shapes:
+ *   gather:  one epoch of the loader on the training thread: the shuffle, the
+ *            copy of every shuffled row into a batch buffer, and the emulated
+ *            per-sample cost; the same code the run loads with;
+ *   compute: the step's BLAS calls (blas_tune.c) for each batch of the epoch,
+ *            on torch.chunk's chunk sizes, warm, at the run's thread count,
+ *            with replicas side by side as far as the cores allow.
+ * Without workers one thread does both in turn, so the floor is their sum;
+ * with workers loading overlaps compute and spreads over min(workers, cores)
+ * threads, so the floor is the larger of the two. Anything the run spends
+ * beyond it is overhead: hand-offs, waits, cache misses between stages. */
+#include "floor.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "blas_tune.h"
+#include "chunk.h"
+#include "dataset.h"
+
+/* Best seconds of one loader epoch on one thread: the best of up to 3
+ * epochs, fewer when an epoch is long (a large sample cost). */
+static int gather_seconds(const struct dataset *d, const struct floor_setup *s, double *out,
+                          struct error *e)
+{
+    struct loader_options lo = s->lo;
+    lo.num_workers = 0;
+    lo.persistent_workers = false;
+    lo.extra_buffers = 0;
+    struct loader l;
+    if (loader_init(&l, d, &lo, e))
+        return error_wrap(e, "report.floor");
+    double best = INFINITY, spent = 0;
+    int rc = 0;
+    for (long ep = 0; ep < 3 && spent < 1.0 && rc == 0; ep++) {
+        double t0 = now_seconds();
+        struct batch *b;
+        if ((rc = loader_epoch_begin(&l, ep, e)))
+            break;
+        while ((rc = loader_next(&l, &b, e)) == 1)
+            loader_release(&l, b);
+        loader_epoch_end(&l);
+        double t = now_seconds() - t0;
+        spent += t;
+        if (t < best)
+            best = t;
+    }
+    loader_free(&l);
+    *out = best;
+    return rc < 0 ? error_wrap(e, "report.floor") : 0;
+}
+
+/* Seconds of the step's BLAS for one batch of `rows` rows. */
+static double batch_compute(struct blas_work *bw, const struct floor_setup *s, long rows)
+{
+    long split[s->replicas];
+    int active = chunk_split(rows, s->replicas, split);
+    int slots = s->compute_cores / s->blas_threads; // replicas that run at once
+    if (slots < 1)
+        slots = 1;
+    int waves = (active + slots - 1) / slots;
+    return waves * blas_work_seconds(bw, split[0]);
+}
+
+int floor_measure(const struct dataset *d, const struct floor_setup *s, struct run_floor *out,
+                  struct error *e)
+{
+    memset(out, 0, sizeof *out);
+    out->compute_s = out->copy_s = NAN;
+    if (gather_seconds(d, s, &out->gather_s, e))
+        return -1;
+    int spread = s->workers < s->cores ? s->workers : s->cores;
+    out->loading_s = s->workers > 0 ? out->gather_s / spread : out->gather_s;
+    out->seconds = out->loading_s;
+    if (s->blas_threads > 0) {
+        long B = s->lo.batch_size, full = d->length / B, last = d->length % B;
+        if (s->lo.drop_last)
+            last = 0;
+        long chunk = (B + s->replicas - 1) / s->replicas;
+        struct blas_work bw;
+        if (blas_work_init(&bw, s->features, s->out_features, chunk, e))
+            return error_wrap(e, "report.floor");
+        out->compute_s = (double)full * batch_compute(&bw, s, B);
+        if (last > 0)
+            out->compute_s += batch_compute(&bw, s, last);
+        blas_work_free(&bw);
+        out->seconds = s->workers > 0 ? fmax(out->loading_s, out->compute_s)
+                                      : out->loading_s + out->compute_s;
+    }
+    out->measured = true;
+    return 0;
+}

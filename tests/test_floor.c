@@ -1,0 +1,87 @@
+/* The BLAS thread choice and the floor (report.floor): which thread counts
+ * are tried, that the choice is one of them, and how the floor's parts add
+ * up with and without workers. Timings are only checked for being positive
+ * and finite, never for their size. */
+#include <unistd.h>
+
+#include "testutil.h"
+
+static void test_threads_tried(void **state)
+{
+    (void)state;
+    struct blas_choice b;
+    struct error e;
+    assert_int_equal(blas_choose_threads(16, 3, 37, 1, &b, &e), 0);
+    assert_int_equal(b.n_tried, 1);
+    assert_int_equal(b.tried[0], 1);
+    assert_int_equal(b.threads, 1);
+    assert_true(b.seconds[0] > 0 && isfinite(b.seconds[0]));
+
+    assert_int_equal(blas_choose_threads(16, 3, 37, 5, &b, &e), 0);
+    int want[] = {1, 2, 4, 5};
+    assert_int_equal(b.n_tried, 4);
+    int chosen = -1;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(b.tried[i], want[i]);
+        assert_true(b.seconds[i] > 0 && isfinite(b.seconds[i]));
+        if (b.tried[i] == b.threads)
+            chosen = i;
+    }
+    assert_true(chosen >= 0);
+    /* a larger count wins only when more than 5% faster than 1 thread */
+    if (b.threads > 1)
+        assert_true(b.seconds[chosen] < 0.95 * b.seconds[0]);
+}
+
+/* Replicas never get more threads between them than the free cores. */
+static void test_replicas_share_cores(void **state)
+{
+    (void)state;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    struct config c;
+    struct run_result r;
+    test_config(&c, "parallel.replicas=3", "loader.num_workers=1", NULL);
+    test_run(&c, &r);
+    long free_cores = cores - 1 > 1 ? cores - 1 : 1;
+    assert_true(r.blas.threads >= 1);
+    assert_true(r.blas.threads == 1 || 3 * r.blas.threads <= free_cores);
+    for (int i = 0; i < r.blas.n_tried; i++)
+        assert_true(r.blas.tried[i] == 1 || 3 * r.blas.tried[i] <= free_cores);
+    assert_false(r.floor.measured); // report.floor is off by default
+    run_result_free(&r);
+}
+
+static void test_floor_parts(void **state)
+{
+    (void)state;
+    struct config c;
+    struct run_result r;
+    test_config(&c, "report.floor=true", "dataset.length=1000", "dataset.features=16",
+                "model.out_features=3", "loader.batch_size=37", "parallel.replicas=2", NULL);
+    test_run(&c, &r);
+    const struct run_floor *f = &r.floor;
+    assert_true(f->measured);
+    assert_true(f->gather_s > 0 && f->compute_s > 0 && isnan(f->copy_s));
+    assert_true(f->loading_s == f->gather_s);
+    assert_true(fabs(f->seconds - (f->gather_s + f->compute_s)) <= 1e-12);
+    run_result_free(&r);
+
+    test_config(&c, "report.floor=true", "dataset.length=1000", "dataset.features=16",
+                "model.out_features=3", "loader.batch_size=37", "loader.num_workers=2", NULL);
+    test_run(&c, &r);
+    f = &r.floor;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    assert_true(fabs(f->loading_s - f->gather_s / (cores < 2 ? cores : 2)) <= 1e-12);
+    assert_true(f->seconds == fmax(f->loading_s, f->compute_s));
+    run_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_threads_tried),
+        cmocka_unit_test(test_replicas_share_cores),
+        cmocka_unit_test(test_floor_parts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
