@@ -45,6 +45,10 @@ json 's["copy_gbps"] > 0 and 0 <= s["overlap"] <= 1 and s["host_us_per_step"] > 
 json 'all(e["host_seconds"] > 0 and e["copy_seconds"] > 0 and e["copy_bytes"] == 2048 * 48 * 4
           for e in r["epochs"])' --set loader.pin_memory=false
 json '"Fake GPU" in d["machine"]["devices"]'
+# report.floor on cuda: the host gather only; no OpenBLAS threads chosen
+json '(r["floor"]["gather_seconds"] > 0 and r["floor"]["compute_seconds"] is None and
+      r["floor"]["seconds"] == r["floor"]["loading_seconds"] and r["blas_threads"] is None)' \
+     --set report.floor=true
 # virtual replicas share a device; the splits are the cpu's
 json 'r["shared_devices"] and r["splits"][0] == [86, 86, 84] and r["splits"][-1] == [86, 86, 84]' \
      --set loader.batch_size=256 --set 'parallel.devices=[0,0,0]'
