@@ -19,6 +19,11 @@ LDLIBS   += $(PC_LIBS) -lm -pthread
 GIT      := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 CPPFLAGS += -DDPBENCH_GIT='"$(GIT)"'
 
+# The Python the tests and scripts run under: Debian's, with the Debian
+# packages install-deps.sh installs (`python3` on PATH may be a pyenv or venv).
+PYTHON ?= /usr/bin/python3
+export PYTHON
+
 CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
@@ -43,7 +48,7 @@ $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)" ] || echo 
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-unit test-cli test-gpu test-asan test-tsan test-fuzz test-valgrind \
-        test-scripts test-cuda-emulated bench clean
+        test-scripts test-cuda-emulated test-fresh bench clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -202,7 +207,13 @@ test-cuda-emulated:
 	@echo "skipped: no CUDA headers in $(CUDA_HOME)"
 endif
 
+# make run + make test on a clean Debian 12 root built with debootstrap,
+# without and with the host's CUDA toolkit (needs root and the Debian mirror)
+test-fresh:
+	@scripts/test-fresh.sh
+
 bench: dpbench
+	@scripts/install-deps.sh make bench
 	scripts/bench.sh
 
 clean:

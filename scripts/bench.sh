@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench_results/cpu}
-PY=${PY:-/usr/bin/python3}
+PY=${PYTHON:-/usr/bin/python3}
 mkdir -p "$OUT"
 rm -f "$OUT/repeats.txt.tmp"
 have_torch=0

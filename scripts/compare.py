@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Puts a dpbench result and a PyTorch reference result side by side.
 
     compare.py DPBENCH.json TORCH.json [--markdown]

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Checks the GPU targets against what scripts/gpu-bench.sh measured:
 
 1. pinned host-to-device copies of 64 MiB reach at least 90% of the best plain

@@ -32,6 +32,7 @@ make  valgrind             cmd:valgrind
 make  libjpeg-dev          pc:libjpeg
 make  libpng-dev           pc:libpng
 make  zlib1g-dev           pc:zlib
+make  python3              file:/usr/bin/python3
 make  openmpi-bin          cmd:mpirun
 make  libopenmpi-dev       pc:ompi-c
 bench python3-torch        dpkg

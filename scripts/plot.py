@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Charts of dpbench (or torch_reference.py) results.
 
     plot.py RESULT.json [RESULT.json ...] -o OUT.png [--kind time|breakdown|both]
@@ -17,13 +17,9 @@ import os
 import sys
 
 import dpresult
+import pyreq
 
-try:
-    import matplotlib
-except ImportError:
-    sys.exit("plot: this interpreter (%s) has no matplotlib; run with one that has it, "
-             "e.g. /usr/bin/python3 with Debian's python3-matplotlib" % sys.executable)
-
+matplotlib = pyreq.require("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 

@@ -46,12 +46,9 @@ import time
 PROG = "torch_reference"
 EXPORT_FORMAT = 1  # the export layout this script reads
 
-try:
-    import numpy as np
-    import torch
-except ImportError as e:
-    sys.exit("%s: this interpreter (%s) has no %s; run with one that has it, e.g. "
-             "/usr/bin/python3 with Debian's python3-%s" % (PROG, sys.executable, e.name, e.name))
+import pyreq
+
+np, torch = pyreq.require("numpy", "torch")
 
 
 class RunError(Exception):

@@ -2,6 +2,7 @@
 # End-to-end checks of the dpbench command line: outputs, exit statuses and
 # error messages, result files, and interruption. Prints "N passed, N failed".
 set -u
+python3() { "${PYTHON:-/usr/bin/python3}" "$@"; } # Debian's python3, not the first on PATH
 BIN=$(realpath "${1:-./dpbench}")
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)

@@ -6,6 +6,7 @@
 # timings mean nothing; only their presence and consistency are checked.
 # Usage: tests/cuda_cli_test.sh EMULATED_DPBENCH. Prints "N passed, N failed".
 set -u
+python3() { "${PYTHON:-/usr/bin/python3}" "$@"; } # Debian's python3, not the first on PATH
 BIN=$(realpath "$1")
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)

@@ -9,8 +9,20 @@ set -u
 BIN=$(realpath "${1:-./dpbench}")
 PY=${PYTHON:-/usr/bin/python3}
 cd "$(dirname "$0")/.."
+# Without its modules (here: -S, no site-packages) a script says in one line
+# which interpreter lacks which Debian package, and exits 2. Needs no torch.
+for script in torch_reference.py:python3-numpy plot.py:python3-matplotlib; do
+    err=$("$PY" -S "scripts/${script%%:*}" configs/tutorial.yaml -o /dev/null 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -ne 2 ] || [ "$(printf '%s\n' "$err" | wc -l)" -ne 1 ] ||
+        [[ "$err" != *"$("$PY" -c 'import sys; print(sys.executable)') cannot import"*"apt-get install ${script#*:}"* ]]; then
+        echo "FAIL: ${script%%:*} without its modules: exit $rc, want 2 and one line: $err" >&2
+        echo "scripts: 0 passed, 1 failed"
+        exit 1
+    fi
+done
 if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
-    echo "skipped: no torch ($PY cannot import torch and numpy)"
+    echo "skipped: no torch ($PY cannot import torch and numpy); the missing-module message: 2 passed"
     exit 0
 fi
 if [ ! -x "$BIN" ]; then

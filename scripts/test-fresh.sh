@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# make test-fresh: the README's two commands on a clean Debian 12 root.
+#
+# Builds a minimal bookworm root with debootstrap under build/test-fresh/
+# (on a tmpfs), holding only what the README asks of a new user: make, a C
+# compiler (gcc with libc6-dev) and git. Clones this repository's HEAD into it
+# and runs there `make run`, then `make test`, as root, twice:
+#   pass 1  no CUDA toolkit; Debian's reference BLAS (libblas-dev, which has a
+#           cblas.h) installed first, OpenBLAS absent; after `make test`,
+#           libopenblas-pthread-dev is removed and `make` must install it again
+#           (the dependency check may not trust an old build/deps.mk);
+#   pass 2  the host's CUDA toolkit (the real path behind CUDA_HOME, default
+#           /usr/local/cuda) bind-mounted read-only at the same path; skipped,
+#           and said so, when the host has none.
+# Each pass runs on its own overlay of the same debootstrap root and starts
+# from nothing but that root; the .deb files pass 1 downloads are reused by
+# pass 2 (and, like the debootstrap tarball, kept in build/test-fresh-cache/
+# for the next run). Pass 2 starts once pass 1's `make run` has installed the
+# packages, and the two then run side by side. Inside the root
+# FUZZ_SECONDS=$FRESH_FUZZ_SECONDS (default 5) shortens the fuzz run.
+#
+# Mounts per pass: proc, a tmpfs /dev holding null, zero, full, random,
+# urandom and tty, /dev/shm, and the toolkit in pass 2. Every mount and the
+# root are removed on exit, whether it succeeded, failed or was interrupted.
+# Prints how long each phase took; logs stay in build/test-fresh-logs/.
+# Needs root (debootstrap, chroot, mount) and the Debian mirror
+# (DEBIAN_MIRROR, default http://deb.debian.org/debian): when the mirror
+# cannot be reached it says so and fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+SUITE=bookworm
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+FUZZ=${FRESH_FUZZ_SECONDS:-5}
+WORK=$REPO/build/test-fresh          # tmpfs: the roots, removed on exit
+CACHE=$REPO/build/test-fresh-cache   # kept: debootstrap tarball, .deb files
+LOGS=$REPO/build/test-fresh-logs     # kept: one log per phase
+PROG=test-fresh
+
+say() { printf '%s: %s\n' "$PROG" "$*"; }
+die() { printf '%s: %s\n' "$PROG" "$*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot and mounts): run it as root or with sudo"
+# In a mount namespace of its own: no mount is seen outside, and all of them
+# vanish with the namespace even if this script is killed outright.
+if [ -z "${DPBENCH_FRESH_NS:-}" ]; then
+    DPBENCH_FRESH_NS=1 exec unshare --mount --propagation private "$0" "$@"
+fi
+HEAD=$(git rev-parse --short HEAD) || die "not a git checkout"
+[ -z "$(git status --porcelain --untracked-files=no)" ] ||
+    say "note: testing the commit $HEAD; uncommitted changes are not in it"
+
+# ---- clean-up: every mount, every process in the roots, the tmpfs ---------
+MOUNTS=()   # in mount order; unmounted in reverse
+PIDS=()     # background passes
+cleanup() {
+    local rc=$? i p
+    trap '' INT TERM
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    # whatever still runs inside a root (a test's child, a stuck make)
+    for p in /proc/[0-9]*; do
+        case $(readlink "$p/root" 2>/dev/null) in "$WORK"/*) kill -KILL "${p#/proc/}" 2>/dev/null || true ;; esac
+    done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+        umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}" 2>/dev/null || true
+    done
+    if grep -q " $WORK[ /]" /proc/mounts; then
+        echo "$PROG: could not remove every mount under $WORK; left it in place" >&2
+        rc=1
+    else
+        rm -rf "$WORK" "$CACHE/archives-pass2"
+    fi
+    [ -z "${T0:-}" ] || say "total $(($(date +%s) - T0)) s, exit $rc"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'echo "$PROG: interrupted" >&2; exit 130' INT
+trap 'echo "$PROG: terminated" >&2; exit 143' TERM
+
+mnt() { # mount ARGS... TARGET: records TARGET for the clean-up
+    mount "$@"
+    MOUNTS+=("${!#}")
+}
+
+# phase NAME LOG CMD...: runs CMD with its output in LOG, prints the duration
+phase() {
+    local name=$1 log=$2 s=$(date +%s) rc=0
+    shift 2
+    "$@" >"$log" 2>&1 || rc=$?
+    if [ $rc -eq 0 ]; then
+        say "$name: ok, $(($(date +%s) - s)) s"
+        grep -E '^[a-z0-9-]*:? ?[0-9]+ passed, [0-9]+ failed|^skipped|^[a-z-]+: skipped' "$log" | sed "s/^/    /" || true
+    else
+        say "$name: FAILED (exit $rc) after $(($(date +%s) - s)) s; the end of $log:"
+        tail -40 "$log" | sed "s/^/    /"
+    fi
+    return $rc
+}
+
+T0=$(date +%s)
+rm -rf "$LOGS"
+mkdir -p "$WORK" "$CACHE/archives/partial" "$LOGS"
+if mountpoint -q "$WORK"; then die "$WORK is still mounted from an earlier run: umount it first"; fi
+
+# ---- prerequisites on the host ---------------------------------------------
+mirror_ok() {
+    local url=$MIRROR/dists/$SUITE/Release
+    if command -v curl >/dev/null; then
+        curl -fsS --max-time 30 -o /dev/null "$url"
+    elif command -v wget >/dev/null; then
+        wget -q -T 30 -O /dev/null "$url"
+    else
+        local hp=${MIRROR#http://} host port
+        host=${hp%%/*}; port=80
+        [[ $host == *:* ]] && { port=${host#*:}; host=${host%%:*}; }
+        timeout 30 bash -c "exec 3<>/dev/tcp/$host/$port"
+    fi
+}
+mirror_ok || die "the package mirror $MIRROR cannot be reached (no $SUITE Release file): cannot build the root; failing"
+if ! command -v debootstrap >/dev/null; then
+    say "installing debootstrap with apt-get"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >"$LOGS/debootstrap-install.log" 2>&1 ||
+        die "apt-get install debootstrap failed: see $LOGS/debootstrap-install.log"
+fi
+mnt -t tmpfs -o mode=755,size=${FRESH_TMPFS_SIZE:-12g} dpbench-test-fresh "$WORK"
+
+# ---- the base root: debootstrap once, from a cached tarball when there is one
+BASE=$WORK/base
+TARBALL=$CACHE/$SUITE-minbase.tgz
+INCLUDE=make,gcc,libc6-dev,git
+s=$(date +%s)
+if [ ! -s "$TARBALL" ] || [ "$(cat "$TARBALL.include" 2>/dev/null)" != "$INCLUDE $MIRROR" ]; then
+    rm -f "$TARBALL" "$TARBALL.include"
+    debootstrap --variant=minbase --include=$INCLUDE --make-tarball="$TARBALL.tmp" \
+        "$SUITE" "$WORK/tarball-scratch" "$MIRROR" >"$LOGS/debootstrap.log" 2>&1 ||
+        { tail -20 "$LOGS/debootstrap.log" >&2; die "debootstrap could not download $SUITE from $MIRROR"; }
+    rm -rf "$WORK/tarball-scratch"
+    mv "$TARBALL.tmp" "$TARBALL"
+    echo "$INCLUDE $MIRROR" >"$TARBALL.include"
+    say "debootstrap download ($SUITE minbase + $INCLUDE): ok, $(($(date +%s) - s)) s"
+    s=$(date +%s)
+fi
+debootstrap --variant=minbase --include=$INCLUDE --unpack-tarball="$TARBALL" \
+    "$SUITE" "$BASE" "$MIRROR" >>"$LOGS/debootstrap.log" 2>&1 ||
+    { tail -20 "$LOGS/debootstrap.log" >&2; die "debootstrap failed: see $LOGS/debootstrap.log"; }
+cp /etc/resolv.conf "$BASE/etc/resolv.conf"
+rm -rf "$BASE"/var/cache/apt/archives/*.deb
+say "debootstrap ($SUITE minbase + $INCLUDE): ok, $(($(date +%s) - s)) s"
+
+# ---- the passes -------------------------------------------------------------
+# mkroot N [CUDA_DIR]: an overlay of the base with its mounts; prints the root
+mkroot() {
+    local n=$1 cuda=${2:-} d=$WORK/pass$1 r dev
+    mkdir -p "$d/upper" "$d/work" "$d/root"
+    mnt -t overlay -o "lowerdir=$BASE,upperdir=$d/upper,workdir=$d/work" "dpbench-fresh-$n" "$d/root"
+    r=$d/root
+    mnt -t proc proc "$r/proc"
+    dev=$r/dev
+    mnt -t tmpfs -o mode=755,nosuid dpbench-fresh-dev "$dev"
+    mknod -m 666 "$dev/null" c 1 3; mknod -m 666 "$dev/zero" c 1 5; mknod -m 666 "$dev/full" c 1 7
+    mknod -m 666 "$dev/random" c 1 8; mknod -m 666 "$dev/urandom" c 1 9; mknod -m 666 "$dev/tty" c 5 0
+    ln -s /proc/self/fd "$dev/fd"; ln -s /proc/self/fd/0 "$dev/stdin"
+    ln -s /proc/self/fd/1 "$dev/stdout"; ln -s /proc/self/fd/2 "$dev/stderr"
+    mkdir -p "$dev/shm" "$dev/pts"
+    mnt -t tmpfs -o mode=1777,nosuid,nodev dpbench-fresh-shm "$dev/shm"
+    local archives=$CACHE/archives
+    [ "$n" = 1 ] || archives=$CACHE/archives-pass$n
+    mnt --bind "$archives" "$r/var/cache/apt/archives"
+    if [ -n "$cuda" ]; then
+        mkdir -p "$r$cuda"
+        mnt --bind "$cuda" "$r$cuda"
+        mount -o remount,bind,ro "$r$cuda"
+        [ "$CUDA_HOME" = "$cuda" ] || { mkdir -p "$r$(dirname "$CUDA_HOME")"; ln -sfn "$cuda" "$r$CUDA_HOME"; }
+    fi
+    git clone -q --no-local "$REPO" "$r/root/dpbench"
+}
+
+# inroot N CMD: runs the shell command CMD in pass N's clone, as a new user would
+inroot() {
+    local n=$1
+    shift
+    env -i HOME=/root TERM=dumb LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        FUZZ_SECONDS="$FUZZ" chroot "$WORK/pass$n/root" /bin/bash -c "cd /root/dpbench && $*"
+}
+
+pass1() {
+    phase "pass 1: libblas-dev (reference BLAS, a cblas.h) installed, no OpenBLAS" "$LOGS/pass1-libblas.log" \
+        inroot 1 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libblas-dev &&
+              ls /usr/include/cblas.h /usr/include/*/cblas.h 2>/dev/null | grep -q . &&
+              ! dpkg -s libopenblas-dev >/dev/null 2>&1' || return 1
+    phase "pass 1 (no CUDA): make run" "$LOGS/pass1-run.log" inroot 1 'make run' || return 1
+    touch "$WORK/pass1.installed"
+    phase "pass 1 (no CUDA): make test" "$LOGS/pass1-test.log" inroot 1 'make test' || return 1
+    phase "pass 1: OpenBLAS removed after the build, make installs it again" "$LOGS/pass1-stale.log" \
+        inroot 1 'DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq libopenblas-pthread-dev && make dpbench && pkg-config --exists openblas && ./dpbench --config configs/tutorial.yaml --set train.epochs=1 >/dev/null'
+}
+
+pass2() {
+    phase "pass 2 (CUDA toolkit $1, read-only): make run" "$LOGS/pass2-run.log" inroot 2 'make run' || return 1
+    phase "pass 2 (CUDA toolkit $1, read-only): make test" "$LOGS/pass2-test.log" inroot 2 'make test'
+}
+
+CUDA_DIR=""
+[ -e "$CUDA_HOME/include/cuda_runtime.h" ] && CUDA_DIR=$(realpath "$CUDA_HOME")
+mkroot 1
+pass1 &
+PIDS+=($!)
+P1=$!
+rc2=0
+if [ -n "$CUDA_DIR" ]; then
+    # pass 2 starts from the base too, with the .deb files pass 1 fetched
+    while [ ! -e "$WORK/pass1.installed" ] && kill -0 "$P1" 2>/dev/null; do sleep 1; done
+    if [ -e "$WORK/pass1.installed" ]; then
+        rm -rf "$CACHE/archives-pass2"
+        cp -al "$CACHE/archives" "$CACHE/archives-pass2"
+        rm -f "$CACHE/archives-pass2/lock"
+        mkroot 2 "$CUDA_DIR"
+        pass2 "$CUDA_DIR" || rc2=$?
+    else
+        say "pass 2: not started (pass 1 failed before installing the packages)"
+        rc2=1
+    fi
+else
+    say "pass 2 (with the CUDA toolkit): skipped: the host has no toolkit in $CUDA_HOME"
+fi
+rc1=0
+wait "$P1" || rc1=$?
+PIDS=()
+[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] || die "failed (pass 1 exit $rc1, pass 2 exit $rc2)"
+say "passed: make run + make test on a fresh $SUITE root$([ -n "$CUDA_DIR" ] && echo ", without and with the CUDA toolkit" || echo " (no CUDA toolkit on this host: pass 2 skipped)")"
