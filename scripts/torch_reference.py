@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """PyTorch reference run of a dpbench config, on dpbench's own bytes.
 
 `dpbench --export DIR` writes, for every run point, the resolved config, the
