@@ -13,7 +13,8 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation -pthread -MMD -MP
 # Libraries come from pkg-config (build/deps.mk, written after
 # scripts/install-deps.sh has checked they are installed): no fixed paths.
-PC_MODULES := yaml-0.1 libcjson openblas
+# libjpeg, libpng: image decoding; zlib: gzip'd idx files
+PC_MODULES := yaml-0.1 libcjson openblas libjpeg libpng zlib
 CPPFLAGS += -Isrc $(PC_CFLAGS)
 LDLIBS   += $(PC_LIBS) -lm -pthread
 GIT      := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -28,7 +29,7 @@ CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
-           export.c blas_tune.c floor.c
+           export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -47,8 +48,8 @@ FLAVOUR := $(B)/flavour
 $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)" ] || echo $(CUDA) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-unit test-cli test-gpu test-asan test-tsan test-fuzz test-valgrind \
-        test-scripts test-cuda-emulated test-fresh bench clean
+.PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-fuzz \
+        test-valgrind test-scripts test-cuda-emulated test-fresh bench clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -101,6 +102,10 @@ test-unit: $(TESTS)
 test-cli: dpbench
 	@tests/cli_test.sh ./dpbench
 
+# labelled datasets end to end: generator, kinds, bad data, Fashion-MNIST
+test-data-cli: dpbench
+	@tests/data_cli_test.sh ./dpbench
+
 # Sanitizer builds (clang): the unit tests under ASan + UBSan, the threaded
 # loader and replica tests under TSan, and a bounded libFuzzer run on the
 # config reader. CPU sources only: no GPU runs here.
@@ -126,7 +131,7 @@ $(B)/fuzz_config: tests/fuzz_config.c src/config.c src/util.c $(B)/deps.stamp
 test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
 	@LABEL=asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
 
-test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step
+test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step $(B)/tsan/test_data
 	@LABEL=tsan TSAN_OPTIONS="halt_on_error=1" tests/run_unit.sh $^
 
 test-fuzz: $(B)/fuzz_config
@@ -154,7 +159,7 @@ test-valgrind: dpbench
 test-scripts: dpbench
 	@tests/scripts_test.sh ./dpbench
 
-test: test-unit test-cli test-asan test-tsan test-fuzz test-valgrind test-scripts \
+test: test-unit test-cli test-data-cli test-asan test-tsan test-fuzz test-valgrind test-scripts \
       test-cuda-emulated
 
 # GPU tests stay out of TESTS so `make test` needs no GPU; without a usable

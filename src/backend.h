@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "loader.h"
+#include "loss.h"
 #include "util.h"
 
 struct backend_setup {
@@ -29,6 +30,7 @@ struct backend_setup {
     int blas_threads;       // OpenBLAS threads per replica, measured (blas_tune.c); cpu only
     const float *w0;        // (out_features, features) initial weight
     const float *b0;        // (out_features) initial bias
+    bool classify;          // labelled data: count correct predictions
 };
 
 struct epoch_stats {
@@ -41,6 +43,7 @@ struct epoch_stats {
                        // waits excluded (cuda); 0 where the step computes on the host
     double loss_sum;   // sum over batches of (mean loss * rows)
     long samples;      // rows trained on
+    long correct;      // rows whose prediction matched the label (labelled data)
 };
 
 /* What `next` hands the training loop, on every backend: a batch already

@@ -126,6 +126,8 @@ struct cuda_dp {
     cudaEvent_t forked;    // fork: replica 0's stream's work so far
     const struct loss_fn *loss; // the loss of this epoch's steps (for epoch_end)
     float *scratch;        // (3 batch_max O) host: losses without a device path
+    bool classify;         // count correct predictions (labelled data): loss on the host
+    long correct;          // this epoch's correct predictions so far
     double step_t0;        // begin: host clock, waits excluded
     struct timeline tl;
     /* the copy ring */
@@ -271,6 +273,7 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
     dp->chunk_max = (s->batch_size + dp->n - 1) / dp->n;
     dp->P = (size_t)dp->O * (size_t)dp->F + (size_t)dp->O;
     dp->async = s->async_copy;
+    dp->classify = s->classify;
     dp->depth = s->async_copy ? s->copy_depth : 1;
     /* cuBLAS' sizes and strides are int: the biggest are the batch's outputs
      * (loss, gradient), a chunk's inputs and the parameter vector */
@@ -862,6 +865,8 @@ static int loss_on_host(struct cuda_dp *dp, const struct loss_fn *fn, long k, co
     CUDA_CHECK(cudaMemcpyAsync(h_y, y, n * sizeof(float), cudaMemcpyDeviceToHost, s0));
     CUDA_CHECK(cudaStreamSynchronize(s0));
     float raw = (float)fn->host(h_out, h_y, rows, dp->O, h_d);
+    if (dp->classify)
+        dp->correct += loss_correct(h_out, h_y, rows, dp->O);
     CUDA_CHECK(cudaMemcpyAsync(d, h_d, n * sizeof(float), cudaMemcpyHostToDevice, s0));
     CUDA_CHECK(cudaMemcpyAsync(dp->tl.loss + k, &raw, sizeof raw, cudaMemcpyHostToDevice, s0));
     CUDA_CHECK(cudaStreamSynchronize(s0)); // the sources are on this stack and in scratch
@@ -878,7 +883,7 @@ static int cuda_loss(void *ctx, const struct loss_fn *fn, long k, const float *o
     if (!r0)
         return -1;
     dp->loss = fn;
-    if (fn != &loss_mse)
+    if (fn != &loss_mse || dp->classify) // accuracy needs the outputs on the host
         return loss_on_host(dp, fn, k, out, y, rows, d, e);
     int O = dp->O, n_out = (int)rows * O;
     const float one = 1.0f, minus_one = -1.0f;
@@ -1054,6 +1059,8 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
         return error_wrap(e, "cuda backend, end of epoch");
     long m = dp->stepped, G = dp->G;
     st->host_s += dp->host_s;
+    st->correct += dp->correct;
+    dp->correct = 0;
     if (m == 0)
         return 0;
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));

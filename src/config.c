@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-enum key_type { KEY_INT, KEY_BOOL, KEY_FLOAT, KEY_STRING, KEY_ENUM, KEY_INT_LIST };
+enum key_type { KEY_INT, KEY_BOOL, KEY_FLOAT, KEY_STRING, KEY_ENUM, KEY_INT_LIST, KEY_FLOAT_LIST };
 
 struct key {
     const char *path;
@@ -39,8 +39,8 @@ static const struct key keys[] = {
      "run name, used in result file names"},
     {"seed", KEY_INT, OFF(seed), "0", 0, MAX_SAFE_INT, NULL,
      "seeds the data, the teacher, the initial weights and the shuffles"},
-    {"dataset.kind", KEY_ENUM, OFF(dataset.kind), "random", 0, 0, "random",
-     "the tutorial's RandomDataset with teacher targets"},
+    {"dataset.kind", KEY_ENUM, OFF(dataset.kind), "random", 0, 0, "random|idx|cifar10|folder",
+     "random: the tutorial's RandomDataset with teacher targets; else labelled files at dataset.path"},
     {"dataset.length", KEY_INT, OFF(dataset.length), "100", 1, 1e9, NULL,
      "samples in the dataset"},
     {"dataset.features", KEY_INT, OFF(dataset.features), "5", 1, 1 << 20, NULL,
@@ -49,8 +49,28 @@ static const struct key keys[] = {
      "standard deviation of the teacher's target noise"},
     {"dataset.sample_cost_us", KEY_FLOAT, OFF(dataset.sample_cost_us), "0", 0, 1e6, NULL,
      "emulated per-sample decode/augment CPU work in the loader, microseconds"},
+    {"dataset.path", KEY_STRING, OFF(dataset.path), "", 0, CONFIG_STR - 1, NULL,
+     "idx: the *-images-idx3-ubyte[.gz] file; cifar10: its directory; folder: the root"},
+    {"dataset.eval_path", KEY_STRING, OFF(dataset.eval_path), "", 0, CONFIG_STR - 1, NULL,
+     "held-out split evaluated after the last epoch; \"\" = t10k (idx), test_batch.bin (cifar10), none (folder)"},
+    {"dataset.drop_cache", KEY_BOOL, OFF(dataset.drop_cache), "false", 0, 0, NULL,
+     "evict the dataset's files from the page cache before each epoch (posix_fadvise)"},
+    {"transform.resize", KEY_INT, OFF(transform.resize), "0", 0, 8192, NULL,
+     "shorter side to N (bilinear), then centre crop N x N; 0 = off"},
+    {"transform.crop", KEY_INT, OFF(transform.crop), "0", 0, 8192, NULL,
+     "random N x N crop (after transform.pad zero padding); 0 = off"},
+    {"transform.pad", KEY_INT, OFF(transform.pad), "0", 0, 1024, NULL,
+     "zero padding on every side before the random crop"},
+    {"transform.hflip", KEY_BOOL, OFF(transform.hflip), "false", 0, 0, NULL,
+     "random horizontal flip, p = 0.5"},
+    {"transform.mean", KEY_FLOAT_LIST, OFF(transform.mean), "[]", -1e6, 1e6, NULL,
+     "per-channel mean subtracted after scaling to [0, 1] (one value, or one per channel)"},
+    {"transform.std", KEY_FLOAT_LIST, OFF(transform.std), "[]", 1e-9, 1e6, NULL,
+     "per-channel standard deviation divided by after the mean"},
     {"model.out_features", KEY_INT, OFF(model.out_features), "2", 1, 1 << 16, NULL,
-     "Linear out_features"},
+     "Linear out_features (labelled data: set to the number of classes)"},
+    {"model.loss", KEY_ENUM, OFF(model.loss), "auto", 0, 0, "auto|mse|cross_entropy",
+     "auto = mse for random data, cross_entropy for labelled data"},
     {"loader.batch_size", KEY_INT, OFF(loader.batch_size), "30", 1, 1 << 24, NULL,
      "samples per batch"},
     {"loader.shuffle", KEY_BOOL, OFF(loader.shuffle), "true", 0, 0, NULL,
@@ -92,7 +112,7 @@ static const struct key keys[] = {
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
 static const char *const sections[] = {"dataset", "model", "loader", "train", "parallel",
-                                       "report"};
+                                       "report", "transform"};
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 
 
@@ -196,6 +216,69 @@ static int set_int(const struct key *k, long *dst, const char *v, struct error *
     return 0;
 }
 
+static int set_float(const struct key *k, double *dst, const char *v, struct error *e)
+{
+    char b[96];
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end != '\0' || strcasecmp(v, ".nan") == 0 || strcasecmp(v, ".inf") == 0)
+        return error_set(e, "%s: expected a number, found %s", k->path, shown(v, b, sizeof b));
+    if (!isfinite(x) || errno == ERANGE)
+        return error_set(e, "%s: expected a finite number, found %s", k->path,
+                         shown(v, b, sizeof b));
+    if (x < k->min || x > k->max)
+        return error_set(e, "%s: expected a number in [%g, %g], found %g", k->path, k->min,
+                         k->max, x);
+    *dst = x;
+    return 0;
+}
+
+/* Splits "[a, b]", "a,b" or "" into trimmed items; calls add for each. */
+static int split_list(const struct key *k, const char *v, void *dst,
+                      int (*add)(const struct key *k, void *dst, int i, const char *item,
+                                 struct error *e),
+                      int *count, struct error *e)
+{
+    char tmp[CONFIG_STR * 4];
+    if (strlen(v) >= sizeof tmp)
+        return error_set(e, "%s: list too long", k->path);
+    snprintf(tmp, sizeof tmp, "%s", v);
+    char *s = tmp;
+    size_t len = strlen(s);
+    if (len && s[0] == '[' && s[len - 1] == ']') {
+        s[len - 1] = '\0';
+        s++;
+    }
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ')
+            tok++;
+        for (char *t = tok + strlen(tok); t > tok && t[-1] == ' ';)
+            *--t = '\0';
+        if (add(k, dst, n, tok, e))
+            return -1;
+        n++;
+    }
+    *count = n;
+    return 0;
+}
+
+static int add_device(const struct key *k, void *dst, int i, const char *item, struct error *e)
+{
+    if (i == CONFIG_MAX_DEVICES)
+        return error_set(e, "%s: at most %d ids", k->path, CONFIG_MAX_DEVICES);
+    return set_int(k, (long *)dst + i, item, e);
+}
+
+static int add_float(const struct key *k, void *dst, int i, const char *item, struct error *e)
+{
+    if (i == CONFIG_MAX_CHANNELS)
+        return error_set(e, "%s: at most %d values", k->path, CONFIG_MAX_CHANNELS);
+    return set_float(k, &((struct float_list *)dst)->v[i], item, e);
+}
+
 static int set_value(struct config *c, const struct key *k, const char *v, struct error *e)
 {
     char b[96];
@@ -215,21 +298,8 @@ static int set_value(struct config *c, const struct key *k, const char *v, struc
         return error_set(e, "%s: expected true or false, found %s", k->path,
                          shown(v, b, sizeof b));
     }
-    case KEY_FLOAT: {
-        char *end;
-        errno = 0;
-        double x = strtod(v, &end);
-        if (end == v || *end != '\0' || strcasecmp(v, ".nan") == 0 || strcasecmp(v, ".inf") == 0)
-            return error_set(e, "%s: expected a number, found %s", k->path, shown(v, b, sizeof b));
-        if (!isfinite(x) || errno == ERANGE)
-            return error_set(e, "%s: expected a finite number, found %s", k->path,
-                             shown(v, b, sizeof b));
-        if (x < k->min || x > k->max)
-            return error_set(e, "%s: expected a number in [%g, %g], found %g", k->path, k->min,
-                             k->max, x);
-        *(double *)dst = x;
-        return 0;
-    }
+    case KEY_FLOAT:
+        return set_float(k, dst, v, e);
     case KEY_STRING:
         if (strlen(v) < k->min || strlen(v) > k->max)
             return error_set(e, "%s: expected a string of %.0f to %.0f bytes, found %zu bytes",
@@ -249,33 +319,18 @@ static int set_value(struct config *c, const struct key *k, const char *v, struc
         return error_set(e, "%s: expected one of %s, found %s", k->path, k->choices,
                          shown(v, b, sizeof b));
     }
-    case KEY_INT_LIST: {
-        /* "[0, 1, 1]", "0,1,1" or "" */
-        long *list = dst;
-        char tmp[CONFIG_STR * 4];
-        if (strlen(v) >= sizeof tmp)
-            return error_set(e, "%s: list too long", k->path);
-        snprintf(tmp, sizeof tmp, "%s", v);
-        char *s = tmp;
-        size_t len = strlen(s);
-        if (len && s[0] == '[' && s[len - 1] == ']') {
-            s[len - 1] = '\0';
-            s++;
-        }
+    case KEY_INT_LIST: { /* "[0, 1, 1]", "0,1,1" or "" */
         int n = 0;
-        for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok;
-             tok = strtok_r(NULL, ",", &save)) {
-            while (*tok == ' ')
-                tok++;
-            for (char *t = tok + strlen(tok); t > tok && t[-1] == ' ';)
-                *--t = '\0';
-            if (n == CONFIG_MAX_DEVICES)
-                return error_set(e, "%s: at most %d ids", k->path, CONFIG_MAX_DEVICES);
-            if (set_int(k, &list[n], tok, e))
-                return -1;
-            n++;
-        }
+        if (split_list(k, v, dst, add_device, &n, e))
+            return -1;
         c->parallel.n_devices = n;
+        return 0;
+    }
+    case KEY_FLOAT_LIST: {
+        struct float_list list = {{0}, 0};
+        if (split_list(k, v, &list, add_float, &list.n, e))
+            return -1;
+        *(struct float_list *)dst = list;
         return 0;
     }
     }
@@ -445,7 +500,7 @@ static int read_value(struct reader *r, const struct key *k, const char *path)
 {
     yaml_mark_t m = r->ev.start_mark;
     if (r->ev.type == YAML_SCALAR_EVENT) {
-        if (k->type == KEY_INT_LIST && scalar(r)[0] == '\0')
+        if ((k->type == KEY_INT_LIST || k->type == KEY_FLOAT_LIST) && scalar(r)[0] == '\0')
             return set_value(r->c, k, "", r->e) ? at(r, m, "%s", r->e->msg) : 0;
         if (r->ev.data.scalar.length != strlen(scalar(r)))
             return at(r, m, "%s: NUL byte in value", path);
@@ -453,7 +508,8 @@ static int read_value(struct reader *r, const struct key *k, const char *path)
             return at(r, m, "%s", r->e->msg);
         return 0;
     }
-    if (r->ev.type != YAML_SEQUENCE_START_EVENT || k->type != KEY_INT_LIST)
+    if (r->ev.type != YAML_SEQUENCE_START_EVENT ||
+        (k->type != KEY_INT_LIST && k->type != KEY_FLOAT_LIST))
         return at(r, m, "%s: expected a scalar value, found %s", path, event_name(r->ev.type));
     char joined[CONFIG_STR * 4] = "";
     size_t used = 0;
@@ -463,8 +519,8 @@ static int read_value(struct reader *r, const struct key *k, const char *path)
         if (r->ev.type == YAML_SEQUENCE_END_EVENT)
             break;
         if (r->ev.type != YAML_SCALAR_EVENT)
-            return at(r, r->ev.start_mark, "%s: expected a list of integers, found %s", path,
-                      event_name(r->ev.type));
+            return at(r, r->ev.start_mark, "%s: expected a list of %s, found %s", path,
+                      k->type == KEY_INT_LIST ? "integers" : "numbers", event_name(r->ev.type));
         int w = snprintf(joined + used, sizeof joined - used, "%s%s", used ? "," : "", scalar(r));
         if (w < 0 || (size_t)w >= sizeof joined - used)
             return at(r, m, "%s: list too long", path);
@@ -679,6 +735,25 @@ int config_validate(const struct config *c, struct error *e)
         return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
                             "drop_last: true, so an epoch has no batch",
                          c->loader.batch_size, c->dataset.length);
+    if (strcmp(c->dataset.kind, "random") == 0) {
+        if (strcmp(c->model.loss, "cross_entropy") == 0)
+            return error_set(e, "model.loss: cross_entropy needs labelled data (dataset.kind idx, "
+                                "cifar10 or folder); the random dataset has real-valued targets");
+        if (c->dataset.path[0] || c->dataset.eval_path[0])
+            return error_set(e, "dataset.path: only for dataset.kind idx, cifar10 or folder");
+        if (c->transform.resize || c->transform.crop || c->transform.pad || c->transform.hflip ||
+            c->transform.mean.n || c->transform.std.n)
+            return error_set(e, "transform: only for image data (dataset.kind idx, cifar10 or "
+                                "folder)");
+    } else if (!c->dataset.path[0]) {
+        return error_set(e, "dataset.path: dataset.kind %s needs a path", c->dataset.kind);
+    }
+    if (c->transform.pad && !c->transform.crop)
+        return error_set(e, "transform.pad: %ld needs transform.crop (the random crop it pads for)",
+                         c->transform.pad);
+    if ((c->transform.mean.n == 0) != (c->transform.std.n == 0))
+        return error_set(e, "transform.%s: give transform.mean and transform.std together",
+                         c->transform.mean.n ? "std" : "mean");
     double floats = (double)c->dataset.length * (double)(c->dataset.features + c->model.out_features);
     if (floats > 1e12)
         return error_set(e, "dataset: %ld x %ld is too large to generate", c->dataset.length,
@@ -710,7 +785,8 @@ void config_free(struct config *c)
 
 static const char *type_name(const struct key *k)
 {
-    static const char *const names[] = {"int", "bool", "float", "string", "enum", "int list"};
+    static const char *const names[] = {"int", "bool", "float", "string", "enum", "int list",
+                                        "floats"};
     return names[k->type];
 }
 
@@ -726,7 +802,7 @@ void config_print_help(void *stream)
             snprintf(range, sizeof range, "%s", k->choices);
         else if (k->type == KEY_INT || k->type == KEY_INT_LIST)
             snprintf(range, sizeof range, "[%.0f, %.0f]", k->min, k->max);
-        else if (k->type == KEY_FLOAT)
+        else if (k->type == KEY_FLOAT || k->type == KEY_FLOAT_LIST)
             snprintf(range, sizeof range, "[%g, %g]", k->min, k->max);
         else if (k->type == KEY_STRING)
             snprintf(range, sizeof range, "<= %.0f bytes", k->max);
@@ -749,6 +825,14 @@ int config_get_text(const struct config *c, const char *path, char *buf, size_t 
     case KEY_FLOAT: snprintf(buf, n, "%g", *(const double *)src); break;
     case KEY_STRING:
     case KEY_ENUM: snprintf(buf, n, "%s", (const char *)src); break;
+    case KEY_FLOAT_LIST: {
+        const struct float_list *l = src;
+        size_t used = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < l->n && used < n; i++)
+            used += (size_t)snprintf(buf + used, n - used, "%s%g", i ? "," : "", l->v[i]);
+        break;
+    }
     case KEY_INT_LIST: {
         size_t used = 0;
         buf[0] = '\0';
@@ -783,6 +867,13 @@ cJSON *config_to_json(const struct config *c)
         case KEY_FLOAT: cJSON_AddNumberToObject(parent, leaf, *(const double *)src); break;
         case KEY_STRING:
         case KEY_ENUM: cJSON_AddStringToObject(parent, leaf, (const char *)src); break;
+        case KEY_FLOAT_LIST: {
+            const struct float_list *l = src;
+            cJSON *a = cJSON_AddArrayToObject(parent, leaf);
+            for (int j = 0; j < l->n; j++)
+                cJSON_AddItemToArray(a, cJSON_CreateNumber(l->v[j]));
+            break;
+        }
         case KEY_INT_LIST: {
             cJSON *a = cJSON_AddArrayToObject(parent, leaf);
             for (int j = 0; j < c->parallel.n_devices; j++)

@@ -13,6 +13,13 @@
 #define CONFIG_MAX_SWEEP_KEYS 8
 #define CONFIG_MAX_SWEEP_VALUES 64
 #define CONFIG_STR 256 // longest accepted string value, including the NUL
+#define CONFIG_MAX_CHANNELS 4
+
+/* A short list of floats (per-channel mean/std). */
+struct float_list {
+    double v[CONFIG_MAX_CHANNELS]; // (n)
+    int n;
+};
 
 struct config {
     char name[CONFIG_STR];
@@ -23,9 +30,19 @@ struct config {
         long features;         // floats per sample
         double noise;          // teacher noise standard deviation
         double sample_cost_us; // emulated decode/augment work per sample, microseconds
+        char path[CONFIG_STR];      // idx images file, cifar10 directory or folder root
+        char eval_path[CONFIG_STR]; // held-out split, "" = the kind's default (or none)
+        bool drop_cache;            // evict the files from the page cache before each epoch
     } dataset;
     struct {
+        long resize;        // shorter side to N then centre crop N x N, 0 = off
+        long crop, pad;     // random N x N crop after zero padding P, 0 = off
+        bool hflip;         // random horizontal flip, p = 0.5
+        struct float_list mean, std; // per channel, after scaling to [0, 1]
+    } transform;
+    struct {
         long out_features;
+        char loss[CONFIG_STR]; // auto | mse | cross_entropy
     } model;
     struct {
         long batch_size;

@@ -2,11 +2,13 @@
 #include "dataset.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "dataset_files.h"
 #include "rng.h"
 
 enum { ROW_BLOCK = 1024 }; // rows per independent RNG stream
@@ -55,6 +57,8 @@ static void *builder_main(void *arg)
 
 int dataset_init(struct dataset *d, const struct config *c, struct error *e)
 {
+    if (strcmp(c->dataset.kind, "random") != 0)
+        return dataset_files_load(d, c, e);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     return dataset_build(d, c, cores > 0 ? (int)cores : 1, e);
 }
@@ -103,6 +107,22 @@ int dataset_build(struct dataset *d, const struct config *c, int threads, struct
     return 0;
 }
 
+void dataset_resolve_config(const struct dataset *d, struct config *c)
+{
+    if (d->files) {
+        c->dataset.length = d->length;
+        c->dataset.features = d->features;
+        c->model.out_features = d->out_features;
+    }
+    if (strcmp(c->model.loss, "auto") == 0)
+        snprintf(c->model.loss, sizeof c->model.loss, "%s", d->classes ? "cross_entropy" : "mse");
+}
+
+int dataset_drop_cache(const struct dataset *d, struct error *e)
+{
+    return d->files ? dataset_files_drop_cache(d, e) : 0;
+}
+
 void dataset_set_sample_cost(struct dataset *d, double us)
 {
     d->cost_iters = us > 0 ? lround(us * dataset_cost_iters_per_us()) : 0;
@@ -110,6 +130,12 @@ void dataset_set_sample_cost(struct dataset *d, double us)
 
 void dataset_free(struct dataset *d)
 {
+    if (d->eval) {
+        dataset_free(d->eval);
+        free(d->eval);
+    }
+    if (d->files)
+        dataset_files_free(d);
     free(d->x);
     free(d->y);
     free(d->w_teacher);
@@ -129,13 +155,17 @@ static float cost_loop(long iters, float seed)
 
 static volatile float cost_sink;
 
-void dataset_get(const struct dataset *d, long i, float *x_out, float *y_out)
+int dataset_get(const struct dataset *d, long i, long epoch, float *x_out, float *y_out,
+                long *bytes_read, struct error *e)
 {
+    if (d->files)
+        return dataset_files_get(d, i, epoch, x_out, y_out, bytes_read, e);
     const float *x = d->x + i * d->features;
     if (d->cost_iters)
         cost_sink = cost_loop(d->cost_iters, x[0]);
     memcpy(x_out, x, (size_t)d->features * sizeof(float));
     memcpy(y_out, d->y + i * d->out_features, (size_t)d->out_features * sizeof(float));
+    return 0;
 }
 
 double dataset_cost_iters_per_us(void)

@@ -1,7 +1,9 @@
-/* The tutorial's RandomDataset with teacher targets: x ~ N(0, 1) of shape
- * (length, features) and y = x·W*ᵀ + b* + noise, all drawn from the seed in
- * fixed blocks of rows, so the bytes do not depend on how many threads
- * generate or read them. */
+/* The datasets. `random` is the tutorial's RandomDataset with teacher
+ * targets: x ~ N(0, 1) of shape (length, features) and y = x·W*ᵀ + b* + noise,
+ * all drawn from the seed in fixed blocks of rows, so the bytes do not depend
+ * on how many threads generate or read them. The labelled kinds (idx,
+ * cifar10, folder) live in dataset_files.c: their samples are images
+ * transformed per sample and their targets one-hot rows of `classes`. */
 #ifndef DPBENCH_DATASET_H
 #define DPBENCH_DATASET_H
 
@@ -10,6 +12,7 @@
 #include "util.h"
 
 struct config;
+struct file_data;
 
 struct dataset {
     long length;       // samples
@@ -21,18 +24,32 @@ struct dataset {
     float *b_teacher;  // (out_features)
     double noise;      // teacher noise standard deviation
     long cost_iters;   // arithmetic iterations per sample for dataset.sample_cost_us
+    int classes;       // labelled kinds: number of classes (= out_features); 0 for random
+    struct file_data *files; // labelled kinds: images, labels, transforms; NULL for random
+    struct dataset *eval;    // held-out split evaluated after training, NULL if none
 };
 
-/* Builds the dataset of c on one thread per core. */
+/* Builds (random) or loads (labelled kinds, with their eval split) the
+ * dataset of c; the random one on one thread per core. */
 int dataset_init(struct dataset *d, const struct config *c, struct error *e);
 /* The same on `threads` threads: the bytes do not depend on the count. */
 int dataset_build(struct dataset *d, const struct config *c, int threads, struct error *e);
 void dataset_free(struct dataset *d);
 size_t dataset_bytes(long length, long features, long out_features);
 
-/* Copies sample `i` into x_out/y_out, spending the configured per-sample cost
- * first. The cost's result goes to a sink the compiler cannot drop. */
-void dataset_get(const struct dataset *d, long i, float *x_out, float *y_out);
+/* Copies sample `i` (as seen in `epoch`: random transforms) into x_out/y_out,
+ * spending the configured per-sample cost first; adds the bytes read from
+ * files to *bytes_read. Fails only for file data (a corrupt image). */
+int dataset_get(const struct dataset *d, long i, long epoch, float *x_out, float *y_out,
+                long *bytes_read, struct error *e);
+
+/* What the data decides in a config, for the run and its echo: labelled data
+ * sets dataset.length, dataset.features and model.out_features (the number
+ * of classes); model.loss auto becomes mse (random) or cross_entropy. */
+void dataset_resolve_config(const struct dataset *d, struct config *c);
+
+/* Evicts the dataset's files from the page cache (dataset.drop_cache). */
+int dataset_drop_cache(const struct dataset *d, struct error *e);
 
 /* Sets the emulated per-sample loader cost (dataset.sample_cost_us); a sweep
  * may change it while the data stays the same. */

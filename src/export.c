@@ -189,6 +189,7 @@ int export_point(struct export *x, const struct config *pc, const char *label,
 
     struct config plain = *pc;
     plain.n_sweep = 0; // the point's own config, without the sweep it came from
+    dataset_resolve_config(d, &plain);
     cJSON *cfg = config_to_json(&plain);
     int rc = cfg ? write_json(dir, "config.json", cfg, e) : error_set(e, "export: out of memory");
     cJSON_Delete(cfg);

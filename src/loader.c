@@ -78,7 +78,12 @@ static int fill(struct loader *l, struct batch *b, long k, struct error *e)
     for (long i = 0; i < rows; i++) {
         long id = l->order[start + i];
         b->ids[i] = id;
-        dataset_get(d, id, b->x + i * d->features, b->y + i * d->out_features);
+        long bytes = 0;
+        if (dataset_get(d, id, l->epoch, b->x + i * d->features, b->y + i * d->out_features,
+                        &bytes, e))
+            return -1;
+        if (bytes)
+            __atomic_fetch_add(&l->read_bytes, bytes, __ATOMIC_RELAXED);
     }
     if (l->opt.transform)
         return l->opt.transform(b, l->opt.transform_arg, e);
@@ -176,6 +181,7 @@ int loader_epoch_begin(struct loader *l, long epoch, struct error *e)
     pthread_mutex_lock(&l->mu);
     l->taken = 0;
     l->failed = false;
+    l->read_bytes = 0;
     for (int i = 0; i < l->window; i++)
         l->ready[i] = NULL;
     if (l->opt.num_workers == 0) {

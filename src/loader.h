@@ -71,6 +71,7 @@ struct loader {
     struct error err;        // first error a worker hit
     bool failed;
     long fail_index;         // the earliest batch a worker failed on
+    long read_bytes;         // bytes read from files this epoch (atomic)
 };
 
 int loader_init(struct loader *l, const struct dataset *d, const struct loader_options *o,

@@ -25,7 +25,17 @@ struct loss_fn {
  * raw = sum of (out - y)^2, d = out - y, gradient factor 2 / (rows * O). */
 extern const struct loss_fn loss_mse;
 
-/* The loss of that name ("mse"); NULL if there is none. */
+/* Cross-entropy over one-hot (or probability) target rows, PyTorch's
+ * CrossEntropyLoss: per row log-softmax then NLL, mean over the rows:
+ * raw = sum over rows of -sum_j y_j log softmax(out)_j, d = softmax(out) - y,
+ * gradient factor 1 / rows. */
+extern const struct loss_fn loss_cross_entropy;
+
+/* The loss of that name ("mse", "cross_entropy"); NULL if there is none. */
 const struct loss_fn *loss_find(const char *name);
+
+/* Rows whose largest output is at the class of y's largest entry (the first
+ * on ties): the correct predictions of a classifier. */
+long loss_correct(const float *out, const float *y, long rows, int O);
 
 #endif

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "dataset.h"
 #include "export.h"
+#include "gen.h"
 #include "loader.h"
 #include "report.h"
 #include "train.h"
@@ -51,6 +52,8 @@ static void usage(FILE *f)
             "      --h2d-bandwidth   measure host-to-device copy bandwidth (cuda), then exit\n"
             "      --export DIR      write each point's config, data, initial parameters and\n"
             "                        sample orders into DIR (for a reference run), then exit\n"
+            "      --make-dataset KIND DIR [...]  write a labelled dataset (folder, cifar10, idx);\n"
+            "                        dpbench --make-dataset --help for its options\n"
             "      --help-config     list every config key with its default and range\n"
             "  -V, --version         version and the backends compiled in\n"
             "  -h, --help            this text\n"
@@ -280,7 +283,11 @@ static bool same_data(const struct config *a, const struct config *b)
 {
     return a->seed == b->seed && a->dataset.length == b->dataset.length &&
            a->dataset.features == b->dataset.features && a->dataset.noise == b->dataset.noise &&
-           a->model.out_features == b->model.out_features;
+           a->model.out_features == b->model.out_features &&
+           strcmp(a->dataset.kind, b->dataset.kind) == 0 &&
+           strcmp(a->dataset.path, b->dataset.path) == 0 &&
+           strcmp(a->dataset.eval_path, b->dataset.eval_path) == 0 &&
+           memcmp(&a->transform, &b->transform, sizeof a->transform) == 0;
 }
 
 /* Makes d the dataset of point config pc, generating it again only when pc's
@@ -302,8 +309,10 @@ static int point_dataset(struct dataset *d, struct config *data_cfg, bool *have_
     return 0;
 }
 
-/* Runs every sweep point; the dataset is generated once per distinct data
- * config and shared. On interruption, keeps what completed. */
+/* Runs every sweep point; the dataset is generated (or loaded) once per
+ * distinct data config and shared. On interruption, keeps what completed.
+ * Returns -2 when a dataset cannot be loaded (bad data: a usage error, found
+ * before any epoch of that point). */
 static int run_points(const struct config *c, const struct backend *be, struct results *res,
                       struct error *e)
 {
@@ -321,8 +330,9 @@ static int run_points(const struct config *c, const struct backend *be, struct r
         char label[512];
         if ((rc = point_config(c, p, &pc, label, sizeof label, e)))
             break;
-        if ((rc = point_dataset(&d, &data_cfg, &have_data, &pc, e))) {
+        if (point_dataset(&d, &data_cfg, &have_data, &pc, e)) {
             config_free(&pc);
+            rc = -2;
             break;
         }
         if (n > 1 && isatty(STDERR_FILENO))
@@ -330,6 +340,11 @@ static int run_points(const struct config *c, const struct backend *be, struct r
         FILE *trace = pc.report.trace ? (text ? stdout : stderr) : NULL;
         rc = train_run(&pc, &d, be, &res->runs[res->n_runs], trace, e);
         config_free(&pc);
+        if (rc && res->runs[res->n_runs].failed) { // partial results kept, as on a signal
+            snprintf(res->runs[res->n_runs].label, sizeof res->runs[0].label, "%s", label);
+            res->n_runs++;
+            res->interrupted = true;
+        }
         if (rc) {
             if (label[0])
                 error_wrap(e, "sweep point %s", label);
@@ -340,7 +355,7 @@ static int run_points(const struct config *c, const struct backend *be, struct r
     }
     if (have_data)
         dataset_free(&d);
-    res->interrupted = train_stop != 0;
+    res->interrupted |= train_stop != 0;
     return rc;
 }
 
@@ -433,6 +448,8 @@ int main(int argc, char **argv)
     struct results res = {0};
     struct error e = {{0}};
     config_defaults(&res.cfg);
+    if (argc > 1 && strcmp(argv[1], "--make-dataset") == 0)
+        return gen_main(argc - 1, argv + 1);
 
     int rc = parse_cli(argc, argv, &opts, &res.cfg, &e);
     if (rc) {
@@ -486,7 +503,7 @@ int main(int argc, char **argv)
     int status = EXIT_OK;
     if (rc) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
-        status = EXIT_RUN;
+        status = rc == -2 ? EXIT_USAGE : EXIT_RUN;
     }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
@@ -498,7 +515,7 @@ int main(int argc, char **argv)
             status = EXIT_RUN;
         }
     }
-    if (res.interrupted) {
+    if (res.interrupted && train_stop) {
         fprintf(stderr, "dpbench: interrupted by %s; results are partial\n",
                 train_stop == SIGINT ? "SIGINT" : "SIGTERM");
         status = 128 + train_stop;

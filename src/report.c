@@ -60,7 +60,7 @@ void report_summarize(struct results *r)
         *s = (struct run_summary){.median_s = NAN, .min_s = NAN, .max_s = NAN,
                                   .samples_per_s = NAN, .overlap = NAN, .copy_gbps = NAN,
                                   .host_us = NAN, .final_loss = NAN, .speedup = NAN,
-                                  .floor_ratio = NAN};
+                                  .floor_ratio = NAN, .au = NAN};
         if (n == 0)
             continue;
         double *t = malloc((size_t)n * sizeof(double));
@@ -87,6 +87,7 @@ void report_summarize(struct results *r)
         s->wait_share = wait / total;
         s->copy_share = copy / total;
         s->compute_share = compute / total;
+        s->au = compute / total; // DLIO / MLPerf Storage: compute time over wall time
         if (copy > 0) {
             s->overlap = hidden / copy;
             s->copy_gbps = bytes / copy / 1e9;
@@ -200,9 +201,12 @@ static void text_header(FILE *f, const struct results *r)
             r->machine.mem_bytes / (1 << 30), r->machine.kernel);
     if (r->machine.devices[0])
         fprintf(f, "# devices: %s\n", r->machine.devices);
+    const struct config *rc = &run0->cfg; // labelled data decides the shapes
+    if (strcmp(rc->dataset.kind, "random") != 0)
+        fprintf(f, "# dataset: %s %s, loss %s\n", rc->dataset.kind, rc->dataset.path, run0->loss);
     fprintf(f, "# data: %ld x %ld -> %ld, seed %ld; batch %ld, shuffle %s, drop_last %s, "
                "%ld batches/epoch\n",
-            c->dataset.length, c->dataset.features, c->model.out_features, c->seed,
+            rc->dataset.length, rc->dataset.features, rc->model.out_features, c->seed,
             c->loader.batch_size, c->loader.shuffle ? "on" : "off",
             c->loader.drop_last ? "on" : "off", run0->n_batches);
     fprintf(f, "# loader: num_workers %ld, prefetch_factor %ld, persistent_workers %s, "
@@ -222,20 +226,36 @@ static void text_header(FILE *f, const struct results *r)
     text_splits(f, run0);
 }
 
+/* Labelled data adds accuracy and file reads to the epoch table. */
+static bool labelled(const struct run_result *run)
+{
+    return strcmp(run->cfg.dataset.kind, "random") != 0;
+}
+
 static void text_epochs(FILE *f, const struct run_result *run)
 {
-    fprintf(f, "%6s %11s %12s %12s %11s %11s %11s %8s\n", "epoch", "time", "samples/s", "loss",
+    bool lab = labelled(run);
+    fprintf(f, "%6s %11s %12s %12s %11s %11s %11s %8s", "epoch", "time", "samples/s", "loss",
             "wait", "copy", "compute", "overlap");
-    fprintf(f, "%6s %11s %12s %12s %11s %11s %11s %8s\n", "", "ms", "", "", "ms", "ms", "ms",
+    if (lab)
+        fprintf(f, " %8s %10s %9s", "accuracy", "read", "read");
+    fprintf(f, "\n%6s %11s %12s %12s %11s %11s %11s %8s", "", "ms", "", "", "ms", "ms", "ms",
             "%");
+    if (lab)
+        fprintf(f, " %8s %10s %9s", "%", "MB", "MB/s");
+    fprintf(f, "\n");
     for (int k = 0; k < run->n_epochs; k++) {
         const struct epoch_result *ep = &run->epochs[k];
         char ov[16] = "-";
         if (ep->st.copy_s > 0)
             snprintf(ov, sizeof ov, "%.0f", 100 * ep->st.hidden_s / ep->st.copy_s);
-        fprintf(f, "%6ld %11.4f %12.0f %12.6g %11.4f %11.4f %11.4f %8s\n", ep->epoch,
+        fprintf(f, "%6ld %11.4f %12.0f %12.6g %11.4f %11.4f %11.4f %8s", ep->epoch,
                 1e3 * ep->seconds, ep->samples_per_s, ep->loss, 1e3 * ep->st.wait_s,
                 1e3 * ep->st.copy_s, 1e3 * ep->st.compute_s, ov);
+        if (lab)
+            fprintf(f, " %8.2f %10.2f %9.1f", 100 * ep->accuracy, ep->read_bytes / 1e6,
+                    ep->read_bytes / 1e6 / ep->seconds);
+        fprintf(f, "\n");
     }
 }
 
@@ -282,6 +302,8 @@ void report_text(FILE *f, const struct results *r)
         text_floor(f, &r->runs[0]);
         report_verdict(&r->runs[0], verdict, sizeof verdict);
         fprintf(f, "# verdict: %s\n", verdict);
+        if (!isnan(s->au))
+            fprintf(f, "# AU (compute time / epoch time): %.0f%%\n", 100 * s->au);
     } else {
         text_points(f, r);
         for (int i = 0; i < r->n_runs; i++)
@@ -290,6 +312,13 @@ void report_text(FILE *f, const struct results *r)
             report_verdict(&r->runs[i], verdict, sizeof verdict);
             fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
         }
+    }
+    for (int i = 0; i < r->n_runs; i++) {
+        const struct run_result *run = &r->runs[i];
+        if (run->eval.done)
+            fprintf(f, "# eval%s%s: loss %.6g, accuracy %.2f%% on %ld samples\n",
+                    run->label[0] ? " " : "", run->label, run->eval.loss,
+                    100 * run->eval.accuracy, run->eval.samples);
     }
     fprintf(f, "# peak RSS %.1f MiB\n", r->peak_rss_bytes / (1 << 20));
     if (r->interrupted)
@@ -301,15 +330,18 @@ void report_text(FILE *f, const struct results *r)
 void report_csv(FILE *f, const struct results *r)
 {
     fprintf(f, "run,point,epoch,seconds,samples_per_second,loss,wait_seconds,copy_seconds,"
-               "compute_seconds,copy_bytes,hidden_copy_seconds,host_seconds\n");
+               "compute_seconds,copy_bytes,hidden_copy_seconds,host_seconds,accuracy,read_bytes\n");
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
         for (int k = 0; k < run->n_epochs; k++) {
             const struct epoch_result *ep = &run->epochs[k];
-            fprintf(f, "%d,\"%s\",%ld,%.6g,%.6g,%.9g,%.6g,%.6g,%.6g,%.9g,%.6g,%.6g\n", i,
+            fprintf(f, "%d,\"%s\",%ld,%.6g,%.6g,%.9g,%.6g,%.6g,%.6g,%.9g,%.6g,%.6g,", i,
                     run->label, ep->epoch, ep->seconds, ep->samples_per_s, ep->loss,
                     ep->st.wait_s, ep->st.copy_s, ep->st.compute_s, ep->st.copy_bytes,
                     ep->st.hidden_s, ep->st.host_s);
+            if (!isnan(ep->accuracy))
+                fprintf(f, "%.6g", ep->accuracy);
+            fprintf(f, ",%.0f\n", ep->read_bytes);
         }
     }
 }
@@ -332,6 +364,8 @@ static cJSON *run_json(const struct run_result *run)
     plain.n_sweep = 0; // the point's own config, without the sweep it came from
     cJSON_AddItemToObject(o, "config", config_to_json(&plain));
     cJSON_AddStringToObject(o, "backend", run->backend);
+    cJSON_AddStringToObject(o, "loss", run->loss ? run->loss : "mse");
+    cJSON_AddBoolToObject(o, "failed", run->failed);
     cJSON_AddNumberToObject(o, "replicas", run->replicas);
     cJSON_AddBoolToObject(o, "shared_devices", run->shared_devices);
     cJSON_AddNumberToObject(o, "batches_per_epoch", (double)run->n_batches);
@@ -393,6 +427,11 @@ static cJSON *run_json(const struct run_result *run)
         cJSON_AddItemToObject(e, "host_seconds",
                               number_or_null(ep->st.host_s > 0 ? ep->st.host_s : NAN));
         cJSON_AddNumberToObject(e, "samples", (double)ep->st.samples);
+        cJSON_AddItemToObject(e, "accuracy", number_or_null(ep->accuracy));
+        cJSON_AddNumberToObject(e, "read_bytes", ep->read_bytes);
+        cJSON_AddItemToObject(e, "read_mbps",
+                              number_or_null(ep->read_bytes > 0 ? ep->read_bytes / 1e6 / ep->seconds
+                                                                : NAN));
         cJSON_AddItemToArray(eps, e);
     }
     const struct run_summary *s = &run->sum;
@@ -414,6 +453,15 @@ static cJSON *run_json(const struct run_result *run)
     char verdict[256];
     report_verdict(run, verdict, sizeof verdict);
     cJSON_AddStringToObject(sum, "verdict", verdict);
+    cJSON_AddItemToObject(sum, "au", number_or_null(s->au));
+    if (run->eval.done) {
+        cJSON *ev = cJSON_AddObjectToObject(o, "eval");
+        cJSON_AddItemToObject(ev, "loss", number_or_null(run->eval.loss));
+        cJSON_AddItemToObject(ev, "accuracy", number_or_null(run->eval.accuracy));
+        cJSON_AddNumberToObject(ev, "samples", (double)run->eval.samples);
+    } else {
+        cJSON_AddNullToObject(o, "eval");
+    }
     cJSON *p = cJSON_AddObjectToObject(o, "final_params");
     int O = (int)run->cfg.model.out_features, F = (int)run->cfg.dataset.features;
     if (run->w && (long)O * F <= 4096) { // small models only: the file stays readable

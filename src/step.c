@@ -44,6 +44,8 @@ static int loss_run(struct step *s, const struct step_batch *b, struct epoch_sta
         return s->o->loss(s->ctx, s->loss, b->index, s->gathered, b->y, b->rows, s->dgathered, e);
     st->loss_sum += s->loss->sample_sum(s->loss->host(s->gathered, b->y, b->rows, s->O,
                                                       s->dgathered), s->O);
+    if (s->classify)
+        st->correct += loss_correct(s->gathered, b->y, b->rows, s->O);
     return 0;
 }
 
@@ -163,6 +165,7 @@ int step_init(struct step *s, const struct backend *be, const struct backend_set
     s->be = be;
     s->o = be->ops;
     s->loss = loss;
+    s->classify = setup->classify;
     s->F = setup->features;
     s->O = setup->out_features;
     s->n = setup->replicas;

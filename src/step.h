@@ -28,6 +28,7 @@ struct step {
     const struct device_ops *o;
     void *ctx;                   // the backend's
     const struct loss_fn *loss;
+    bool classify;               // count correct predictions (labelled data)
     int F, O, n;                 // features, out_features, replicas
     size_t P;                    // parameters: O * F weights then O biases
     long batch_max, chunk_max;

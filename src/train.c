@@ -59,6 +59,48 @@ static int compute_cores(long num_workers)
     return cores - num_workers > 1 ? (int)(cores - num_workers) : 1;
 }
 
+/* Loss and accuracy of the final parameters w (O, F), b (O) over the eval
+ * split, in order, on the host. */
+static int evaluate(const struct dataset *v, const struct loss_fn *loss, const float *w,
+                    const float *b, struct run_result *out, struct error *e)
+{
+    int F = v->features, O = v->out_features;
+    float *x = malloc((size_t)F * sizeof(float));
+    float *y = malloc((size_t)O * sizeof(float));
+    float *o = malloc((size_t)O * sizeof(float));
+    float *g = malloc((size_t)O * sizeof(float));
+    int rc = 0;
+    if (!x || !y || !o || !g)
+        rc = error_set(e, "out of memory");
+    double loss_sum = 0;
+    long correct = 0, bytes = 0;
+    for (long i = 0; !rc && i < v->length && !train_stop; i++) {
+        if (dataset_get(v, i, 0, x, y, &bytes, e)) {
+            rc = error_wrap(e, "evaluation");
+            break;
+        }
+        for (int j = 0; j < O; j++) {
+            double acc = b[j];
+            for (int k = 0; k < F; k++)
+                acc += (double)w[(size_t)j * F + k] * x[k];
+            o[j] = (float)acc;
+        }
+        loss_sum += loss->sample_sum(loss->host(o, y, 1, O, g), O);
+        correct += loss_correct(o, y, 1, O);
+    }
+    if (!rc && !train_stop) {
+        out->eval.done = true;
+        out->eval.samples = v->length;
+        out->eval.loss = loss_sum / (double)v->length;
+        out->eval.accuracy = (double)correct / (double)v->length;
+    }
+    free(x);
+    free(y);
+    free(o);
+    free(g);
+    return rc;
+}
+
 static bool devices_shared(const struct config *c)
 {
     for (int i = 0; i < c->parallel.n_devices; i++)
@@ -91,6 +133,9 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     if (!w0)
         return error_set(e, "out of memory");
     train_init_params((unsigned long)c->seed, F, O, w0, w0 + O * F);
+    dataset_resolve_config(d, &out->cfg); // the data's shapes and the loss it trains with
+    const struct loss_fn *loss = loss_find(out->cfg.model.loss);
+    out->loss = loss->name;
     struct backend_setup setup = {
         .features = F,
         .out_features = O,
@@ -103,6 +148,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .compute_cores = compute_cores(c->loader.num_workers),
         .w0 = w0,
         .b0 = w0 + O * F,
+        .classify = d->classes > 0,
     };
     struct loader_options lo = {
         .batch_size = c->loader.batch_size,
@@ -144,7 +190,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         if (floor_measure(d, &fs, &out->floor, e))
             goto out;
     }
-    if (step_init(&s, be, &setup, &loss_mse, e))
+    if (step_init(&s, be, &setup, loss, e))
         goto out;
     void *ctx = s.ctx;
     out->n_batches = l.n_batches;
@@ -160,12 +206,14 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     float lr = (float)c->train.lr;
     for (long ep = 0; ep < total_epochs && !train_stop; ep++) {
         struct epoch_stats st = {0};
+        if (c->dataset.drop_cache && dataset_drop_cache(d, e))
+            goto failed;
         double t0 = now_seconds();
         int got;
         struct step_batch *b;
         if (loader_epoch_begin(&l, ep, e) || be->epoch_begin(ctx, &l, e)) {
             loader_epoch_end(&l);
-            goto out;
+            goto failed;
         }
         while ((got = be->next(ctx, &l, &b, &st, e)) == 1) {
             if (step_dp(&s, b, lr, &st, e)) {
@@ -188,7 +236,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         int end_rc = be->epoch_end(ctx, &st, got < 0 ? &end_err : e); // keep the first error
         loader_epoch_end(&l);
         if (got < 0 || end_rc)
-            goto out;
+            goto failed;
         double seconds = now_seconds() - t0;
         if (got == 1)
             break; // stopped mid-epoch: a partial epoch is not a measurement
@@ -199,6 +247,8 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         er->seconds = seconds;
         er->samples_per_s = (double)st.samples / seconds;
         er->loss = st.samples ? st.loss_sum / (double)st.samples : NAN;
+        er->accuracy = d->classes && st.samples ? (double)st.correct / (double)st.samples : NAN;
+        er->read_bytes = (double)l.read_bytes;
         er->st = st;
     }
     if (train_progress)
@@ -206,12 +256,21 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     out->interrupted = train_stop != 0;
     if (step_params(&s, out->w, out->b, e))
         goto out;
+    if (d->eval && !out->interrupted && evaluate(d->eval, loss, out->w, out->b, out, e))
+        goto out;
     rc = 0;
+    goto out;
+failed: /* mid-run: keep the measured epochs, as an interrupted run does */
+    if (train_progress)
+        progress(0, 0, 0, 0, true);
+    out->failed = out->interrupted = true;
+    if (step_params(&s, out->w, out->b, &(struct error){{0}}))
+        memset(out->w, 0, (size_t)(O * F) * sizeof(float));
 out:
     step_free(&s);
     loader_free(&l);
     free(w0);
-    if (rc)
+    if (rc && !out->failed)
         run_result_free(out);
     return rc;
 }

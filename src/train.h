@@ -18,6 +18,8 @@ struct epoch_result {
     double seconds;         // wall time of the epoch, host clock
     double samples_per_s;
     double loss;            // sample-weighted mean of the batch losses
+    double accuracy;        // share of samples predicted right, NAN for unlabelled data
+    double read_bytes;      // bytes read from dataset files during the epoch
     struct epoch_stats st;  // where the time went
 };
 
@@ -32,6 +34,7 @@ struct run_summary {
     double copy_gbps;              // copy bandwidth, GB/s, NAN without copies
     double host_us;                // host µs per step issuing device work, NAN on the cpu
     double final_loss;             // last measured epoch's loss
+    double au;                     // accelerator utilisation: compute time / epoch time
     double speedup;                // baseline median / this median (first run = 1)
     double floor_ratio;            // median / floor, NAN without report.floor
 };
@@ -47,7 +50,14 @@ struct run_result {
     struct epoch_result *epochs; // (n_epochs) measured epochs
     int n_epochs;
     float *w, *b;           // (out, in), (out) final parameters
-    bool interrupted;       // stopped by a signal before all epochs ran
+    bool interrupted;       // stopped (signal, or a failure mid-run) before all epochs ran
+    bool failed;            // stopped by an error mid-run; the epochs before it are kept
+    const char *loss;       // the loss trained with (mse, cross_entropy)
+    struct {
+        bool done;          // an eval split was evaluated
+        double loss, accuracy;
+        long samples;
+    } eval;                 // held-out split after the last epoch, final parameters
     char notes[512];        // e.g. knobs that have no effect on this backend
     struct blas_choice blas; // OpenBLAS threads per replica and what was measured (cpu)
     struct run_floor floor; // report.floor: this machine's floor for the run's shapes
@@ -60,7 +70,9 @@ extern volatile sig_atomic_t train_stop;
  * during epochs that take longer than a moment. */
 extern bool train_progress;
 
-/* Trains c on d with backend be. Trace lines (report.trace) go to `trace`. */
+/* Trains c on d with backend be, then evaluates d->eval if any. Trace lines
+ * (report.trace) go to `trace`. On a failure after training started, returns
+ * -1 with out->failed set and the measured epochs kept. */
 int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
               struct run_result *out, FILE *trace, struct error *e);
 void run_result_free(struct run_result *r);

@@ -1,0 +1,636 @@
+/* idx, cifar10 and folder datasets: loading, checks, and per-sample access
+ * (decode, transform, one-hot label). */
+#include "dataset_files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "config.h"
+#include "image.h"
+#include "transform.h"
+
+enum file_kind { FILES_IDX, FILES_CIFAR10, FILES_FOLDER };
+
+struct file_data {
+    enum file_kind kind;
+    int c, h, w;          // stored image shape; folder with resize: h = w = 0 (sizes vary)
+    uint8_t *pixels;      // (length, h, w, c) idx and cifar10, in memory
+    int32_t *labels;      // (length) class of each sample
+    char **paths;         // (length) folder: the image files
+    char **class_names;   // (classes) folder: the class folder names, sorted
+    char **sources;       // (n_sources) every file read, for drop_cache
+    int n_sources;
+    struct transform tf;
+};
+
+enum { HEADER_BYTES = 64 * 1024 }; // enough for any JPEG/PNG header we meet
+
+static int add_source(struct file_data *f, const char *path, struct error *e)
+{
+    char **s = realloc(f->sources, (size_t)(f->n_sources + 1) * sizeof *s);
+    if (!s)
+        return error_set(e, "out of memory");
+    f->sources = s;
+    if (!(s[f->n_sources] = strdup(path)))
+        return error_set(e, "out of memory");
+    f->n_sources++;
+    return 0;
+}
+
+/* Reads a whole file (gzip-compressed or plain: zlib reads both). */
+static int read_all(const char *path, uint8_t **buf, size_t *n, struct error *e)
+{
+    gzFile g = gzopen(path, "rb");
+    if (!g)
+        return error_set(e, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    size_t cap = 1 << 20, len = 0;
+    uint8_t *b = malloc(cap);
+    for (;;) {
+        if (!b) {
+            gzclose(g);
+            return error_set(e, "%s: out of memory", path);
+        }
+        unsigned want = (unsigned)(cap - len > (1u << 30) ? (1u << 30) : cap - len);
+        int got = gzread(g, b + len, want);
+        if (got < 0) {
+            int zerr;
+            const char *msg = gzerror(g, &zerr);
+            char why[256];
+            snprintf(why, sizeof why, "%s", zerr == Z_ERRNO ? strerror(errno) : msg);
+            free(b);
+            gzclose(g);
+            return error_set(e, "%s: cannot read: %s", path, why);
+        }
+        len += (size_t)got;
+        if (got == 0)
+            break;
+        if (len == cap) {
+            uint8_t *nb = realloc(b, cap * 2);
+            if (!nb)
+                free(b);
+            b = nb;
+            cap *= 2;
+        }
+    }
+    gzclose(g);
+    *buf = b;
+    *n = len;
+    return 0;
+}
+
+/* Reads at most `max` bytes of a plain file (all of it when max is 0). */
+static int read_plain(const char *path, size_t max, uint8_t **buf, size_t *n, bool *whole,
+                      struct error *e)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return error_set(e, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return error_set(e, "%s: not a regular file", path);
+    }
+    size_t size = (size_t)st.st_size, want = max && max < size ? max : size;
+    uint8_t *b = malloc(want ? want : 1);
+    if (!b) {
+        close(fd);
+        return error_set(e, "%s: out of memory (%zu bytes)", path, want);
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = read(fd, b + got, want - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            int err = r < 0 ? errno : 0;
+            free(b);
+            close(fd);
+            return error_set(e, "%s: cannot read: %s", path, err ? strerror(err) : "file shrank");
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *buf = b;
+    *n = got;
+    if (whole)
+        *whole = got == size;
+    return 0;
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* ---- idx ------------------------------------------------------------------- */
+
+/* The labels file beside an images file: *-images-idx3-ubyte[.gz] ->
+ * *-labels-idx1-ubyte[.gz] (either compression). */
+static int idx_labels_path(const char *images, char *out, size_t n, struct error *e)
+{
+    const char *base = strrchr(images, '/');
+    base = base ? base + 1 : images;
+    const char *at = strstr(base, "images-idx3-ubyte");
+    if (!at)
+        return error_set(e, "%s: an idx images file is named *-images-idx3-ubyte[.gz]", images);
+    size_t pre = (size_t)(at - images);
+    const char *rest = at + strlen("images-idx3-ubyte");
+    bool gz = strcmp(rest, ".gz") == 0;
+    snprintf(out, n, "%.*slabels-idx1-ubyte%s", (int)pre, images, rest);
+    if (exists(out))
+        return 0;
+    snprintf(out, n, "%.*slabels-idx1-ubyte%s", (int)pre, images, gz ? "" : ".gz");
+    if (exists(out))
+        return 0;
+    snprintf(out, n, "%.*slabels-idx1-ubyte%s", (int)pre, images, rest);
+    return error_set(e, "%s: its labels file %s is missing", images, out);
+}
+
+/* Debian packages that install idx datasets, for the message when one is missing. */
+static const struct {
+    const char *dir, *package;
+} known_idx[] = {
+    {"/usr/share/datasets/fashion-mnist/", "dataset-fashion-mnist"},
+};
+
+static int idx_load(struct dataset *d, struct file_data *f, const char *images, struct error *e)
+{
+    char labels[PATH_MAX];
+    for (size_t i = 0; i < sizeof known_idx / sizeof *known_idx; i++)
+        if (strncmp(images, known_idx[i].dir, strlen(known_idx[i].dir)) == 0 && !exists(images))
+            return error_set(e, "%s: missing; Debian's package %s installs it: "
+                                "sudo apt-get install %s", images, known_idx[i].package,
+                             known_idx[i].package);
+    uint8_t *ib = NULL, *lb = NULL;
+    size_t in = 0, ln = 0;
+    int rc = -1;
+    if (idx_labels_path(images, labels, sizeof labels, e) || read_all(images, &ib, &in, e) ||
+        read_all(labels, &lb, &ln, e))
+        goto out;
+    if (in < 16 || be32(ib) != 0x00000803) {
+        error_set(e, "%s: not an idx images file (magic 0x%08x, expected 0x00000803)", images,
+                  in >= 4 ? be32(ib) : 0);
+        goto out;
+    }
+    uint32_t count = be32(ib + 4), rows = be32(ib + 8), cols = be32(ib + 12);
+    if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096 || count == 0) {
+        error_set(e, "%s: bad idx dimensions %u images of %ux%u", images, count, rows, cols);
+        goto out;
+    }
+    unsigned long long want = 16ULL + (unsigned long long)count * rows * cols;
+    if (in != want) {
+        error_set(e, "%s: %zu bytes, expected %llu for %u images of %ux%u (truncated?)", images,
+                  in, want, count, rows, cols);
+        goto out;
+    }
+    if (ln < 8 || be32(lb) != 0x00000801) {
+        error_set(e, "%s: not an idx labels file (magic 0x%08x, expected 0x00000801)", labels,
+                  ln >= 4 ? be32(lb) : 0);
+        goto out;
+    }
+    if (be32(lb + 4) != count || ln != 8 + (size_t)count) {
+        error_set(e, "images/labels count mismatch: %s has %u images, %s has %u labels "
+                     "(%zu bytes)", images, count, labels, be32(lb + 4), ln);
+        goto out;
+    }
+    f->c = 1;
+    f->h = (int)rows;
+    f->w = (int)cols;
+    d->length = count;
+    f->labels = malloc((size_t)count * sizeof *f->labels);
+    f->pixels = malloc((size_t)count * rows * cols);
+    if (!f->labels || !f->pixels) {
+        error_set(e, "%s: out of memory", images);
+        goto out;
+    }
+    memcpy(f->pixels, ib + 16, (size_t)count * rows * cols);
+    int max = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        f->labels[i] = lb[8 + i];
+        if (f->labels[i] > max)
+            max = f->labels[i];
+    }
+    d->classes = max + 1;
+    rc = add_source(f, images, e) || add_source(f, labels, e) ? -1 : 0;
+out:
+    free(ib);
+    free(lb);
+    return rc;
+}
+
+/* ---- cifar10 --------------------------------------------------------------- */
+
+enum { CIFAR_RECORD = 1 + 3072 };
+
+static int cifar_load(struct dataset *d, struct file_data *f, char **files, int n_files,
+                      struct error *e)
+{
+    uint8_t *bufs[8] = {0};
+    size_t sizes[8] = {0}, records = 0;
+    int rc = -1;
+    for (int i = 0; i < n_files; i++) {
+        if (read_plain(files[i], 0, &bufs[i], &sizes[i], NULL, e))
+            goto out;
+        if (sizes[i] == 0 || sizes[i] % CIFAR_RECORD) {
+            error_set(e, "%s: %zu bytes is not a multiple of %d (1 label byte + 3072 pixel bytes "
+                         "per record)", files[i], sizes[i], CIFAR_RECORD);
+            goto out;
+        }
+        records += sizes[i] / CIFAR_RECORD;
+    }
+    f->c = 3;
+    f->h = f->w = 32;
+    d->length = (long)records;
+    d->classes = 10;
+    f->labels = malloc(records * sizeof *f->labels);
+    f->pixels = malloc(records * 3072);
+    if (!f->labels || !f->pixels) {
+        error_set(e, "cifar10: out of memory");
+        goto out;
+    }
+    size_t k = 0;
+    for (int i = 0; i < n_files; i++)
+        for (size_t r = 0; r < sizes[i] / CIFAR_RECORD; r++, k++) {
+            const uint8_t *rec = bufs[i] + r * CIFAR_RECORD;
+            if (rec[0] > 9) {
+                error_set(e, "%s: record %zu has label %d, expected 0-9", files[i], r, rec[0]);
+                goto out;
+            }
+            f->labels[k] = rec[0];
+            uint8_t *px = f->pixels + k * 3072; // planes (3, 32, 32) -> (32, 32, 3)
+            for (int p = 0; p < 1024; p++)
+                for (int ch = 0; ch < 3; ch++)
+                    px[p * 3 + ch] = rec[1 + ch * 1024 + p];
+        }
+    rc = 0;
+    for (int i = 0; i < n_files && !rc; i++)
+        rc = add_source(f, files[i], e);
+out:
+    for (int i = 0; i < n_files; i++)
+        free(bufs[i]);
+    return rc;
+}
+
+/* ---- folder ---------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names of dir's entries (hidden ones left out). */
+static int list_dir(const char *dir, char ***names, int *n, struct error *e)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return error_set(e, "%s: cannot open folder: %s", dir, strerror(errno));
+    char **v = NULL;
+    int len = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(dp))) {
+        if (de->d_name[0] == '.')
+            continue;
+        if (len == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv)
+                goto oom;
+            v = nv;
+        }
+        if (!(v[len] = strdup(de->d_name)))
+            goto oom;
+        len++;
+    }
+    closedir(dp);
+    qsort(v, (size_t)len, sizeof *v, cmp_str);
+    *names = v;
+    *n = len;
+    return 0;
+oom:
+    closedir(dp);
+    for (int i = 0; i < len; i++)
+        free(v[i]);
+    free(v);
+    return error_set(e, "%s: out of memory listing the folder", dir);
+}
+
+static void free_names(char **v, int n)
+{
+    for (int i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static bool image_name(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0 ||
+                   strcasecmp(dot, ".png") == 0);
+}
+
+/* Width and height of an image file from its first bytes. */
+static int file_header(const char *path, int *w, int *h, struct error *e)
+{
+    uint8_t *buf;
+    size_t n;
+    bool whole;
+    if (read_plain(path, HEADER_BYTES, &buf, &n, &whole, e))
+        return -1;
+    int rc = image_header(buf, n, w, h, e);
+    free(buf);
+    if (rc && !whole) { // a header longer than the prefix: try the whole file
+        if (read_plain(path, 0, &buf, &n, NULL, e))
+            return -1;
+        rc = image_header(buf, n, w, h, e);
+        free(buf);
+    }
+    return rc ? error_wrap(e, "%s", path) : 0;
+}
+
+static int folder_load(struct dataset *d, struct file_data *f, const char *root, bool resize,
+                       struct error *e)
+{
+    char **classes = NULL;
+    int n_classes = 0, rc = -1;
+    long n = 0, cap = 0;
+    int w0 = 0, h0 = 0;
+    char first[PATH_MAX] = "";
+    if (list_dir(root, &classes, &n_classes, e))
+        return -1;
+    int kept = 0;
+    for (int k = 0; k < n_classes; k++) { // class folders only; files at the root are ignored
+        char dir[PATH_MAX];
+        struct stat st;
+        snprintf(dir, sizeof dir, "%s/%s", root, classes[k]);
+        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+            classes[kept++] = classes[k];
+        else
+            free(classes[k]);
+    }
+    n_classes = kept;
+    if (n_classes == 0) {
+        free(classes);
+        return error_set(e, "%s: no class folders (expected ROOT/<class>/<image>)", root);
+    }
+    f->class_names = classes;
+    d->classes = n_classes;
+    f->c = 3;
+    for (int k = 0; k < n_classes; k++) {
+        char dir[PATH_MAX];
+        char **files = NULL;
+        int n_files = 0;
+        snprintf(dir, sizeof dir, "%s/%s", root, classes[k]);
+        if (list_dir(dir, &files, &n_files, e))
+            goto out;
+        if (n_files == 0) {
+            free(files);
+            error_set(e, "%s: empty class folder (every class needs at least one image)", dir);
+            goto out;
+        }
+        for (int i = 0; i < n_files; i++) {
+            char path[PATH_MAX];
+            struct stat st;
+            snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+            int w, h;
+            if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+                error_set(e, "%s: nested folders are not supported in a class folder", path);
+            } else if (!image_name(files[i])) {
+                error_set(e, "%s: not an image (expected .jpg, .jpeg or .png)", path);
+            } else if (file_header(path, &w, &h, e) == 0) {
+                if (!w0) {
+                    w0 = w, h0 = h;
+                    snprintf(first, sizeof first, "%s", path);
+                } else if (!resize && (w != w0 || h != h0)) {
+                    error_set(e, "%s is %dx%d but %s is %dx%d: images of different sizes need "
+                                 "transform.resize", path, w, h, first, w0, h0);
+                    w = 0;
+                }
+                if (w && n == cap) {
+                    cap = cap ? cap * 2 : 1024;
+                    char **p = realloc(f->paths, (size_t)cap * sizeof *p);
+                    int32_t *l = realloc(f->labels, (size_t)cap * sizeof *l);
+                    if (p)
+                        f->paths = p;
+                    if (l)
+                        f->labels = l;
+                    if (!p || !l)
+                        w = 0, error_set(e, "out of memory listing %s", dir);
+                }
+                if (w) {
+                    f->labels[n] = k;
+                    if ((f->paths[n] = strdup(path)))
+                        n++, d->length = n;
+                    else
+                        w = 0, error_set(e, "out of memory listing %s", dir);
+                }
+                if (w) // this file is fine: next
+                    continue;
+            }
+            free_names(files, n_files);
+            goto out;
+        }
+        free_names(files, n_files);
+    }
+    f->h = resize ? 0 : h0;
+    f->w = resize ? 0 : w0;
+    rc = 0;
+out:
+    d->length = n;
+    return rc;
+}
+
+/* ---- loading --------------------------------------------------------------- */
+
+/* Loads one split at `path`; `train` turns the random transforms on. */
+static int load_split(struct dataset *d, const struct config *c, const char *path, bool train,
+                      struct error *e)
+{
+    memset(d, 0, sizeof *d);
+    struct file_data *f = calloc(1, sizeof *f);
+    if (!f)
+        return error_set(e, "out of memory");
+    d->files = f;
+    const char *kind = c->dataset.kind;
+    int rc;
+    if (strcmp(kind, "idx") == 0) {
+        f->kind = FILES_IDX;
+        rc = idx_load(d, f, path, e);
+    } else if (strcmp(kind, "cifar10") == 0) {
+        f->kind = FILES_CIFAR10;
+        char names[5][PATH_MAX], *files[5];
+        struct stat st;
+        int n = 0;
+        if (!train && !(stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+            snprintf(names[n], PATH_MAX, "%s", path); // the eval file itself
+            files[n] = names[n];
+            n++;
+        } else if (!train) {
+            snprintf(names[n], PATH_MAX, "%s/test_batch.bin", path);
+            files[n] = names[n];
+            n++;
+        } else {
+            for (; n < 5; n++) {
+                snprintf(names[n], PATH_MAX, "%s/data_batch_%d.bin", path, n + 1);
+                files[n] = names[n];
+            }
+        }
+        rc = cifar_load(d, f, files, n, e);
+    } else {
+        f->kind = FILES_FOLDER;
+        rc = folder_load(d, f, path, c->transform.resize > 0, e);
+    }
+    if (rc)
+        return -1;
+    int oh, ow;
+    if (transform_init(&f->tf, c, f->c, train, e) ||
+        transform_shape(&f->tf, f->h ? f->h : 1, f->w ? f->w : 1, &oh, &ow, e))
+        return -1;
+    d->features = f->c * oh * ow;
+    d->out_features = d->classes;
+    return 0;
+}
+
+/* The held-out split's path: eval_path, else the kind's default when it
+ * exists ("" when none). */
+static void eval_path(const struct config *c, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (c->dataset.eval_path[0]) {
+        snprintf(out, n, "%s", c->dataset.eval_path);
+        return;
+    }
+    const char *p = c->dataset.path;
+    if (strcmp(c->dataset.kind, "idx") == 0) {
+        const char *base = strrchr(p, '/');
+        base = base ? base + 1 : p;
+        if (strncmp(base, "train", 5) == 0)
+            snprintf(out, n, "%.*st10k%s", (int)(base - p), p, base + 5);
+    } else if (strcmp(c->dataset.kind, "cifar10") == 0) {
+        snprintf(out, n, "%s/test_batch.bin", p);
+    }
+    if (out[0] && !exists(out))
+        out[0] = '\0';
+}
+
+int dataset_files_load(struct dataset *d, const struct config *c, struct error *e)
+{
+    char ev[PATH_MAX];
+    if (load_split(d, c, c->dataset.path, true, e)) {
+        dataset_free(d);
+        return -1;
+    }
+    eval_path(c, ev, sizeof ev);
+    if (!ev[0])
+        return 0;
+    struct dataset *v = calloc(1, sizeof *v);
+    if (!v) {
+        dataset_free(d);
+        return error_set(e, "out of memory");
+    }
+    d->eval = v;
+    if (load_split(v, c, ev, false, e)) {
+        error_wrap(e, "dataset.eval_path");
+        dataset_free(d);
+        return -1;
+    }
+    const struct file_data *tf = d->files, *vf = v->files;
+    if (v->features != d->features)
+        return dataset_free(d),
+               error_set(e, "dataset.eval_path %s: its samples have %d features, the training "
+                            "set's %d (different image sizes?)", ev, v->features, d->features);
+    if (tf->kind == FILES_FOLDER) {
+        bool same = v->classes == d->classes;
+        for (int k = 0; same && k < d->classes; k++)
+            same = strcmp(tf->class_names[k], vf->class_names[k]) == 0;
+        if (!same)
+            return dataset_free(d),
+                   error_set(e, "dataset.eval_path %s: its class folders differ from %s's", ev,
+                             c->dataset.path);
+    } else if (v->classes > d->classes) {
+        return dataset_free(d),
+               error_set(e, "dataset.eval_path %s: label %d, but the training set has %d classes",
+                         ev, v->classes - 1, d->classes);
+    }
+    v->classes = v->out_features = d->classes;
+    return 0;
+}
+
+/* ---- samples --------------------------------------------------------------- */
+
+int dataset_files_get(const struct dataset *d, long i, long epoch, float *x, float *y,
+                      long *bytes_read, struct error *e)
+{
+    const struct file_data *f = d->files;
+    memset(y, 0, (size_t)d->out_features * sizeof(float));
+    y[f->labels[i]] = 1.0f;
+    if (f->kind != FILES_FOLDER) {
+        const uint8_t *px = f->pixels + (size_t)i * (size_t)(f->h * f->w * f->c);
+        return transform_apply(&f->tf, px, f->h, f->w, epoch, i, x, e);
+    }
+    uint8_t *buf, *rgb;
+    size_t n;
+    int w, h;
+    const char *path = f->paths[i];
+    if (read_plain(path, 0, &buf, &n, NULL, e))
+        return -1;
+    *bytes_read += (long)n;
+    int rc = image_decode(buf, n, &rgb, &w, &h, e);
+    free(buf);
+    if (rc)
+        return error_wrap(e, "%s", path);
+    if (f->w && (w != f->w || h != f->h))
+        rc = error_set(e, "%s: %dx%d, but the other images are %dx%d (set transform.resize)",
+                       path, w, h, f->w, f->h);
+    else
+        rc = transform_apply(&f->tf, rgb, h, w, epoch, i, x, e);
+    free(rgb);
+    return rc;
+}
+
+int dataset_files_drop_cache(const struct dataset *d, struct error *e)
+{
+    const struct file_data *f = d->files;
+    long n = f->kind == FILES_FOLDER ? d->length : f->n_sources;
+    for (long i = 0; i < n; i++) {
+        const char *path = f->kind == FILES_FOLDER ? f->paths[i] : f->sources[i];
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            return error_set(e, "dataset.drop_cache: %s: cannot open: %s", path, strerror(errno));
+        int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+        if (rc)
+            return error_set(e, "dataset.drop_cache: %s: posix_fadvise: %s", path, strerror(rc));
+    }
+    return 0;
+}
+
+void dataset_files_free(struct dataset *d)
+{
+    struct file_data *f = d->files;
+    if (f->paths)
+        for (long i = 0; i < d->length; i++)
+            free(f->paths[i]);
+    free(f->paths);
+    free_names(f->class_names, d->classes);
+    free_names(f->sources, f->n_sources);
+    free(f->pixels);
+    free(f->labels);
+    free(f);
+    d->files = NULL;
+}

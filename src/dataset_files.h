@@ -1,0 +1,18 @@
+/* The labelled, file-backed dataset kinds behind struct dataset:
+ *   idx      MNIST / Fashion-MNIST idx files, plain or gzip, loaded up front;
+ *   cifar10  the CIFAR-10 binary batches, loaded up front;
+ *   folder   torchvision's ImageFolder layout, each JPEG/PNG read and decoded
+ *            when its sample is loaded (by a loader worker).
+ * Everything that can be checked before training is checked at load. */
+#ifndef DPBENCH_DATASET_FILES_H
+#define DPBENCH_DATASET_FILES_H
+
+#include "dataset.h"
+
+int dataset_files_load(struct dataset *d, const struct config *c, struct error *e);
+int dataset_files_get(const struct dataset *d, long i, long epoch, float *x, float *y,
+                      long *bytes_read, struct error *e);
+int dataset_files_drop_cache(const struct dataset *d, struct error *e);
+void dataset_files_free(struct dataset *d);
+
+#endif

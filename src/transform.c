@@ -1,0 +1,236 @@
+/* Image transforms. The resize is PIL's bilinear filter (a triangle whose
+ * support grows with the downscale factor, i.e. antialiased), done in two
+ * separable passes with rounding to 8 bits between them, and only over the
+ * centre crop it feeds. */
+#include "transform.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "rng.h"
+
+int transform_init(struct transform *t, const struct config *c, int channels, bool random,
+                   struct error *e)
+{
+    memset(t, 0, sizeof *t);
+    t->resize = (int)c->transform.resize;
+    t->crop = (int)c->transform.crop;
+    t->pad = (int)c->transform.pad;
+    t->hflip = c->transform.hflip;
+    t->channels = channels;
+    t->random = random;
+    t->seed = (unsigned long)c->seed;
+    const struct float_list *m = &c->transform.mean, *s = &c->transform.std;
+    for (int k = 0; k < channels; k++) {
+        t->mean[k] = 0.0f;
+        t->std[k] = 1.0f;
+    }
+    if (m->n == 0)
+        return 0;
+    if ((m->n != 1 && m->n != channels) || (s->n != 1 && s->n != channels))
+        return error_set(e, "transform.mean/std: expected 1 or %d values (the images have %d "
+                            "channel%s), found %d and %d",
+                         channels, channels, channels == 1 ? "" : "s", m->n, s->n);
+    for (int k = 0; k < channels; k++) {
+        t->mean[k] = (float)m->v[m->n == 1 ? 0 : k];
+        t->std[k] = (float)s->v[s->n == 1 ? 0 : k];
+    }
+    return 0;
+}
+
+/* The resized size: shorter side to n, the longer one scaled (truncated), as
+ * torchvision computes it. */
+static void resized(int n, int h, int w, int *rh, int *rw)
+{
+    if (h <= w) {
+        *rh = n;
+        *rw = (int)((long)n * w / h);
+    } else {
+        *rw = n;
+        *rh = (int)((long)n * h / w);
+    }
+}
+
+int transform_shape(const struct transform *t, int h, int w, int *out_h, int *out_w,
+                    struct error *e)
+{
+    if (t->resize)
+        h = w = t->resize;
+    if (t->crop) {
+        if (t->crop > h + 2 * t->pad || t->crop > w + 2 * t->pad)
+            return error_set(e, "transform.crop: %d is larger than the %dx%d image padded by %d",
+                             t->crop, w, h, t->pad);
+        h = w = t->crop;
+    }
+    *out_h = h;
+    *out_w = w;
+    return 0;
+}
+
+/* Triangle-filter weights of output pixels [first, first + count) of a
+ * resize from `in` to `out` samples: for output i, taps [lo[i], lo[i] + n[i]). */
+struct taps {
+    int *lo, *n;  // (count)
+    float *w;     // (count, width)
+    int width;    // taps per output, at most
+};
+
+static int taps_init(struct taps *tp, int in, int out, int first, int count)
+{
+    double scale = (double)in / out, fs = scale > 1 ? scale : 1;
+    double support = fs; // bilinear's support is 1, widened when downscaling
+    tp->width = (int)ceil(support) * 2 + 1;
+    tp->lo = malloc((size_t)count * sizeof(int));
+    tp->n = malloc((size_t)count * sizeof(int));
+    tp->w = malloc((size_t)count * (size_t)tp->width * sizeof(float));
+    if (!tp->lo || !tp->n || !tp->w)
+        return -1;
+    for (int i = 0; i < count; i++) {
+        double centre = (first + i + 0.5) * scale;
+        int lo = (int)(centre - support + 0.5), hi = (int)(centre + support + 0.5);
+        if (lo < 0)
+            lo = 0;
+        if (hi > in)
+            hi = in;
+        if (hi - lo > tp->width)
+            hi = lo + tp->width;
+        double sum = 0;
+        float *w = tp->w + (size_t)i * (size_t)tp->width;
+        for (int j = lo; j < hi; j++) {
+            double x = fabs((j - centre + 0.5) / fs);
+            w[j - lo] = x < 1 ? (float)(1 - x) : 0.0f;
+            sum += w[j - lo];
+        }
+        for (int j = lo; j < hi; j++)
+            w[j - lo] = sum > 0 ? (float)(w[j - lo] / sum) : 0.0f;
+        tp->lo[i] = lo;
+        tp->n[i] = hi - lo;
+    }
+    return 0;
+}
+
+static void taps_free(struct taps *tp)
+{
+    free(tp->lo);
+    free(tp->n);
+    free(tp->w);
+}
+
+static uint8_t clamp8(float v)
+{
+    v = roundf(v);
+    return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v;
+}
+
+/* Resize so the shorter side is t->resize and keep the centre crop of that
+ * size: dst (n, n, c). */
+static int resize_centre(const struct transform *t, const uint8_t *src, int h, int w,
+                         uint8_t *dst)
+{
+    int n = t->resize, c = t->channels, rh, rw;
+    resized(n, h, w, &rh, &rw);
+    /* Python's round(): halves to even, as torchvision's centre crop */
+    int top = (int)nearbyint((rh - n) / 2.0), left = (int)nearbyint((rw - n) / 2.0);
+    struct taps th = {0}, tv = {0};
+    uint8_t *mid = malloc((size_t)h * (size_t)n * (size_t)c); // (h, n, c) after the horizontal pass
+    int rc = -1;
+    if (!mid || taps_init(&th, w, rw, left, n) || taps_init(&tv, h, rh, top, n))
+        goto out;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < n; x++) {
+            const float *wt = th.w + (size_t)x * (size_t)th.width;
+            for (int k = 0; k < c; k++) {
+                float acc = 0;
+                for (int j = 0; j < th.n[x]; j++)
+                    acc += wt[j] * src[((size_t)y * (size_t)w + (size_t)(th.lo[x] + j)) * (size_t)c + (size_t)k];
+                mid[((size_t)y * (size_t)n + (size_t)x) * (size_t)c + (size_t)k] = clamp8(acc);
+            }
+        }
+    for (int y = 0; y < n; y++) {
+        const float *wt = tv.w + (size_t)y * (size_t)tv.width;
+        for (int x = 0; x < n; x++)
+            for (int k = 0; k < c; k++) {
+                float acc = 0;
+                for (int j = 0; j < tv.n[y]; j++)
+                    acc += wt[j] * mid[((size_t)(tv.lo[y] + j) * (size_t)n + (size_t)x) * (size_t)c + (size_t)k];
+                dst[((size_t)y * (size_t)n + (size_t)x) * (size_t)c + (size_t)k] = clamp8(acc);
+            }
+    }
+    rc = 0;
+out:
+    free(mid);
+    taps_free(&th);
+    taps_free(&tv);
+    return rc;
+}
+
+int transform_apply(const struct transform *t, const uint8_t *src, int h, int w, long epoch,
+                    long index, float *out, struct error *e)
+{
+    int c = t->channels;
+    uint8_t *tmp = NULL;
+    if (t->resize) {
+        tmp = malloc((size_t)t->resize * (size_t)t->resize * (size_t)c);
+        if (!tmp || resize_centre(t, src, h, w, tmp)) {
+            free(tmp);
+            return error_set(e, "out of memory resizing a %dx%d image", w, h);
+        }
+        src = tmp;
+        h = w = t->resize;
+    }
+    /* RandomCrop then RandomHorizontalFlip, drawn in that order */
+    int oh = h, ow = w, top = 0, left = 0;
+    bool flip = false;
+    if (t->crop) {
+        oh = ow = t->crop;
+        top = left = t->pad; // centred when not random
+        if (t->random) {
+            struct rng r;
+            rng_init(&r, t->seed, RNG_AUGMENT, ((uint64_t)epoch << 40) ^ (uint64_t)index);
+            top = (int)rng_below(&r, (uint64_t)(h + 2 * t->pad - oh + 1));
+            left = (int)rng_below(&r, (uint64_t)(w + 2 * t->pad - ow + 1));
+            flip = t->hflip && rng_uniform(&r) < 0.5;
+        } else {
+            top = (h + 2 * t->pad - oh) / 2;
+            left = (w + 2 * t->pad - ow) / 2;
+        }
+    } else if (t->hflip && t->random) {
+        struct rng r;
+        rng_init(&r, t->seed, RNG_AUGMENT, ((uint64_t)epoch << 40) ^ (uint64_t)index);
+        flip = rng_uniform(&r) < 0.5;
+    }
+    /* ToTensor + Normalize: (v / 255 - mean) / std, channel-major */
+    for (int k = 0; k < c; k++) {
+        float scale = 1.0f / (255.0f * t->std[k]), shift = -t->mean[k] / t->std[k];
+        float *o = out + (size_t)k * (size_t)oh * (size_t)ow;
+        for (int y = 0; y < oh; y++) {
+            int sy = y + top - t->pad;
+            float *row = o + (size_t)y * (size_t)ow;
+            if (sy < 0 || sy >= h) { // a padding row
+                for (int x = 0; x < ow; x++)
+                    row[x] = shift;
+                continue;
+            }
+            const uint8_t *in = src + (size_t)sy * (size_t)w * (size_t)c + (size_t)k;
+            int dx = left - t->pad; // output x reads source column x + dx (before the flip)
+            if (!flip && dx >= 0 && dx + ow <= w) { // the common case, no bounds to check
+                in += (size_t)dx * (size_t)c;
+                if (c == 1)
+                    for (int x = 0; x < ow; x++)
+                        row[x] = in[x] * scale + shift;
+                else
+                    for (int x = 0; x < ow; x++)
+                        row[x] = in[(size_t)x * (size_t)c] * scale + shift;
+                continue;
+            }
+            for (int x = 0; x < ow; x++) {
+                int sx = (flip ? ow - 1 - x : x) + dx;
+                row[x] = sx >= 0 && sx < w ? in[(size_t)sx * (size_t)c] * scale + shift : shift;
+            }
+        }
+    }
+    free(tmp);
+    return 0;
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The labelled datasets end to end: the generator, each kind trained through
+# dpbench, the JSON fields they add, and one check per kind of bad data (exit
+# 2 before any epoch; exit 1 naming the file when a worker meets a corrupt
+# image, with the partial results kept). Prints "N passed, N failed".
+set -u
+BIN=$(realpath "${1:-./dpbench}")
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0 fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# expect STATUS "FRAGMENT" -- ARGS...: exit status, a fragment of the output,
+# and exactly one line on stderr for an error
+expect() {
+    local want=$1 frag=$2; shift 3
+    "$BIN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    local rc=$?
+    if [ "$rc" -ne "$want" ]; then bad "dpbench $* -> exit $rc, want $want ($(head -c 400 "$TMP/err"))"; return; fi
+    if ! grep -qF -- "$frag" "$TMP/err" "$TMP/out"; then bad "dpbench $* -> output lacks '$frag': $(head -c 400 "$TMP/err")"; return; fi
+    if [ "$want" -eq 2 ] && [ "$(wc -l <"$TMP/err")" -ne 1 ]; then bad "dpbench $* -> want one error line, got: $(cat "$TMP/err")"; return; fi
+    ok
+}
+json() { # json 'python expression over d' FILE
+    /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$2"
+}
+
+# ---- the generator
+G=$TMP/gen
+expect 0 "wrote a folder dataset" -- --make-dataset folder "$G/jpg" --classes 3 --per-class 8 --eval-per-class 2 --size 36x28
+expect 0 "wrote a folder dataset" -- --make-dataset folder "$G/png" --classes 3 --per-class 4 --format png --size 20x20
+expect 0 "wrote a cifar10 dataset" -- --make-dataset cifar10 "$G/cifar" --per-class 6 --eval-per-class 2
+expect 0 "wrote a idx dataset" -- --make-dataset idx "$G/idx" --classes 4 --per-class 10 --gzip
+expect 0 "--per-class N" -- --make-dataset --help
+expect 2 "KIND must be folder, cifar10 or idx" -- --make-dataset mnist "$G/x"
+expect 2 "--size: expected WxH" -- --make-dataset folder "$G/x" --size 12
+expect 2 "10 classes of 32x32" -- --make-dataset cifar10 "$G/x" --classes 3
+if [ "$(ls "$G/jpg/train")" = "$(printf 'class_00\nclass_01\nclass_02')" ] &&
+    [ "$(ls "$G/jpg/train/class_01" | wc -l)" -eq 8 ] && [ "$(ls "$G/jpg/val/class_02" | wc -l)" -eq 2 ] &&
+    [ "$(stat -c %s "$G/cifar/data_batch_1.bin")" -eq $((12 * 3073)) ] &&
+    [ "$(stat -c %s "$G/cifar/test_batch.bin")" -eq $((20 * 3073)) ]; then ok
+else bad "generated layout: $(ls -R "$G" | head -20)"; fi
+# the same seed writes the same bytes
+"$BIN" --make-dataset cifar10 "$G/cifar2" --per-class 6 --eval-per-class 2 >/dev/null
+if cmp -s "$G/cifar/data_batch_3.bin" "$G/cifar2/data_batch_3.bin"; then ok; else bad "generator not reproducible"; fi
+
+# ---- each kind trains, with its fields in JSON
+run_json() { "$BIN" "$@" --format json >"$TMP/r.json" 2>"$TMP/err" </dev/null; }
+if run_json --set dataset.kind=folder --set dataset.path="$G/jpg/train" --set dataset.eval_path="$G/jpg/val" \
+        --set loader.num_workers=2 --set train.epochs=3 --set loader.batch_size=4 --set transform.hflip=true &&
+    json 'r["loss"] == "cross_entropy" and r["config"]["model"]["out_features"] == 3 and r["config"]["dataset"]["features"] == 3*28*36
+          and all(e["read_bytes"] > 0 and 0 <= e["accuracy"] <= 1 and e["read_mbps"] > 0 for e in r["epochs"])
+          and r["eval"]["samples"] == 6 and 0 <= r["eval"]["accuracy"] <= 1 and 0 < r["summary"]["au"] <= 1
+          for r in [d["runs"][0]]' "$TMP/r.json"; then ok
+else bad "folder JSON: $(head -c 400 "$TMP/err")"; fi
+if run_json --set dataset.kind=folder --set dataset.path="$G/png/train" --set transform.resize=16 \
+        --set transform.crop=12 --set transform.pad=2 --set dataset.drop_cache=true &&
+    json 'd["runs"][0]["config"]["dataset"]["features"] == 3*12*12 and d["runs"][0]["eval"] is None
+          and d["runs"][0]["epochs"][0]["read_bytes"] > 0' "$TMP/r.json"; then ok
+else bad "png folder with resize/crop: $(head -c 400 "$TMP/err")"; fi
+if run_json --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set transform.crop=32 --set transform.pad=4 \
+        --set transform.mean=[0.5,0.5,0.5] --set transform.std=[0.25,0.25,0.25] --sweep loader.num_workers=0,2 &&
+    json 'd["runs"][0]["config"]["dataset"]["length"] == 60 and d["runs"][1]["eval"]["samples"] == 20
+          and d["runs"][0]["epochs"][0]["loss"] == d["runs"][1]["epochs"][0]["loss"]
+          and d["runs"][0]["epochs"][0]["read_bytes"] == 0' "$TMP/r.json"; then ok
+else bad "cifar10 sweep (workers 0 and 2 must train alike): $(head -c 400 "$TMP/err")"; fi
+if run_json --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz" --set model.loss=mse &&
+    json 'd["runs"][0]["loss"] == "mse" and d["runs"][0]["config"]["model"]["loss"] == "mse"
+          and d["runs"][0]["eval"]["samples"] == 8' "$TMP/r.json"; then ok
+else bad "idx gzip with mse: $(head -c 400 "$TMP/err")"; fi
+expect 0 "accuracy" -- --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz"
+expect 0 "# eval: loss" -- --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz"
+"$BIN" --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz" --format csv >"$TMP/c.csv"
+if head -1 "$TMP/c.csv" | grep -q ',accuracy,read_bytes$' && sed -n 2p "$TMP/c.csv" | grep -qE ',0\.[0-9]+,0$'; then ok
+else bad "CSV accuracy/read_bytes: $(head -2 "$TMP/c.csv")"; fi
+
+# ---- config errors
+expect 2 "cross_entropy needs labelled data" -- --set model.loss=cross_entropy
+expect 2 "dataset.kind folder needs a path" -- --set dataset.kind=folder
+expect 2 "transform: only for image data" -- --set transform.hflip=true
+expect 2 "transform.pad: 4 needs transform.crop" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set transform.pad=4
+expect 2 "expected 1 or 3 values" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set transform.mean=[1,2] --set transform.std=[1,2]
+
+# ---- bad data: found before training, exit 2 naming the file
+B=$TMP/bad
+mkdir -p "$B"
+gunzip -c "$G/idx/train-images-idx3-ubyte.gz" >"$B/train-images-idx3-ubyte"
+gunzip -c "$G/idx/train-labels-idx1-ubyte.gz" >"$B/train-labels-idx1-ubyte"
+mkdir -p "$B/m2" && cp "$B"/train-* "$B/m2/" && printf '\x00\x00\x08\x04' | dd of="$B/m2/train-images-idx3-ubyte" conv=notrunc 2>/dev/null
+expect 2 "m2/train-images-idx3-ubyte: not an idx images file (magic 0x00000804" -- --set dataset.kind=idx --set dataset.path="$B/m2/train-images-idx3-ubyte"
+mkdir -p "$B/dims" && cp "$B"/train-* "$B/dims/" && printf '\x00\x00\x00\x00' | dd of="$B/dims/train-images-idx3-ubyte" bs=1 seek=8 conv=notrunc 2>/dev/null
+expect 2 "bad idx dimensions" -- --set dataset.kind=idx --set dataset.path="$B/dims/train-images-idx3-ubyte"
+mkdir -p "$B/trunc" && cp "$B"/train-* "$B/trunc/" && truncate -s -100 "$B/trunc/train-images-idx3-ubyte"
+expect 2 "truncated?" -- --set dataset.kind=idx --set dataset.path="$B/trunc/train-images-idx3-ubyte"
+mkdir -p "$B/count" && cp "$B"/train-* "$B/count/" && printf '\x00\x00\x00\x05' | dd of="$B/count/train-labels-idx1-ubyte" bs=1 seek=4 conv=notrunc 2>/dev/null
+expect 2 "images/labels count mismatch" -- --set dataset.kind=idx --set dataset.path="$B/count/train-images-idx3-ubyte"
+mkdir -p "$B/nolabels" && cp "$B/train-images-idx3-ubyte" "$B/nolabels/"
+expect 2 "nolabels/train-labels-idx1-ubyte is missing" -- --set dataset.kind=idx --set dataset.path="$B/nolabels/train-images-idx3-ubyte"
+cp -r "$G/cifar" "$B/cifar" && truncate -s -1 "$B/cifar/data_batch_4.bin"
+expect 2 "data_batch_4.bin: 36875 bytes is not a multiple of 3073" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar"
+cp -r "$G/jpg/train" "$B/empty" && mkdir "$B/empty/class_03"
+expect 2 "empty/class_03: empty class folder" -- --set dataset.kind=folder --set dataset.path="$B/empty"
+cp -r "$G/jpg/train" "$B/txt" && echo hello >"$B/txt/class_01/notes.txt"
+expect 2 "txt/class_01/notes.txt: not an image" -- --set dataset.kind=folder --set dataset.path="$B/txt"
+cp -r "$G/jpg/train" "$B/fake" && echo hello >"$B/fake/class_01/000003.jpg"
+expect 2 "fake/class_01/000003.jpg: not a JPEG or PNG image" -- --set dataset.kind=folder --set dataset.path="$B/fake"
+cp -r "$G/jpg/train" "$B/link" && ln -s "$B/nowhere.jpg" "$B/link/class_02/zz.jpg"
+expect 2 "link/class_02/zz.jpg: cannot open: No such file or directory" -- --set dataset.kind=folder --set dataset.path="$B/link"
+cp -r "$G/jpg/train" "$B/mixed" && cp "$G/png/train/class_00/000001.png" "$B/mixed/class_00/"
+expect 2 "images of different sizes need transform.resize" -- --set dataset.kind=folder --set dataset.path="$B/mixed"
+expect 0 "# data: 25 x 432" -- --set dataset.kind=folder --set dataset.path="$B/mixed" --set transform.resize=12
+expect 2 "dataset.eval_path" -- --set dataset.kind=folder --set dataset.path="$G/jpg/train" --set dataset.eval_path="$G/png/train"
+
+# ---- a corrupt image met by a worker mid-epoch: exit 1 naming it, partial results kept
+for kind in jpg png; do
+    cp -r "$G/$kind/train" "$B/c$kind"
+    f=$(ls "$B/c$kind/class_01/"* | head -1)
+    truncate -s $(( $(stat -c %s "$f") * 2 / 3 )) "$f"
+    "$BIN" --set dataset.kind=folder --set dataset.path="$B/c$kind" --set loader.num_workers=2 \
+        --format json --out "$TMP/res$kind" >"$TMP/r.json" 2>"$TMP/err" </dev/null
+    rc=$?
+    if [ $rc -eq 1 ] && grep -qF "$f: corrupt" "$TMP/err" && json 'd["interrupted"] and d["runs"][0]["failed"]' "$TMP/r.json" &&
+        ls "$TMP/res$kind"/*.json >/dev/null 2>&1; then ok
+    else bad "corrupt $kind mid-epoch: exit $rc, $(head -c 400 "$TMP/err")"; fi
+done
+
+# ---- the real Fashion-MNIST, when Debian's package is installed: a short run
+if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+    if run_json -c configs/fashion-mnist.yaml --set train.epochs=2 &&
+        json 'd["runs"][0]["eval"]["samples"] == 10000 and d["runs"][0]["eval"]["accuracy"] >= 0.82' "$TMP/r.json"; then ok
+    else bad "fashion-mnist, 2 epochs: $(head -c 300 "$TMP/err") $(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["runs"][0]["eval"])' "$TMP/r.json" 2>&1)"; fi
+else
+    echo "skipped: fashion-mnist (apt-get install dataset-fashion-mnist)"
+fi
+expect 2 "apt-get install dataset-fashion-mnist" -- -c configs/fashion-mnist.yaml --set dataset.path=/usr/share/datasets/fashion-mnist/nothing-images-idx3-ubyte.gz
+
+echo "data-cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
