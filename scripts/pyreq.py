@@ -17,6 +17,7 @@ DEBIAN_PACKAGE = {
     "matplotlib": "python3-matplotlib",
     "numpy": "python3-numpy",
     "yaml": "python3-yaml",
+    "PIL": "python3-pil",
 }
 
 

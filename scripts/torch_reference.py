@@ -14,7 +14,17 @@ equivalent PyTorch program on it:
       -> nn.MSELoss -> optim.SGD(lr)
 
 So the two must end at the same parameters up to float rounding, and
-scripts/compare.py checks that they do. Each epoch is timed with
+scripts/compare.py checks that they do.
+
+Labelled datasets (dataset.kind idx, cifar10, folder) are exported without
+their samples: this script reads the same files with its own small Dataset
+classes, as a torchvision user's loop does (numpy for idx and cifar10 into
+memory, PIL per image for folders, each sample a PIL image through the
+configured transforms: Resize + CenterCrop, RandomCrop with padding,
+RandomHorizontalFlip, ToTensor, Normalize) and trains with
+nn.CrossEntropyLoss (the one-hot targets as class probabilities). Its random
+crops and flips come from its own generator, so with random transforms the
+two runs time the same work but do not train on the same pixels. Each epoch is timed with
 time.perf_counter: `wait` is the time blocked in the DataLoader iterator's
 next(), `copy` the host-to-device copy (CUDA only), `compute` forward + loss
 + backward + optimiser step. Warmup epochs run first and are left out.
@@ -32,6 +42,7 @@ torch and numpy, e.g. Debian's /usr/bin/python3 (python3-torch).
 
 import argparse
 import datetime
+import gzip
 import json
 import math
 import os
@@ -173,13 +184,138 @@ class SplitRecorder(torch.nn.Module):
         return self.inner(x)
 
 
+# ---- labelled datasets: the files themselves, torchvision's way ----------------
+
+class ImageTransform:
+    """torchvision's Resize(N) + CenterCrop(N), RandomCrop(N, padding=P),
+    RandomHorizontalFlip(), ToTensor(), Normalize(mean, std) on a PIL image,
+    as the config's transform section asks; returns the flat (C*H*W) tensor."""
+
+    def __init__(self, tf, channels):
+        self.resize, self.crop, self.pad = tf["resize"], tf["crop"], tf["pad"]
+        self.hflip = tf["hflip"]
+        mean = tf["mean"] or [0.0]
+        std = tf["std"] or [1.0]
+        self.mean = np.array(mean * channels if len(mean) == 1 else mean, np.float32)[:, None, None]
+        self.std = np.array(std * channels if len(std) == 1 else std, np.float32)[:, None, None]
+        self.rng = np.random.default_rng()
+
+    def __call__(self, img):
+        if self.resize:
+            n = self.resize
+            w, h = img.size
+            if w <= h:
+                size = (n, int(n * h / w))
+            else:
+                size = (int(n * w / h), n)
+            img = img.resize(size, Image.BILINEAR)
+            left, top = round((size[0] - n) / 2.0), round((size[1] - n) / 2.0)
+            img = img.crop((left, top, left + n, top + n))
+        arr = np.asarray(img)
+        if arr.ndim == 2:
+            arr = arr[:, :, None]
+        if self.crop:
+            p, c = self.pad, self.crop
+            if p:
+                arr = np.pad(arr, ((p, p), (p, p), (0, 0)))
+            top = self.rng.integers(0, arr.shape[0] - c + 1)
+            left = self.rng.integers(0, arr.shape[1] - c + 1)
+            arr = arr[top:top + c, left:left + c]
+        if self.hflip and self.rng.random() < 0.5:
+            arr = arr[:, ::-1]
+        x = arr.transpose(2, 0, 1).astype(np.float32) / 255.0  # ToTensor
+        x = (x - self.mean) / self.std                          # Normalize
+        return torch.from_numpy(np.ascontiguousarray(x).reshape(-1))
+
+
+def one_hot(label, classes):
+    y = torch.zeros(classes)
+    y[label] = 1.0
+    return y
+
+
+class ArrayImages(torch.utils.data.Dataset):
+    """idx and cifar10: uint8 images (N, H, W[, C]) and labels in memory; each
+    sample becomes a PIL image first, as torchvision's MNIST and CIFAR10 do."""
+
+    def __init__(self, images, labels, classes, transform):
+        self.images, self.labels, self.classes, self.transform = images, labels, classes, transform
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        img = Image.fromarray(self.images[i])
+        return self.transform(img), one_hot(int(self.labels[i]), self.classes)
+
+
+class FolderImages(torch.utils.data.Dataset):
+    """ImageFolder: root/<class>/<image>, classes the sorted folder names,
+    files sorted; each image read and decoded by PIL when its sample loads."""
+
+    def __init__(self, root, classes, transform):
+        names = sorted(n for n in os.listdir(root)
+                       if not n.startswith(".") and os.path.isdir(os.path.join(root, n)))
+        self.samples = [(os.path.join(root, c, f), k) for k, c in enumerate(names)
+                        for f in sorted(os.listdir(os.path.join(root, c))) if not f.startswith(".")]
+        self.classes, self.transform = classes, transform
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, i):
+        path, label = self.samples[i]
+        with open(path, "rb") as f:
+            img = Image.open(f).convert("RGB")
+        return self.transform(img), one_hot(label, self.classes)
+
+
+def read_maybe_gz(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return f.read()
+
+
+def idx_arrays(images_path):
+    """(images (N, rows, cols) uint8, labels (N,)) of an idx pair."""
+    labels_path = images_path.replace("images-idx3-ubyte", "labels-idx1-ubyte")
+    if not os.path.exists(labels_path):
+        labels_path = (labels_path[:-3] if labels_path.endswith(".gz") else labels_path + ".gz")
+    raw, lab = read_maybe_gz(images_path), read_maybe_gz(labels_path)
+    n, rows, cols = (int.from_bytes(raw[k:k + 4], "big") for k in (4, 8, 12))
+    images = np.frombuffer(raw, np.uint8, n * rows * cols, 16).reshape(n, rows, cols)
+    return images, np.frombuffer(lab, np.uint8, n, 8)
+
+
+def cifar_arrays(folder):
+    """(images (N, 32, 32, 3) uint8, labels (N,)) of data_batch_1..5.bin."""
+    recs = np.concatenate([np.fromfile(os.path.join(folder, "data_batch_%d.bin" % k), np.uint8)
+                           .reshape(-1, 3073) for k in range(1, 6)])
+    return recs[:, 1:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1).copy(), recs[:, 0].copy()
+
+
+Image = None  # PIL.Image, imported by file_dataset: random data does not need it
+
+
+def file_dataset(cfg):
+    """The Dataset over a labelled kind's files."""
+    global Image
+    Image = pyreq.require("PIL.Image")
+    ds, kind, classes = cfg["dataset"], cfg["dataset"]["kind"], cfg["model"]["out_features"]
+    channels = 1 if kind == "idx" else 3
+    tf = ImageTransform(cfg["transform"], channels)
+    if kind == "idx":
+        return ArrayImages(*idx_arrays(ds["path"]), classes, tf)
+    if kind == "cifar10":
+        return ArrayImages(*cifar_arrays(ds["path"]), classes, tf)
+    return FolderImages(ds["path"], classes, tf)
+
+
 def build_dataset(point, per_us):
-    """The point's Dataset from the exported samples."""
+    """The point's Dataset: the exported samples, or a labelled kind's files."""
     cfg = point["config"]
     if not point.get("data"):
-        raise RunError("%s: the export carries no samples (dataset.kind %s), and this "
-                       "script cannot read that dataset's files" %
-                       (point["path"], cfg["dataset"]["kind"]))
+        return file_dataset(cfg)
     x = torch.from_numpy(load_array(point, "x.npy"))
     y = torch.from_numpy(load_array(point, "y.npy"))
     cost_us = cfg["dataset"]["sample_cost_us"]
@@ -257,10 +393,11 @@ def ordered_split(calls, device_ids):
     return [rows for _, rows in sorted(calls, key=lambda c: (pos.get(c[0], 0), -c[1]))]
 
 
-def make_step(recorder, forward, lr, device_ids):
-    """One training step: forward, MSE, backward, SGD. The step returns the
-    batch's loss before the update and its split over the replicas."""
-    loss_fn = torch.nn.MSELoss()
+def make_step(recorder, forward, lr, device_ids, loss="mse"):
+    """One training step: forward, loss (MSE or cross-entropy), backward, SGD.
+    The step returns the batch's loss before the update and its split over
+    the replicas."""
+    loss_fn = torch.nn.CrossEntropyLoss() if loss == "cross_entropy" else torch.nn.MSELoss()
     opt = torch.optim.SGD(recorder.parameters(), lr=lr)
 
     def step(x, y):
@@ -352,7 +489,7 @@ def run_point(point, per_us, stop):
     dataset = build_dataset(point, per_us)
     orders = load_array(point, "orders.npy")
     recorder, forward = build_model(point, device_ids, replicas)
-    step = make_step(recorder, forward, cfg["train"]["lr"], device_ids)
+    step = make_step(recorder, forward, cfg["train"]["lr"], device_ids, cfg["model"]["loss"])
     pin = cuda and cfg["loader"]["pin_memory"]
     sampler = ExportedOrder(orders)
     loader = make_loader(dataset, sampler, cfg, pin)
@@ -381,7 +518,7 @@ def run_point(point, per_us, stop):
         if ep == 0:
             splits = ep_splits
             if cfg["report"]["trace"]:  # the first epoch only: the splits repeat
-                print_trace(ep_splits, dataset.x.shape[1], dataset.y.shape[1])
+                print_trace(ep_splits, cfg["dataset"]["features"], cfg["model"]["out_features"])
         if ep >= warmup:
             results.append(epoch_result(ep - warmup + 1, st))
 

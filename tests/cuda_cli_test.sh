@@ -106,5 +106,25 @@ if [ "$rc" -le 1 ] && [ "$(grep -cE '^(PASS|FAIL)  ' "$TMP/targets")" -eq 3 ] &&
     grep -q "tutorial, 2 replicas (shared device): host overhead" "$TMP/targets"; then ok
 else bad "gpu-targets.py -> exit $rc: $(cat "$TMP/targets" "$TMP/err")"; fi
 
+# labelled data on cuda: cross-entropy (and the accuracy count) through the
+# loss's host function; the same learning as the cpu, 1 and 3 devices
+"$BIN" --make-dataset idx "$TMP/idx" --classes 4 --per-class 15 >/dev/null || bad "--make-dataset"
+IDX=(--set dataset.kind=idx --set dataset.path="$TMP/idx/train-images-idx3-ubyte"
+     --set train.epochs=3 --set loader.batch_size=16 --format json)
+"$BIN" "${IDX[@]}" >"$TMP/ce-cpu.json" 2>"$TMP/err" || bad "idx on cpu: $(cat "$TMP/err")"
+for devs in 1 3; do
+    if FAKE_CUDA_DEVICES=$devs "$BIN" "${IDX[@]}" --set parallel.device=cuda --set parallel.replicas=$devs \
+        >"$TMP/ce-gpu.json" 2>"$TMP/err" && python3 - "$TMP/ce-cpu.json" "$TMP/ce-gpu.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["runs"][0] for p in sys.argv[1:3])
+ok = b["loss"] == "cross_entropy" and b["backend"] == "cuda"
+for ea, eb in zip(a["epochs"], b["epochs"]):
+    ok &= abs(ea["loss"] - eb["loss"]) <= 1e-4 * ea["loss"] and ea["accuracy"] == eb["accuracy"]
+ok &= abs(a["eval"]["loss"] - b["eval"]["loss"]) <= 1e-4 * a["eval"]["loss"]
+sys.exit(0 if ok and len(b["epochs"]) == 3 else 1)
+PY
+    then ok; else bad "cross_entropy on $devs emulated device(s) differs from the cpu: $(head -c 300 "$TMP/err")"; fi
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

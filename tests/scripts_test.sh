@@ -63,6 +63,15 @@ side workers $T --set loader.num_workers=2 --set loader.persistent_workers=true
 side wide $T --set dataset.length=3000 --set dataset.features=64 \
     --set model.out_features=8 --set loader.batch_size=128 --set train.epochs=3 \
     --set parallel.replicas=3
+# labelled files read by each side itself (dpbench: its loader; PyTorch: a
+# Dataset over the same idx and PNG files with numpy and PIL), cross-entropy
+if "$BIN" --make-dataset idx "$TMP/idx" --classes 3 --per-class 10 --gzip >/dev/null &&
+    "$BIN" --make-dataset folder "$TMP/png" --classes 3 --per-class 4 --format png --size 12x10 >/dev/null; then
+    side idx $T --set dataset.kind=idx --set dataset.path="$TMP/idx/train-images-idx3-ubyte.gz" \
+        --set transform.mean=0.5 --set transform.std=0.25 --set parallel.replicas=2
+    side png $T --set dataset.kind=folder --set dataset.path="$TMP/png/train" \
+        --set loader.num_workers=1 --set loader.batch_size=5
+else bad "dpbench --make-dataset"; fi
 
 # the results are in dpbench's schema, with the splits the tutorial prints
 if "$PY" - "$TMP/replicas.t.json" <<'PY'
