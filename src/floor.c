@@ -1,7 +1,8 @@
 /* The floor (report.floor). Two parts, each measured on the run's shapes:
  *   gather:  one epoch of the loader on the training thread: the shuffle, the
  *            copy of every shuffled row into a batch buffer, and the emulated
- *            per-sample cost; the same code the run loads with;
+ *            per-sample cost; the same code the run loads with, each batch
+ *            position's best of up to 3 epochs;
  *   compute: the step's BLAS calls (blas_tune.c) for each batch of the epoch,
  *            on torch.chunk's chunk sizes, warm, at the run's thread count,
  *            with replicas side by side as far as the cores allow.
@@ -12,14 +13,17 @@
 #include "floor.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "blas_tune.h"
 #include "chunk.h"
 #include "dataset.h"
 
-/* Best seconds of one loader epoch on one thread: the best of up to 3
- * epochs, fewer when an epoch is long (a large sample cost). */
+/* Seconds of one loader epoch on one thread, the least disturbed: over up
+ * to 3 epochs (fewer when an epoch is long, a large sample cost), the best
+ * shuffle plus, for each batch position, its best fill. A preemption then
+ * costs one batch of one epoch, not the whole measurement. */
 static int gather_seconds(const struct dataset *d, const struct floor_setup *s, double *out,
                           struct error *e)
 {
@@ -30,23 +34,33 @@ static int gather_seconds(const struct dataset *d, const struct floor_setup *s, 
     struct loader l;
     if (loader_init(&l, d, &lo, e))
         return error_wrap(e, "report.floor");
-    double best = INFINITY, spent = 0;
+    double *best = malloc((size_t)(l.n_batches + 1) * sizeof(double)); // [0]: the shuffle
+    if (!best) {
+        loader_free(&l);
+        return error_set(e, "report.floor: out of memory");
+    }
+    for (long k = 0; k <= l.n_batches; k++)
+        best[k] = INFINITY;
+    double spent = 0;
     int rc = 0;
     for (long ep = 0; ep < 3 && spent < 1.0 && rc == 0; ep++) {
-        double t0 = now_seconds();
-        struct batch *b;
+        double t0 = now_seconds(), t = t0;
         if ((rc = loader_epoch_begin(&l, ep, e)))
             break;
-        while ((rc = loader_next(&l, &b, e)) == 1)
+        best[0] = fmin(best[0], now_seconds() - t);
+        struct batch *b;
+        for (long k = 1; (t = now_seconds(), rc = loader_next(&l, &b, e)) == 1; k++) {
             loader_release(&l, b);
+            best[k] = fmin(best[k], now_seconds() - t);
+        }
         loader_epoch_end(&l);
-        double t = now_seconds() - t0;
-        spent += t;
-        if (t < best)
-            best = t;
+        spent += now_seconds() - t0;
     }
+    *out = 0;
+    for (long k = 0; k <= l.n_batches; k++)
+        *out += best[k];
+    free(best);
     loader_free(&l);
-    *out = best;
     return rc < 0 ? error_wrap(e, "report.floor") : 0;
 }
 
