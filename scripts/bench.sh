@@ -27,6 +27,8 @@ m = json.load(sys.stdin)["machine"]
 print("%s, %d cores, %.1f GiB, %s" % (m["cpu"], m["cores"], m["memory_bytes"] / 2**30, m["kernel"]))')"
 echo "# machine: $machine" >"$OUT/summary.txt.tmp"
 echo "# dpbench $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%M:%SZ)" >>"$OUT/summary.txt.tmp"
+# other processes on the machine move every timing: say how busy it was
+echo "# load average at the start (1, 5, 15 min): $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/summary.txt.tmp"
 
 # The dpbench runs all come first and the PyTorch runs after them, so that
 # neither measures while the other's processes or freed memory are settling.
@@ -171,6 +173,7 @@ for line in open(f"{out}/startup.txt"):
         line += f" (target <= 15 MiB: {verdict(float(m.group(1)) <= 15)})"
     print(line)
 PY
+echo "# load average at the end (1, 5, 15 min): $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/summary.txt.tmp"
 cat "$OUT/repeats.txt.tmp" "$OUT/memory.txt" >>"$OUT/summary.txt.tmp"
 rm -f "$OUT/repeats.txt.tmp"
 mv "$OUT/summary.txt.tmp" "$OUT/summary.txt"
