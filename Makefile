@@ -116,13 +116,24 @@ ASAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN      := -fsanitize=thread
 FUZZ_SECONDS ?= 30
 
-$(B)/asan/%: tests/%.c $(CPU_SRC:%=src/%) tests/testutil.h $(B)/deps.stamp
+# The CPU sources are compiled once per sanitizer and linked into each test.
+ASAN_OBJ := $(CPU_SRC:%.c=$(B)/asan-obj/%.o)
+TSAN_OBJ := $(CPU_SRC:%.c=$(B)/tsan-obj/%.o)
+$(B)/asan-obj/%.o: src/%.c $(B)/deps.stamp
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_FLAGS) $(ASAN) $< $(CPU_SRC:%=src/%) $(LDLIBS) $(CMOCKA_LIBS) -o $@
+	$(SAN_CC) $(SAN_FLAGS) $(ASAN) -MMD -MP -c $< -o $@
 
-$(B)/tsan/%: tests/%.c $(CPU_SRC:%=src/%) tests/testutil.h $(B)/deps.stamp
+$(B)/tsan-obj/%.o: src/%.c $(B)/deps.stamp
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_FLAGS) $(TSAN) $< $(CPU_SRC:%=src/%) $(LDLIBS) $(CMOCKA_LIBS) -o $@
+	$(SAN_CC) $(SAN_FLAGS) $(TSAN) -MMD -MP -c $< -o $@
+
+$(B)/asan/%: tests/%.c $(ASAN_OBJ) tests/testutil.h $(B)/deps.stamp
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_FLAGS) $(ASAN) $< $(ASAN_OBJ) $(LDLIBS) $(CMOCKA_LIBS) -o $@
+
+$(B)/tsan/%: tests/%.c $(TSAN_OBJ) tests/testutil.h $(B)/deps.stamp
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_FLAGS) $(TSAN) $< $(TSAN_OBJ) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
 $(B)/fuzz_config: tests/fuzz_config.c src/config.c src/util.c $(B)/deps.stamp
 	$(SAN_CC) $(SAN_FLAGS) -fsanitize=fuzzer,address,undefined $< src/config.c src/util.c \
@@ -224,4 +235,4 @@ bench: dpbench
 clean:
 	rm -rf $(B) dpbench
 
--include $(OBJ:.o=.d) $(B)/main.d
+-include $(OBJ:.o=.d) $(B)/main.d $(ASAN_OBJ:.o=.d) $(TSAN_OBJ:.o=.d)

@@ -118,8 +118,9 @@ if [ ${#need[@]} -gt 0 ]; then
         exit 1
     fi
     echo "dpbench: installing them: $cmd" >&2
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+    wait=(-o DPkg::Lock::Timeout=600) # another apt-get may be running
+    $sudo apt-get "${wait[@]}" update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get "${wait[@]}" install -y -qq --no-install-recommends "${need[@]}" >&2
     missing=("${need[@]}")
     scan
     if [ ${#need[@]} -gt 0 ]; then

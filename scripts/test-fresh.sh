@@ -23,12 +23,21 @@
 # urandom and tty, /dev/shm, and the toolkit in pass 2. Every mount and the
 # root are removed on exit, whether it succeeded, failed or was interrupted.
 # Prints how long each phase took; logs stay in build/test-fresh-logs/.
+# `scripts/test-fresh.sh --fetch` only downloads the debootstrap tarball into
+# the cache (.ci/run does it while `make test` runs, network beside CPU).
 # Needs root (debootstrap, chroot, mount) and the Debian mirror
 # (DEBIAN_MIRROR, default http://deb.debian.org/debian): when the mirror
 # cannot be reached it says so and fails.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+SELF=$(realpath "$0")
+cd "$(dirname "$SELF")/.."
 REPO=$PWD
+FETCH_ONLY=0
+case ${1:-} in
+--fetch) FETCH_ONLY=1 ;;
+"") ;;
+*) echo "test-fresh.sh: unknown argument '$1' (expected --fetch or nothing)" >&2; exit 2 ;;
+esac
 SUITE=bookworm
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -44,8 +53,8 @@ die() { printf '%s: %s\n' "$PROG" "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot and mounts): run it as root or with sudo"
 # In a mount namespace of its own: no mount is seen outside, and all of them
 # vanish with the namespace even if this script is killed outright.
-if [ -z "${DPBENCH_FRESH_NS:-}" ]; then
-    DPBENCH_FRESH_NS=1 exec unshare --mount --propagation private "$0" "$@"
+if [ -z "${DPBENCH_FRESH_NS:-}" ] && [ $FETCH_ONLY -eq 0 ]; then
+    DPBENCH_FRESH_NS=1 exec unshare --mount --propagation private "$SELF" "$@"
 fi
 HEAD=$(git rev-parse --short HEAD) || die "not a git checkout"
 [ -z "$(git status --porcelain --untracked-files=no)" ] ||
@@ -57,10 +66,18 @@ PIDS=()     # background passes
 cleanup() {
     local rc=$? i p
     trap '' INT TERM
+    [ $FETCH_ONLY -eq 0 ] || exit $rc   # mounted nothing, started no root
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     # whatever still runs inside a root (a test's child, a stuck make)
-    for p in /proc/[0-9]*; do
-        case $(readlink "$p/root" 2>/dev/null) in "$WORK"/*) kill -KILL "${p#/proc/}" 2>/dev/null || true ;; esac
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        local left=0
+        for p in /proc/[0-9]*; do
+            case $(readlink "$p/root" 2>/dev/null) in
+            "$WORK"/*) kill -KILL "${p#/proc/}" 2>/dev/null || true; left=1 ;;
+            esac
+        done
+        [ $left -eq 1 ] || break
+        sleep 0.2
     done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
     for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
@@ -72,7 +89,7 @@ cleanup() {
     else
         rm -rf "$WORK" "$CACHE/archives-pass2"
     fi
-    [ -z "${T0:-}" ] || say "total $(($(date +%s) - T0)) s, exit $rc"
+    [ -z "${T0:-}" ] || [ $FETCH_ONLY -eq 1 ] || say "total $(($(date +%s) - T0)) s, exit $rc"
     exit $rc
 }
 trap cleanup EXIT
@@ -100,9 +117,8 @@ phase() {
 }
 
 T0=$(date +%s)
-rm -rf "$LOGS"
-mkdir -p "$WORK" "$CACHE/archives/partial" "$LOGS"
-if mountpoint -q "$WORK"; then die "$WORK is still mounted from an earlier run: umount it first"; fi
+mkdir -p "$CACHE/archives/partial" "$LOGS"
+APT_WAIT=(-o DPkg::Lock::Timeout=600)   # others may be running apt-get too
 
 # ---- prerequisites on the host ---------------------------------------------
 mirror_ok() {
@@ -118,36 +134,54 @@ mirror_ok() {
         timeout 30 bash -c "exec 3<>/dev/tcp/$host/$port"
     fi
 }
-mirror_ok || die "the package mirror $MIRROR cannot be reached (no $SUITE Release file): cannot build the root; failing"
+mirror_ok 2>"$LOGS/mirror.log" ||
+    die "the package mirror $MIRROR cannot be reached ($(head -1 "$LOGS/mirror.log")): cannot build the root; failing"
 if ! command -v debootstrap >/dev/null; then
     say "installing debootstrap with apt-get"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >"$LOGS/debootstrap-install.log" 2>&1 ||
+    DEBIAN_FRONTEND=noninteractive apt-get "${APT_WAIT[@]}" install -y -qq debootstrap \
+        >"$LOGS/debootstrap-install.log" 2>&1 ||
         die "apt-get install debootstrap failed: see $LOGS/debootstrap-install.log"
 fi
-mnt -t tmpfs -o mode=755,size=${FRESH_TMPFS_SIZE:-12g} dpbench-test-fresh "$WORK"
 
-# ---- the base root: debootstrap once, from a cached tarball when there is one
-BASE=$WORK/base
+# ---- the debootstrap tarball: downloaded once, kept for a week -------------
 TARBALL=$CACHE/$SUITE-minbase.tgz
 INCLUDE=make,gcc,libc6-dev,git
-s=$(date +%s)
-if [ ! -s "$TARBALL" ] || [ "$(cat "$TARBALL.include" 2>/dev/null)" != "$INCLUDE $MIRROR" ]; then
-    rm -f "$TARBALL" "$TARBALL.include"
+fetch_tarball() {
+    local s
+    s=$(date +%s)
+    exec 9>"$CACHE/lock"
+    flock 9   # a --fetch may be running
+    if [ -s "$TARBALL" ] && [ "$(cat "$TARBALL.include" 2>/dev/null)" = "$INCLUDE $MIRROR" ] &&
+        [ -n "$(find "$TARBALL" -mtime -7)" ]; then
+        exec 9>&-
+        return 0
+    fi
+    rm -rf "$TARBALL" "$TARBALL.include" "$CACHE/scratch"
     debootstrap --variant=minbase --include=$INCLUDE --make-tarball="$TARBALL.tmp" \
-        "$SUITE" "$WORK/tarball-scratch" "$MIRROR" >"$LOGS/debootstrap.log" 2>&1 ||
-        { tail -20 "$LOGS/debootstrap.log" >&2; die "debootstrap could not download $SUITE from $MIRROR"; }
-    rm -rf "$WORK/tarball-scratch"
+        "$SUITE" "$CACHE/scratch" "$MIRROR" >"$LOGS/debootstrap-fetch.log" 2>&1 ||
+        { tail -20 "$LOGS/debootstrap-fetch.log" >&2; die "debootstrap could not download $SUITE from $MIRROR"; }
+    rm -rf "$CACHE/scratch"
     mv "$TARBALL.tmp" "$TARBALL"
     echo "$INCLUDE $MIRROR" >"$TARBALL.include"
+    exec 9>&-
     say "debootstrap download ($SUITE minbase + $INCLUDE): ok, $(($(date +%s) - s)) s"
-    s=$(date +%s)
-fi
+}
+fetch_tarball
+[ $FETCH_ONLY -eq 0 ] || exit 0
+
+# ---- the base root, on a tmpfs ----------------------------------------------
+rm -f "$LOGS"/pass*.log
+if mountpoint -q "$WORK"; then die "$WORK is still mounted from an earlier run: umount it first"; fi
+mkdir -p "$WORK"
+mnt -t tmpfs -o mode=755,size=${FRESH_TMPFS_SIZE:-12g} dpbench-test-fresh "$WORK"
+BASE=$WORK/base
+s=$(date +%s)
 debootstrap --variant=minbase --include=$INCLUDE --unpack-tarball="$TARBALL" \
-    "$SUITE" "$BASE" "$MIRROR" >>"$LOGS/debootstrap.log" 2>&1 ||
+    "$SUITE" "$BASE" "$MIRROR" >"$LOGS/debootstrap.log" 2>&1 ||
     { tail -20 "$LOGS/debootstrap.log" >&2; die "debootstrap failed: see $LOGS/debootstrap.log"; }
 cp /etc/resolv.conf "$BASE/etc/resolv.conf"
 rm -rf "$BASE"/var/cache/apt/archives/*.deb
-say "debootstrap ($SUITE minbase + $INCLUDE): ok, $(($(date +%s) - s)) s"
+say "debootstrap ($SUITE minbase + $INCLUDE, unpacked): ok, $(($(date +%s) - s)) s"
 
 # ---- the passes -------------------------------------------------------------
 # mkroot N [CUDA_DIR]: an overlay of the base with its mounts; prints the root
