@@ -13,14 +13,15 @@
 #           /usr/local/cuda) bind-mounted read-only at the same path; skipped,
 #           and said so, when the host has none.
 # Each pass runs on its own overlay of the same debootstrap root and starts
-# from nothing but that root; the .deb files pass 1 downloads are reused by
-# pass 2 (and, like the debootstrap tarball, kept in build/test-fresh-cache/
-# for the next run). Pass 2 starts once pass 1's `make run` has installed the
-# packages, and the two then run side by side. Inside the root
+# from nothing but that root. Pass 2, the longer, starts first; pass 1 starts
+# beside it once pass 2's `make run` has downloaded the .deb files, and
+# installs from a copy of them (they stay in build/test-fresh-cache/, like the
+# debootstrap tarball, for the next run). Inside the root
 # FUZZ_SECONDS=$FRESH_FUZZ_SECONDS (default 5) shortens the fuzz run.
 #
 # Mounts per pass: proc, a tmpfs /dev holding null, zero, full, random,
-# urandom and tty, /dev/shm, and the toolkit in pass 2. Every mount and the
+# urandom and tty, /dev/shm, apt's .deb cache, and the toolkit in pass 2, all
+# in a mount namespace of its own. Every mount and the
 # root are removed on exit, whether it succeeded, failed or was interrupted.
 # Prints how long each phase took; logs stay in build/test-fresh-logs/.
 # `scripts/test-fresh.sh --fetch` only downloads the debootstrap tarball into
@@ -87,7 +88,7 @@ cleanup() {
         echo "$PROG: could not remove every mount under $WORK; left it in place" >&2
         rc=1
     else
-        rm -rf "$WORK" "$CACHE/archives-pass2"
+        rm -rf "$WORK" "$CACHE/archives-copy"
     fi
     [ -z "${T0:-}" ] || [ $FETCH_ONLY -eq 1 ] || say "total $(($(date +%s) - T0)) s, exit $rc"
     exit $rc
@@ -184,9 +185,10 @@ rm -rf "$BASE"/var/cache/apt/archives/*.deb
 say "debootstrap ($SUITE minbase + $INCLUDE, unpacked): ok, $(($(date +%s) - s)) s"
 
 # ---- the passes -------------------------------------------------------------
-# mkroot N [CUDA_DIR]: an overlay of the base with its mounts; prints the root
+# mkroot N ARCHIVES [CUDA_DIR]: pass N's root, an overlay of the base with its
+# mounts (ARCHIVES as apt's .deb cache) and the clone
 mkroot() {
-    local n=$1 cuda=${2:-} d=$WORK/pass$1 r dev
+    local n=$1 archives=$2 cuda=${3:-} d=$WORK/pass$1 r dev
     mkdir -p "$d/upper" "$d/work" "$d/root"
     mnt -t overlay -o "lowerdir=$BASE,upperdir=$d/upper,workdir=$d/work" "dpbench-fresh-$n" "$d/root"
     r=$d/root
@@ -199,8 +201,6 @@ mkroot() {
     ln -s /proc/self/fd/1 "$dev/stdout"; ln -s /proc/self/fd/2 "$dev/stderr"
     mkdir -p "$dev/shm" "$dev/pts"
     mnt -t tmpfs -o mode=1777,nosuid,nodev dpbench-fresh-shm "$dev/shm"
-    local archives=$CACHE/archives
-    [ "$n" = 1 ] || archives=$CACHE/archives-pass$n
     mnt --bind "$archives" "$r/var/cache/apt/archives"
     if [ -n "$cuda" ]; then
         mkdir -p "$r$cuda"
@@ -225,42 +225,41 @@ pass1() {
               ls /usr/include/cblas.h /usr/include/*/cblas.h 2>/dev/null | grep -q . &&
               ! dpkg -s libopenblas-dev >/dev/null 2>&1' || return 1
     phase "pass 1 (no CUDA): make run" "$LOGS/pass1-run.log" inroot 1 'make run' || return 1
-    touch "$WORK/pass1.installed"
     phase "pass 1 (no CUDA): make test" "$LOGS/pass1-test.log" inroot 1 'make test' || return 1
     phase "pass 1: OpenBLAS removed after the build, make installs it again" "$LOGS/pass1-stale.log" \
         inroot 1 'DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq libopenblas-pthread-dev && make dpbench && pkg-config --exists openblas && ./dpbench --config configs/tutorial.yaml --set train.epochs=1 >/dev/null'
 }
 
 pass2() {
-    phase "pass 2 (CUDA toolkit $1, read-only): make run" "$LOGS/pass2-run.log" inroot 2 'make run' || return 1
+    local rc=0
+    phase "pass 2 (CUDA toolkit $1, read-only): make run" "$LOGS/pass2-run.log" inroot 2 'make run' || rc=1
+    touch "$WORK/pass2.installed"
+    [ $rc -eq 0 ] || return 1
     phase "pass 2 (CUDA toolkit $1, read-only): make test" "$LOGS/pass2-test.log" inroot 2 'make test'
 }
 
 CUDA_DIR=""
 [ -e "$CUDA_HOME/include/cuda_runtime.h" ] && CUDA_DIR=$(realpath "$CUDA_HOME")
-mkroot 1
-pass1 &
-PIDS+=($!)
-P1=$!
-rc2=0
+rc1=0 rc2=0
 if [ -n "$CUDA_DIR" ]; then
-    # pass 2 starts from the base too, with the .deb files pass 1 fetched
-    while [ ! -e "$WORK/pass1.installed" ] && kill -0 "$P1" 2>/dev/null; do sleep 1; done
-    if [ -e "$WORK/pass1.installed" ]; then
-        rm -rf "$CACHE/archives-pass2"
-        cp -al "$CACHE/archives" "$CACHE/archives-pass2"
-        rm -f "$CACHE/archives-pass2/lock"
-        mkroot 2 "$CUDA_DIR"
-        pass2 "$CUDA_DIR" || rc2=$?
-    else
-        say "pass 2: not started (pass 1 failed before installing the packages)"
-        rc2=1
-    fi
+    # Pass 2, the longer, goes first; pass 1 starts beside it once pass 2's
+    # `make run` has fetched the .deb files, from a copy of them.
+    mkroot 2 "$CACHE/archives" "$CUDA_DIR"
+    pass2 "$CUDA_DIR" &
+    P2=$!
+    PIDS+=($P2)
+    while [ ! -e "$WORK/pass2.installed" ] && kill -0 "$P2" 2>/dev/null; do sleep 1; done
+    rm -rf "$CACHE/archives-copy"
+    cp -al "$CACHE/archives" "$CACHE/archives-copy"
+    rm -f "$CACHE/archives-copy/lock"
+    mkroot 1 "$CACHE/archives-copy"
+    pass1 || rc1=$?
+    wait "$P2" || rc2=$?
+    PIDS=()
 else
     say "pass 2 (with the CUDA toolkit): skipped: the host has no toolkit in $CUDA_HOME"
+    mkroot 1 "$CACHE/archives"
+    pass1 || rc1=$?
 fi
-rc1=0
-wait "$P1" || rc1=$?
-PIDS=()
 [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] || die "failed (pass 1 exit $rc1, pass 2 exit $rc2)"
 say "passed: make run + make test on a fresh $SUITE root$([ -n "$CUDA_DIR" ] && echo ", without and with the CUDA toolkit" || echo " (no CUDA toolkit on this host: pass 2 skipped)")"
