@@ -106,7 +106,7 @@ mnt() { # mount ARGS... TARGET: records TARGET for the clean-up
 phase() {
     local name=$1 log=$2 s=$(date +%s) rc=0
     shift 2
-    "$@" >"$log" 2>&1 || rc=$?
+    ("$@") >"$log" 2>&1 || rc=$?   # a subshell: an interrupt's messages stay out of $log
     if [ $rc -eq 0 ]; then
         say "$name: ok, $(($(date +%s) - s)) s"
         grep -E '^[a-z0-9-]*:? ?[0-9]+ passed, [0-9]+ failed|^skipped|^[a-z-]+: skipped' "$log" | sed "s/^/    /" || true
