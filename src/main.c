@@ -47,7 +47,7 @@ static void usage(FILE *f)
             "  -s, --set KEY=VALUE   override one key; repeatable\n"
             "  -w, --sweep KEY=V1,V2 run every combination of the swept keys; repeatable\n"
             "  -f, --format FMT      text (default), json or csv on stdout\n"
-            "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json and .csv into DIR\n"
+            "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json and .csv (UTC) into DIR\n"
             "  -m, --max-memory N    refuse runs estimated above N bytes (suffixes K, M, G)\n"
             "      --h2d-bandwidth   measure host-to-device copy bandwidth (cuda), then exit\n"
             "      --export DIR      write each point's config, data, initial parameters and\n"
@@ -417,15 +417,11 @@ static int h2d_bandwidth(void)
 
 static void on_signal(int sig) { train_stop = sig; }
 
+/* Results on stdout first, then the result files: a file that cannot be
+ * written never costs the results already printed. */
 static int emit(const struct results *res, struct error *e)
 {
     const char *fmt = res->cfg.report.format;
-    if (res->cfg.report.out[0]) {
-        char path[4200];
-        if (report_write_files(res, res->cfg.report.out, path, sizeof path, e))
-            return -1;
-        fprintf(stderr, "dpbench: results written to %s (and .csv)\n", path);
-    }
     if (strcmp(fmt, "json") == 0) {
         char *json = report_json(res);
         if (!json)
@@ -437,9 +433,21 @@ static int emit(const struct results *res, struct error *e)
     } else {
         report_text(stdout, res);
     }
+    int rc = 0;
     if (fflush(stdout) != 0)
-        return error_set(e, "cannot write results to stdout: %s", strerror(errno));
-    return 0;
+        rc = error_set(e, "cannot write results to stdout: %s", strerror(errno));
+    if (res->cfg.report.out[0]) {
+        char path[4400];
+        struct error fe;
+        if (report_write_files(res, res->cfg.report.out, path, sizeof path, &fe)) {
+            if (rc)
+                fprintf(stderr, "dpbench: %s\n", e->msg);
+            *e = fe;
+            return error_wrap(e, "result files not written (results are on stdout)");
+        }
+        fprintf(stderr, "dpbench: results written to %s (and .csv)\n", path);
+    }
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -468,10 +476,8 @@ int main(int argc, char **argv)
         config_free(&res.cfg);
         return rc;
     }
-    const char *out = res.cfg.report.out;
-    if (out[0] && ((mkdir(out, 0777) != 0 && errno != EEXIST) || access(out, W_OK) != 0)) {
-        fprintf(stderr, "dpbench: report.out %s: not a writable directory: %s\n", out,
-                strerror(errno));
+    if (res.cfg.report.out[0] && report_check_out(res.cfg.report.out, res.cfg.name, &e)) {
+        fprintf(stderr, "dpbench: %s\n", e.msg);
         config_free(&res.cfg);
         return EXIT_USAGE; // refused before the run, not after it
     }
@@ -492,11 +498,10 @@ int main(int argc, char **argv)
     machine_describe(&res.machine);
     be->describe(res.machine.devices, sizeof res.machine.devices);
     time_t t = time(NULL);
-    struct tm utc, local;
+    struct tm utc;
     gmtime_r(&t, &utc);
-    localtime_r(&t, &local);
     strftime(res.date, sizeof res.date, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    strftime(res.stamp, sizeof res.stamp, "%Y%m%d-%H%M%S", &local);
+    strftime(res.stamp, sizeof res.stamp, "%Y%m%d-%H%M%S", &utc); // the same UTC as date
 
     train_progress = isatty(STDERR_FILENO);
     rc = run_points(&res.cfg, be, &res, &e);

@@ -4,6 +4,8 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -498,54 +500,158 @@ char *report_json(const struct results *r)
 
 /* ---- result files --------------------------------------------------------- */
 
-/* Writes `text` (or the CSV of r when text is NULL) to path via path.tmp. */
-static int write_atomic(const char *path, const char *text, const struct results *r,
-                        struct error *e)
+/* A pair NAME-STAMP[-K].json + .csv is one result: both temp files are written
+ * and synced in full first, then hard-linked to their final names. link()
+ * never replaces an existing file, so two runs that pick the same name in the
+ * same second take K = 2, 3, ... instead of mixing or overwriting each other;
+ * a failure removes whatever this run created, so the pair lands whole or not
+ * at all. */
+
+enum { MAX_SEQ = 999 };
+/* The longest name this file creates beyond NAME-STAMP: a temp file
+ * ".NAME-STAMP.PID.json.tmp" (pid up to 10 digits), or "-999.json". */
+#define SUFFIX_MAX (sizeof ".." "4294967295" ".json.tmp" - 1)
+
+static void result_base(const char *name, const char *stamp, char *buf, size_t n)
 {
-    char tmp[4096 + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return error_set(e, "%s: cannot write: %s", tmp, strerror(errno));
+    snprintf(buf, n, "%s-%s", name, stamp);
+    for (char *p = buf; *p; p++) // the name is user text: keep it one file
+        if (*p == '/' || *p == ' ')
+            *p = '_';
+}
+
+int report_check_out(const char *dir, const char *name, struct error *e)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        if (errno != ENOENT || mkdir(dir, 0777) != 0 || stat(dir, &st) != 0)
+            return error_set(e, "report.out %s: cannot create directory: %s", dir,
+                             strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return error_set(e, "report.out %s: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return error_set(e, "report.out %s: not a writable directory: %s", dir, strerror(errno));
+    errno = 0;
+    long name_max = pathconf(dir, _PC_NAME_MAX);
+    if (name_max < 0 && errno == 0)
+        name_max = 255; // no limit reported
+    char base[CONFIG_STR + 64];
+    result_base(name, "YYYYmmdd-HHMMSS", base, sizeof base);
+    if (name_max > 0 && strlen(base) + SUFFIX_MAX > (size_t)name_max)
+        return error_set(e, "report.out %s: name '%s' is too long for a result file name there "
+                            "(%zu bytes with the stamp, the limit is %ld)",
+                         dir, name, strlen(base) + SUFFIX_MAX, name_max);
+    /* Some directories (/proc, /sys, read-only mounts) pass access() but take
+     * no new file: try one. */
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/.dpbench-probe.%ld", dir, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return error_set(e, "report.out %s: cannot create a file there: %s", dir, strerror(errno));
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
+/* Writes text (or the CSV of r when text is NULL) to a new file at path,
+ * synced; on failure removes it and names the path in e. */
+static int write_new(const char *path, const char *text, const struct results *r,
+                     struct error *e)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return error_set(e, "%s: cannot create: %s", path, strerror(errno));
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        int err = errno;
+        close(fd);
+        unlink(path);
+        return error_set(e, "%s: cannot write: %s", path, strerror(err));
+    }
     if (text)
         fputs(text, f);
     else
         report_csv(f, r);
-    bool bad = ferror(f) != 0;
-    bad |= fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
+    int err = 0;
+    if (ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0)
+        err = errno ? errno : EIO;
+    if (fclose(f) != 0 && !err)
+        err = errno;
+    if (err) {
+        unlink(path);
         return error_set(e, "%s: cannot write: %s", path, strerror(err));
     }
     return 0;
 }
 
+/* Gives tmp the name dst without replacing an existing dst: 0, 1 when dst
+ * exists, -1 on another error (errno set). */
+static int place(const char *tmp, const char *dst)
+{
+    if (link(tmp, dst) == 0)
+        return 0;
+    if (errno == EEXIST)
+        return 1;
+    if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS && errno != EMLINK)
+        return -1;
+    /* file systems without hard links: a rename that refuses to replace */
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dst, RENAME_NOREPLACE) == 0)
+        return 0;
+    return errno == EEXIST ? 1 : -1;
+}
+
 int report_write_files(const struct results *r, const char *dir, char *json_path, size_t n,
                        struct error *e)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return error_set(e, "report.out %s: cannot create directory: %s", dir, strerror(errno));
-    char base[4096];
-    int len = snprintf(base, sizeof base, "%s/%s-%s", dir, r->cfg.name, r->stamp);
-    if (len < 0 || (size_t)len >= sizeof base - 8)
-        return error_set(e, "report.out %s: path too long", dir);
-    for (char *p = base + strlen(dir) + 1; *p; p++) // the name is user text: keep it one file
-        if (*p == '/' || *p == ' ')
-            *p = '_';
+    char base[CONFIG_STR + 64];
+    result_base(r->cfg.name, r->stamp, base, sizeof base);
+    char tmp_json[4400], tmp_csv[4400], path_json[4400], path_csv[4400];
+    snprintf(tmp_json, sizeof tmp_json, "%s/.%s.%ld.json.tmp", dir, base, (long)getpid());
+    snprintf(tmp_csv, sizeof tmp_csv, "%s/.%s.%ld.csv.tmp", dir, base, (long)getpid());
     char *json = report_json(r);
     if (!json)
         return error_set(e, "out of memory rendering JSON");
-    char path[4096 + 8];
-    snprintf(path, sizeof path, "%s.json", base);
-    int rc = write_atomic(path, json, r, e);
+    int rc = write_new(tmp_json, json, r, e);
     free(json);
     if (rc)
         return -1;
-    snprintf(json_path, n, "%s", path);
-    snprintf(path, sizeof path, "%s.csv", base);
-    return write_atomic(path, NULL, r, e);
+    if (write_new(tmp_csv, NULL, r, e)) {
+        unlink(tmp_json);
+        return -1;
+    }
+    rc = 1; // 1: every name taken, -1: an error, 0: placed
+    for (int k = 1; k <= MAX_SEQ && rc == 1; k++) {
+        char seq[16] = "";
+        if (k > 1)
+            snprintf(seq, sizeof seq, "-%d", k);
+        snprintf(path_json, sizeof path_json, "%s/%s%s.json", dir, base, seq);
+        snprintf(path_csv, sizeof path_csv, "%s/%s%s.csv", dir, base, seq);
+        int got = place(tmp_json, path_json);
+        if (got == 1)
+            continue;
+        if (got < 0) {
+            rc = error_set(e, "%s: cannot create: %s", path_json, strerror(errno));
+            break;
+        }
+        got = place(tmp_csv, path_csv);
+        if (got == 0) {
+            rc = 0;
+            break;
+        }
+        int err = errno;
+        unlink(path_json); // this run's, just linked: the pair goes whole or not at all
+        if (got < 0)
+            rc = error_set(e, "%s: cannot create: %s", path_csv, strerror(err));
+    }
+    if (rc == 1)
+        rc = error_set(e, "report.out %s: %s and %d more names like it are all taken", dir, base,
+                  MAX_SEQ - 1);
+    unlink(tmp_json); // gone already where rename placed it
+    unlink(tmp_csv);
+    if (rc == 0)
+        snprintf(json_path, n, "%s", path_json);
+    return rc;
 }
 
 void results_free(struct results *r)

@@ -20,7 +20,7 @@ struct results {
     struct config cfg;       // the resolved base config (before sweep overrides)
     struct machine machine;
     char date[32];           // ISO 8601 UTC, when the runs started
-    char stamp[32];          // YYYYmmdd-HHMMSS local, for file names
+    char stamp[32];          // YYYYmmdd-HHMMSS UTC, for file names
     struct run_result *runs; // (n_runs)
     int n_runs;
     bool interrupted;
@@ -37,7 +37,13 @@ void report_csv(FILE *f, const struct results *r);
 /* The JSON document as a string (caller frees), or NULL when out of memory. */
 char *report_json(const struct results *r);
 
-/* Writes DIR/NAME-STAMP.json and .csv atomically (temp file + rename). */
+/* Refuses, before a run, a report.out that cannot take the result files: not
+ * a directory (a regular file, /dev/null), not writable, refusing new files
+ * (/proc), or a name too long for a file name there. Creates DIR if missing. */
+int report_check_out(const char *dir, const char *name, struct error *e);
+/* Writes DIR/NAME-STAMP.json and .csv as one result: both or neither, never
+ * replacing an existing result (a second run in the same second gets
+ * NAME-STAMP-2). The JSON's path goes to json_path. */
 int report_write_files(const struct results *r, const char *dir, char *json_path, size_t n,
                        struct error *e);
 

@@ -152,6 +152,60 @@ expect 2 "--export $TMP/ex/export.json: not a directory" -- --export "$TMP/ex/ex
 expect 2 "cannot create the directory" -- --export "$TMP/missing/deeper"
 expect 2 "did you mean loader.num_workers?" -- --export "$TMP/ex2" --set loader.num_wrkers=2
 if [ ! -e "$TMP/ex2" ]; then ok; else bad "--export with a bad config created $TMP/ex2"; fi
+# result files never lost, mixed or overwritten
+for bad_out in /dev/null /dev/full README.md; do
+    expect 2 "report.out $bad_out: not a directory" -- -c configs/tutorial.yaml --out $bad_out
+done
+expect 2 "report.out /proc: cannot create a file there" -- -c configs/tutorial.yaml --out /proc
+expect 2 "too long for a result file name" -- --set name="$(printf 'n%.0s' $(seq 250))" --out "$TMP/long"
+# two runs with one name at once, and two more right after: four whole pairs,
+# each JSON with its own CSV (3 and 5 epochs tell the runs apart)
+mkdir "$TMP/same"
+"$BIN" --set train.epochs=3 --out "$TMP/same" >/dev/null 2>&1 & p1=$!
+"$BIN" --set train.epochs=5 --out "$TMP/same" >/dev/null 2>&1 & p2=$!
+wait $p1; r1=$?; wait $p2; r2=$?
+"$BIN" --set train.epochs=3 --out "$TMP/same" >/dev/null 2>&1; r3=$?
+"$BIN" --set train.epochs=5 --out "$TMP/same" >/dev/null 2>&1; r4=$?
+if [ "$r1$r2$r3$r4" = 0000 ] && python3 - "$TMP/same" <<'PY'
+import glob, json, os, sys
+d = sys.argv[1]
+js = sorted(glob.glob(d + "/tutorial-*.json"))
+assert len(js) == 4 and len(glob.glob(d + "/*.csv")) == 4, os.listdir(d)
+assert not [f for f in os.listdir(d) if f.startswith(".")], os.listdir(d)
+for j in js:
+    n = len(json.load(open(j))["runs"][0]["epochs"])
+    rows = open(j[:-5] + ".csv").read().splitlines()[1:]
+    assert n in (3, 5) and len(rows) == n, (j, n, len(rows))
+PY
+then ok; else bad "concurrent result files: exits $r1 $r2 $r3 $r4: $(ls -a "$TMP/same")"; fi
+
+# a file system that fills up: results still on stdout, exit 1 naming the
+# path, and no half result (a JSON without its CSV) left behind
+tiny="$TMP/tiny"
+mkdir "$tiny"
+if mount -t tmpfs -o size=1m tmpfs "$tiny" 2>/dev/null; then
+    trap 'umount "$tiny" 2>/dev/null; rm -rf "$TMP"' EXIT
+    fill() { # leaves about $1 bytes free
+        rm -f "$tiny/filler"
+        local free=$(( $(stat -f -c '%a*%S' "$tiny") ))
+        head -c $(( free - $1 )) /dev/zero >"$tiny/filler" 2>/dev/null
+        true
+    }
+    args=(--set train.epochs=300 --format csv)
+    "$BIN" "${args[@]}" --out "$TMP/sizes" >/dev/null 2>&1
+    jbytes=$(stat -c %s "$TMP"/sizes/*.json) cbytes=$(stat -c %s "$TMP"/sizes/*.csv)
+    for room in 8192 $(( jbytes + cbytes / 2 )); do # the JSON fails; the JSON fits, the CSV not
+        fill "$room"
+        "$BIN" "${args[@]}" --out "$tiny" >"$TMP/tiny.out" 2>"$TMP/tiny.err"; rc=$?
+        left=$(ls -A "$tiny" | grep -v '^filler$')
+        if [ $rc -eq 1 ] && [ "$(wc -l <"$TMP/tiny.out")" -eq 301 ] && [ -z "$left" ] &&
+            grep -q "result files not written (results are on stdout): $tiny/.*: cannot write: No space left on device" "$TMP/tiny.err"; then ok
+        else bad "full file system with $room bytes free: exit $rc, left '$left': $(cat "$TMP/tiny.err")"; fi
+    done
+    umount "$tiny"
+else
+    echo "cli: skipped the full-file-system test: mounting a tmpfs is not allowed here" >&2
+fi
 
 # ---- no GPU here: cuda refuses with one line, auto falls back to the cpu
 if ! "$BIN" --version | grep -q cuda || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -184,7 +238,7 @@ expect 2 "aliases" -- --config "$(yaml alias.yaml 'loader:\n  batch_size: &b 4\n
 expect 2 "malformed YAML" -- --config "$(yaml tab.yaml 'loader:\n\tbatch_size: 4\n')"
 expect 2 "overflows" -- --set seed=123456789012345678901234567890
 expect 2 "finite" -- --set train.lr=1e999
-expect 2 "not a writable directory" -- --out /proc/dpbench-nope
+expect 2 "cannot create directory" -- --out /proc/dpbench-nope
 expect 2 "--max-memory: expected bytes" -- --max-memory lots
 expect 2 "more than the" -- --set dataset.length=1000000 --set dataset.features=1000 --max-memory 1G
 expect 2 "GiB available memory" -- --set dataset.length=1000000000 --set dataset.features=100
