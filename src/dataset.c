@@ -19,7 +19,8 @@ size_t dataset_bytes(long length, long features, long out_features)
 }
 
 /* Rows of block `block`: x from the block's own stream, y from the teacher
- * plus the block's noise stream. Blocks are independent. */
+ * plus the block's noise stream. Blocks are independent. A stop request ends
+ * it early (the dataset is then discarded). */
 static void make_block(struct dataset *d, unsigned long seed, long block)
 {
     long n = d->length, f = d->features, o = d->out_features;
@@ -27,7 +28,7 @@ static void make_block(struct dataset *d, unsigned long seed, long block)
     rng_init(&rx, (uint64_t)seed, RNG_DATA, (uint64_t)block);
     rng_init(&rn, (uint64_t)seed, RNG_NOISE, (uint64_t)block);
     long end = (block + 1) * ROW_BLOCK < n ? (block + 1) * ROW_BLOCK : n;
-    for (long i = block * ROW_BLOCK; i < end; i++) {
+    for (long i = block * ROW_BLOCK; i < end && !stop_requested(); i++) {
         float *x = d->x + i * f;
         for (long k = 0; k < f; k++)
             x[k] = (float)rng_normal(&rx);
@@ -50,7 +51,8 @@ struct builder {
 static void *builder_main(void *arg)
 {
     struct builder *b = arg;
-    for (long k; (k = __atomic_fetch_add(&b->next, 1, __ATOMIC_RELAXED)) < b->blocks;)
+    for (long k; !stop_requested() &&
+                 (k = __atomic_fetch_add(&b->next, 1, __ATOMIC_RELAXED)) < b->blocks;)
         make_block(b->d, b->seed, k);
     return NULL;
 }
@@ -82,7 +84,7 @@ int dataset_build(struct dataset *d, const struct config *c, int threads, struct
     }
     struct rng r;
     rng_init(&r, (uint64_t)c->seed, RNG_TEACHER, 0);
-    for (long i = 0; i < o * f; i++) // unit-variance outputs for unit-variance inputs
+    for (long i = 0; i < o * f && !stop_requested(); i++) // unit-variance outputs for unit-variance inputs
         d->w_teacher[i] = (float)(rng_normal(&r) / sqrt((double)f));
     for (long j = 0; j < o; j++)
         d->b_teacher[j] = (float)rng_normal(&r);
@@ -103,6 +105,10 @@ int dataset_build(struct dataset *d, const struct config *c, int threads, struct
     for (int i = 0; i < started; i++)
         pthread_join(t[i], NULL);
     free(t);
+    if (stop_requested()) {
+        dataset_free(d);
+        return error_set(e, "dataset: generation interrupted");
+    }
     dataset_set_sample_cost(d, c->dataset.sample_cost_us);
     return 0;
 }
@@ -153,7 +159,9 @@ static float cost_loop(long iters, float seed)
     return a;
 }
 
-static volatile float cost_sink;
+/* One sink per thread: loader workers spend the cost side by side, and a
+ * shared sink would be a data race (and a contended cache line). */
+static _Thread_local volatile float cost_sink;
 
 int dataset_get(const struct dataset *d, long i, long epoch, float *x_out, float *y_out,
                 long *bytes_read, struct error *e)

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dataset.h"
 #include "rng.h"
@@ -66,7 +67,9 @@ int loader_init(struct loader *l, const struct dataset *d, const struct loader_o
     return 0;
 }
 
-/* Gathers batch k's samples into b; runs the transform. */
+/* Gathers batch k's samples into b; runs the transform. 1 when the epoch's
+ * outstanding work was cancelled (early stop, or a second signal) between two
+ * samples: slow samples must not hold a stop up for a whole batch. */
 static int fill(struct loader *l, struct batch *b, long k, struct error *e)
 {
     const struct dataset *d = l->data;
@@ -76,6 +79,8 @@ static int fill(struct loader *l, struct batch *b, long k, struct error *e)
     b->rows = rows;
     b->y = b->x + rows * d->features; // packed: (rows, F) then (rows, O)
     for (long i = 0; i < rows; i++) {
+        if (__atomic_load_n(&l->cancel, __ATOMIC_RELAXED) || abort_requested())
+            return 1;
         long id = l->order[start + i];
         b->ids[i] = id;
         long bytes = 0;
@@ -121,6 +126,11 @@ static void *worker_main(void *arg)
             struct error err;
             int rc = fill(l, b, k, &err);
             pthread_mutex_lock(&l->mu);
+            if (rc == 1) { // cancelled: nobody will take this batch
+                b->next_free = l->free_list;
+                l->free_list = b;
+                break;
+            }
             if (rc) {
                 b->next_free = l->free_list;
                 l->free_list = b;
@@ -158,30 +168,36 @@ static void join_workers(struct loader *l)
     l->stop = false;
 }
 
-void loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch)
+bool loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch)
 {
+    enum { CHECK_EVERY = 1 << 20 }; // a shuffle of 1e9 samples takes seconds
     for (long i = 0; i < length; i++)
         order[i] = i;
     if (!shuffle)
-        return;
+        return true;
     struct rng r; // Fisher-Yates from a stream of its own per epoch
     rng_init(&r, seed, RNG_SHUFFLE, (uint64_t)epoch);
     for (long i = length - 1; i > 0; i--) {
+        if (i % CHECK_EVERY == 0 && stop_requested())
+            return false;
         long j = (long)rng_below(&r, (uint64_t)i + 1);
         long t = order[i];
         order[i] = order[j];
         order[j] = t;
     }
+    return true;
 }
 
 int loader_epoch_begin(struct loader *l, long epoch, struct error *e)
 {
     l->epoch = epoch;
-    loader_order(l->order, l->data->length, l->opt.shuffle, l->opt.seed, epoch);
+    if (!loader_order(l->order, l->data->length, l->opt.shuffle, l->opt.seed, epoch))
+        return error_set(e, "loader: interrupted while shuffling");
     pthread_mutex_lock(&l->mu);
     l->taken = 0;
     l->failed = false;
     l->read_bytes = 0;
+    __atomic_store_n(&l->cancel, 0, __ATOMIC_RELAXED);
     for (int i = 0; i < l->window; i++)
         l->ready[i] = NULL;
     if (l->opt.num_workers == 0) {
@@ -223,8 +239,11 @@ int loader_next(struct loader *l, struct batch **out, struct error *e)
         struct batch *b = pop_free(l);
         if (!b)
             return error_set(e, "loader: internal error: no free batch buffer");
-        if (fill(l, b, l->taken, e)) {
+        int rc = fill(l, b, l->taken, e);
+        if (rc) {
             loader_release(l, b);
+            if (rc == 1)
+                return error_set(e, "loader: batch %ld cancelled: interrupted", l->taken);
             return error_wrap(e, "loader, batch %ld", l->taken);
         }
         l->taken++;
@@ -233,9 +252,22 @@ int loader_next(struct loader *l, struct batch **out, struct error *e)
     }
     pthread_mutex_lock(&l->mu);
     struct batch **slot = &l->ready[l->taken % l->window];
-    /* batches before a failed one are still delivered, as PyTorch does */
-    while (!*slot && !(l->failed && l->fail_index == l->taken))
-        pthread_cond_wait(&l->cv_ready, &l->mu);
+    /* batches before a failed one are still delivered, as PyTorch does; a
+     * second signal cannot wake a condition variable, so the wait polls it */
+    while (!*slot && !(l->failed && l->fail_index == l->taken)) {
+        if (abort_requested()) {
+            pthread_mutex_unlock(&l->mu);
+            return error_set(e, "loader: batch %ld cancelled: interrupted", l->taken);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000 * 1000;
+        if (until.tv_nsec >= 1000 * 1000 * 1000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000 * 1000 * 1000;
+        }
+        pthread_cond_timedwait(&l->cv_ready, &l->mu, &until);
+    }
     if (!*slot) {
         *e = l->err;
         pthread_mutex_unlock(&l->mu);
@@ -264,6 +296,7 @@ void loader_epoch_end(struct loader *l)
         return;
     pthread_mutex_lock(&l->mu);
     l->running = false; // cancels what is still outstanding (early stop)
+    __atomic_store_n(&l->cancel, 1, __ATOMIC_RELAXED); // ... even a batch half filled
     pthread_cond_broadcast(&l->cv_work);
     while (l->active > 0)
         pthread_cond_wait(&l->cv_ready, &l->mu);

@@ -62,6 +62,7 @@ struct loader {
     int active;              // workers still working on this epoch
     bool running;            // workers may work on this epoch
     bool stop;               // workers must leave
+    int cancel;              // (atomic) the epoch's outstanding batches are dropped
     long generation;         // bumps at each epoch start, wakes persistent workers
     pthread_mutex_t mu;
     pthread_cond_t cv_work;  // workers wait here: window, buffers, epoch start
@@ -91,7 +92,7 @@ void loader_free(struct loader *l);
 /* Epoch `epoch`'s sample order (length entries): 0..length-1, shuffled with
  * the seed's own stream for that epoch when `shuffle` is set. The loader and
  * `dpbench --export` both take their orders from here. */
-void loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch);
+bool loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch);
 
 /* Buffers the pool holds for these options (for memory estimates). */
 int loader_pool_size(const struct loader_options *o);

@@ -262,7 +262,7 @@ static int check_memory(const struct config *c, double limit, struct error *e)
     if (limit <= 0)
         return 0; // nothing to compare against
     long n = n_points(c);
-    for (long p = 0; p < n; p++) {
+    for (long p = 0; p < n && !stop_requested(); p++) {
         struct config pc;
         char label[512];
         if (point_config(c, p, &pc, label, sizeof label, e))
@@ -325,37 +325,54 @@ static int run_points(const struct config *c, const struct backend *be, struct r
     bool have_data = false;
     int rc = 0;
     bool text = strcmp(c->report.format, "text") == 0;
-    for (long p = 0; p < n && !train_stop; p++) {
+    for (long p = 0; p < n && !stop_requested(); p++) {
         struct config pc;
         char label[512];
         if ((rc = point_config(c, p, &pc, label, sizeof label, e)))
             break;
         if (point_dataset(&d, &data_cfg, &have_data, &pc, e)) {
             config_free(&pc);
-            rc = -2;
+            rc = stop_requested() ? 0 : -2; // interrupted, or bad data
             break;
         }
         if (n > 1 && isatty(STDERR_FILENO))
             fprintf(stderr, "dpbench: point %ld/%ld: %s\n", p + 1, n, label);
         FILE *trace = pc.report.trace ? (text ? stdout : stderr) : NULL;
-        rc = train_run(&pc, &d, be, &res->runs[res->n_runs], trace, e);
+        struct run_result *run = &res->runs[res->n_runs];
+        rc = train_run(&pc, &d, be, run, trace, e);
         config_free(&pc);
-        if (rc && res->runs[res->n_runs].failed) { // partial results kept, as on a signal
-            snprintf(res->runs[res->n_runs].label, sizeof res->runs[0].label, "%s", label);
-            res->n_runs++;
-            res->interrupted = true;
+        if (rc && (run->failed || stop_requested())) {
+            /* a failure mid-run (or a stop that cut the run short): the
+             * complete epochs are kept and reported as partial results */
+            if (run->failed && run->n_epochs > 0) {
+                snprintf(run->label, sizeof run->label, "%s", label);
+                res->n_runs++;
+                res->interrupted = true;
+            } else if (run->failed) {
+                run_result_free(run);
+            }
+            if (stop_requested())
+                rc = 0; // interrupted, not failed
+            else if (label[0])
+                error_wrap(e, "sweep point %s", label);
+            break;
         }
         if (rc) {
             if (label[0])
                 error_wrap(e, "sweep point %s", label);
             break;
         }
-        snprintf(res->runs[res->n_runs].label, sizeof res->runs[0].label, "%s", label);
+        if (run->n_epochs == 0) { // interrupted before a measured epoch: nothing to report
+            run_result_free(run);
+            break;
+        }
+        snprintf(run->label, sizeof run->label, "%s", label);
         res->n_runs++;
     }
     if (have_data)
         dataset_free(&d);
-    res->interrupted |= train_stop != 0;
+    res->n_points = n;
+    res->interrupted |= stop_requested();
     return rc;
 }
 
@@ -397,6 +414,7 @@ static int export_points(const struct config *c, const char *dir, double max_mem
     fprintf(stderr, "dpbench: exported %ld point%s to %s\n", n, n == 1 ? "" : "s", dir);
     return EXIT_OK;
 }
+static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
 
 /* --h2d-bandwidth: the cuda backend's copy-bandwidth table on stdout. */
 static int h2d_bandwidth(void)
@@ -414,8 +432,6 @@ static int h2d_bandwidth(void)
     }
     return EXIT_OK;
 }
-
-static void on_signal(int sig) { train_stop = sig; }
 
 /* Results on stdout first, then the result files: a file that cannot be
  * written never costs the results already printed. */
@@ -476,6 +492,12 @@ int main(int argc, char **argv)
         config_free(&res.cfg);
         return rc;
     }
+    /* From here on every long phase (the checks, generation, epochs) stops at
+     * a first SIGINT/SIGTERM; a second one also drops the batches in flight. */
+    struct sigaction sa = {.sa_handler = stop_request};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     if (res.cfg.report.out[0] && report_check_out(res.cfg.report.out, res.cfg.name, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         config_free(&res.cfg);
@@ -489,11 +511,11 @@ int main(int argc, char **argv)
     }
     if (strcmp(res.cfg.parallel.device, "auto") == 0)
         snprintf(res.cfg.parallel.device, sizeof res.cfg.parallel.device, "%s", be->name);
-
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    if (stop_requested()) {
+        fprintf(stderr, "dpbench: interrupted by %s before the run\n", signal_name(train_stop));
+        config_free(&res.cfg);
+        return 128 + train_stop;
+    }
 
     machine_describe(&res.machine);
     be->describe(res.machine.devices, sizeof res.machine.devices);
@@ -521,8 +543,12 @@ int main(int argc, char **argv)
         }
     }
     if (res.interrupted && train_stop) {
-        fprintf(stderr, "dpbench: interrupted by %s; results are partial\n",
-                train_stop == SIGINT ? "SIGINT" : "SIGTERM");
+        if (res.n_runs == 0)
+            fprintf(stderr, "dpbench: interrupted by %s before any epoch completed; no results\n",
+                    signal_name(train_stop));
+        else
+            fprintf(stderr, "dpbench: interrupted by %s; only what completed is reported\n",
+                    signal_name(train_stop));
         status = 128 + train_stop;
     }
     results_free(&res);

@@ -23,7 +23,8 @@ struct results {
     char stamp[32];          // YYYYmmdd-HHMMSS UTC, for file names
     struct run_result *runs; // (n_runs)
     int n_runs;
-    bool interrupted;
+    long n_points;           // points the sweep asked for (1 without a sweep)
+    bool interrupted;        // by a signal: runs holds only complete epochs
     double peak_rss_bytes;   // the process's peak resident memory after the runs
 };
 

@@ -11,7 +11,6 @@
 #include "rng.h"
 #include "step.h"
 
-volatile sig_atomic_t train_stop;
 bool train_progress;
 
 /* Redraws "epoch e/E batch k/K" at most 4 times a second; `done` clears it. */
@@ -204,7 +203,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     }
 
     float lr = (float)c->train.lr;
-    for (long ep = 0; ep < total_epochs && !train_stop; ep++) {
+    for (long ep = 0; ep < total_epochs && !stop_requested(); ep++) {
         struct epoch_stats st = {0};
         if (c->dataset.drop_cache && dataset_drop_cache(d, e))
             goto failed;
@@ -213,6 +212,8 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         struct step_batch *b;
         if (loader_epoch_begin(&l, ep, e) || be->epoch_begin(ctx, &l, e)) {
             loader_epoch_end(&l);
+            if (stop_requested())
+                break; // interrupted while shuffling: the epochs before stand
             goto failed;
         }
         while ((got = be->next(ctx, &l, &b, &st, e)) == 1) {
@@ -229,13 +230,15 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
             be->release(ctx, &l, b);
             if (train_progress)
                 progress(ep + 1, total_epochs, done, l.n_batches, false);
-            if (train_stop)
+            if (stop_requested())
                 break;
         }
+        if (got < 0 && abort_requested())
+            got = 1; // a second signal cancelled the batch in flight: a partial epoch
         struct error end_err;
         int end_rc = be->epoch_end(ctx, &st, got < 0 ? &end_err : e); // keep the first error
         loader_epoch_end(&l);
-        if (got < 0 || end_rc)
+        if (got < 0 || (end_rc && !abort_requested()))
             goto failed;
         double seconds = now_seconds() - t0;
         if (got == 1)
@@ -253,7 +256,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     }
     if (train_progress)
         progress(0, 0, 0, 0, true);
-    out->interrupted = train_stop != 0;
+    out->interrupted = stop_requested();
     if (step_params(&s, out->w, out->b, e))
         goto out;
     if (d->eval && !out->interrupted && evaluate(d->eval, loss, out->w, out->b, out, e))

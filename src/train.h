@@ -64,8 +64,6 @@ struct run_result {
     struct run_summary sum; // filled by report_summarize
 };
 
-/* Set by a signal handler; the loop stops after the current batch. */
-extern volatile sig_atomic_t train_stop;
 /* When set (stderr is a terminal), a progress line is redrawn on stderr
  * during epochs that take longer than a moment. */
 extern bool train_progress;

@@ -7,6 +7,20 @@
 #include <string.h>
 #include <time.h>
 
+volatile sig_atomic_t train_stop;
+volatile sig_atomic_t train_abort;
+
+bool stop_requested(void) { return __atomic_load_n(&train_stop, __ATOMIC_RELAXED) != 0; }
+bool abort_requested(void) { return __atomic_load_n(&train_abort, __ATOMIC_RELAXED) != 0; }
+
+void stop_request(int sig) // async-signal-safe: lock-free stores only
+{
+    if (__atomic_load_n(&train_stop, __ATOMIC_RELAXED))
+        __atomic_store_n(&train_abort, 1, __ATOMIC_RELAXED);
+    else
+        __atomic_store_n(&train_stop, sig, __ATOMIC_RELAXED);
+}
+
 int error_set(struct error *e, const char *fmt, ...)
 {
     va_list ap;

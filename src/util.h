@@ -3,6 +3,7 @@
 #ifndef DPBENCH_UTIL_H
 #define DPBENCH_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define DPBENCH_VERSION "0.1.0"
@@ -20,6 +21,19 @@ int error_wrap(struct error *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 double now_seconds(void); // CLOCK_MONOTONIC, seconds
+
+/* Stop requests, set by main's SIGINT/SIGTERM handler. train_stop holds the
+ * first signal's number: every long phase (generation, checks, epochs) ends at
+ * its next check and keeps what is complete. train_abort is set by a second
+ * signal: work in flight (a batch being loaded) is dropped at once. Threads
+ * read them with stop_requested() / abort_requested(). */
+#include <signal.h>
+extern volatile sig_atomic_t train_stop;
+extern volatile sig_atomic_t train_abort;
+bool stop_requested(void);
+bool abort_requested(void);
+/* The signal handler's side: a first signal sets train_stop, a second train_abort. */
+void stop_request(int sig);
 
 /* pthread_create with every signal blocked in the new thread, so SIGINT and
  * SIGTERM reach the main thread only. Returns 0 or an errno value. */

@@ -259,10 +259,48 @@ for sig in INT TERM; do
     wait $pid
     rc=$?
     want=$([ $sig = INT ] && echo 130 || echo 143)
-    if [ $rc -eq "$want" ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['interrupted'] is True; assert len(d['runs'][0]['epochs']) < 1000" "$TMP/int.json" &&
+    if [ $rc -eq "$want" ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['interrupted'] is True; r=d['runs'][0]; assert 0 < len(r['epochs']) < 1000; assert all(r['splits']) and r['summary']['median_seconds'] > 0" "$TMP/int.json" &&
         python3 -c "import json,sys,glob; d=json.load(open(glob.glob(sys.argv[1]+'/*.json')[0])); assert d['interrupted'] is True" "$TMP/int$sig"; then ok
     else bad "SIG$sig: exit $rc (want $want): $(cat "$TMP/int.err")"; fi
 done
+
+# the text report says what ran, with no empty splits or nan figures
+"$BIN" --set dataset.length=2000 --set loader.batch_size=1 --set dataset.sample_cost_us=200 \
+    --set train.epochs=1000 >"$TMP/int.txt" 2>"$TMP/int.err" &
+pid=$!
+sleep 1.5
+kill -INT $pid
+wait $pid
+rc=$?
+if [ $rc -eq 130 ] && grep -q "^# interrupted: [0-9]* of 1000 epochs reported" "$TMP/int.txt" &&
+    ! grep -qiE "nan|^#   0 ->" "$TMP/int.txt" && grep -q "only what completed is reported" "$TMP/int.err"; then ok
+else bad "interrupted text report: exit $rc: $(cat "$TMP/int.txt" "$TMP/int.err")"; fi
+
+# a stop during dataset generation (seconds of work) is not held up until it ends
+"$BIN" --set dataset.length=4096 --set dataset.features=4096 --set model.out_features=1024 \
+    >"$TMP/gen.out" 2>"$TMP/gen.err" &
+pid=$!
+sleep 1
+start=$(date +%s%N)
+kill -TERM $pid
+wait $pid
+rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
+if [ $rc -eq 143 ] && [ $ms -lt 3000 ] && [ ! -s "$TMP/gen.out" ] &&
+    grep -q "interrupted by SIGTERM before any epoch completed" "$TMP/gen.err"; then ok
+else bad "SIGTERM during generation: exit $rc after $ms ms: $(cat "$TMP/gen.err")"; fi
+
+# slow samples (0.3 s each, 9 s a batch): a second SIGINT ends the run at once
+"$BIN" --set dataset.sample_cost_us=300000 --set loader.num_workers=2 >"$TMP/slow.out" 2>"$TMP/slow.err" &
+pid=$!
+sleep 1
+kill -INT $pid
+sleep 0.3
+start=$(date +%s%N)
+kill -INT $pid
+wait $pid
+rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
+if [ $rc -eq 130 ] && [ $ms -lt 3000 ] && grep -q "interrupted by SIGINT" "$TMP/slow.err"; then ok
+else bad "second SIGINT with slow samples: exit $rc after $ms ms: $(cat "$TMP/slow.err")"; fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

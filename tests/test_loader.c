@@ -5,7 +5,9 @@
  * order; a new seeded permutation per epoch with shuffle. */
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "loader.h"
 
@@ -283,6 +285,52 @@ static void test_early_stop(void **state)
     dataset_free(&d);
 }
 
+static void test_sample_cost_with_workers(void **state)
+{
+    (void)state;
+    /* dataset.sample_cost_us on several workers at once: the emulated cost
+     * runs side by side (race-free under TSan) and changes no byte. */
+    struct dataset d;
+    make_data(&d, 300, 4);
+    dataset_set_sample_cost(&d, 10);
+    assert_true(d.cost_iters > 0);
+    check_epochs(&d, options(7, 2, 2, false), 2);
+    check_epochs(&d, options(7, 3, 1, true), 2);
+    dataset_free(&d);
+}
+
+static void test_second_signal_cancels_in_flight(void **state)
+{
+    (void)state;
+    /* Batches of 50 samples at 0.1 s each (5 s a batch): after a second stop
+     * request the consumer's wait and the workers' fills end between samples. */
+    struct dataset d;
+    make_data(&d, 200, 4);
+    dataset_set_sample_cost(&d, 100000);
+    for (int workers = 0; workers <= 2; workers += 2) {
+        struct loader_options o = options(50, workers, 2, false);
+        struct loader l;
+        struct error e;
+        assert_int_equal(loader_init(&l, &d, &o, &e), 0);
+        assert_int_equal(loader_epoch_begin(&l, 0, &e), 0);
+        stop_request(SIGINT);
+        stop_request(SIGINT);
+        assert_true(abort_requested());
+        double t0 = now_seconds();
+        struct batch *b;
+        assert_int_equal(loader_next(&l, &b, &e), -1);
+        assert_non_null(strstr(e.msg, "interrupted"));
+        loader_epoch_end(&l);
+        loader_free(&l);
+        double took = now_seconds() - t0;
+        if (took > 2.5)
+            fail_msg("workers %d: the cancelled batch took %.1f s to end", workers, took);
+        train_stop = 0;
+        train_abort = 0;
+    }
+    dataset_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +341,8 @@ int main(void)
         cmocka_unit_test(test_data_independent_of_build_threads),
         cmocka_unit_test(test_worker_error_reaches_consumer),
         cmocka_unit_test(test_early_stop),
+        cmocka_unit_test(test_sample_cost_with_workers),
+        cmocka_unit_test(test_second_signal_cancels_in_flight),
     };
     return cmocka_run_group_tests_name("loader", tests, NULL, NULL);
 }
