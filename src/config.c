@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdint.h>
@@ -110,6 +111,7 @@ static const struct key keys[] = {
      "before training, measure this machine's floor for the run's shapes (gather + compute)"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
+_Static_assert(N_KEYS <= 64, "config.explicit_keys has one bit per key");
 
 static const char *const sections[] = {"dataset", "model", "loader", "train", "parallel",
                                        "report", "transform"};
@@ -224,9 +226,17 @@ static int set_float(const struct key *k, double *dst, const char *v, struct err
     double x = strtod(v, &end);
     if (end == v || *end != '\0' || strcasecmp(v, ".nan") == 0 || strcasecmp(v, ".inf") == 0)
         return error_set(e, "%s: expected a number, found %s", k->path, shown(v, b, sizeof b));
-    if (!isfinite(x) || errno == ERANGE)
+    if (errno == ERANGE && fabs(x) <= DBL_MIN) // underflow, not overflow
+        x = DBL_MIN / 2;
+    else if (!isfinite(x) || errno == ERANGE)
         return error_set(e, "%s: expected a finite number, found %s", k->path,
                          shown(v, b, sizeof b));
+    /* the step computes in float: a value below float's smallest normal
+     * number would become 0 or lose its precision there */
+    if (x != 0 && fabs(x) < FLT_MIN)
+        return error_set(e, "%s: %s is too small: expected 0 or a magnitude of at least "
+                            "%g (the smallest normal float)",
+                         k->path, shown(v, b, sizeof b), (double)FLT_MIN);
     if (x < k->min || x > k->max)
         return error_set(e, "%s: expected a number in [%g, %g], found %g", k->path, k->min,
                          k->max, x);
@@ -279,10 +289,42 @@ static int add_float(const struct key *k, void *dst, int i, const char *item, st
     return set_float(k, &((struct float_list *)dst)->v[i], item, e);
 }
 
+/* Refuses what the YAML reader refuses in a string, for values that come from
+ * the command line: invalid UTF-8 and control characters (they would break
+ * the JSON, the CSV and the text headers). */
+static int check_text(const struct key *k, const char *v, struct error *e)
+{
+    const unsigned char *s = (const unsigned char *)v;
+    for (size_t i = 0; s[i];) {
+        unsigned c = s[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+                   : (c & 0xf8) == 0xf0 ? 4 : 0;
+        uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+        for (size_t j = 1; j < len; j++) {
+            if ((s[i + j] & 0xc0) != 0x80) {
+                len = 0;
+                break;
+            }
+            cp = cp << 6 | (s[i + j] & 0x3f);
+        }
+        static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+        if (len == 0 || cp < least[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return error_set(e, "%s: invalid UTF-8 at byte %zu", k->path, i + 1);
+        if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
+            return error_set(e, "%s: control character U+%04X at byte %zu", k->path, (unsigned)cp,
+                             i + 1);
+        i += len;
+    }
+    return 0;
+}
+
 static int set_value(struct config *c, const struct key *k, const char *v, struct error *e)
 {
     char b[96];
     void *dst = (char *)c + k->offset;
+    if (check_text(k, v, e))
+        return -1;
+    c->explicit_keys |= 1ull << (k - keys);
     switch (k->type) {
     case KEY_INT:
         return set_int(k, dst, v, e);
@@ -337,6 +379,12 @@ static int set_value(struct config *c, const struct key *k, const char *v, struc
     return error_set(e, "%s: internal error: unknown key type", k->path);
 }
 
+bool config_is_explicit(const struct config *c, const char *path)
+{
+    const struct key *k = key_find(path);
+    return k && (c->explicit_keys >> (k - keys) & 1);
+}
+
 int config_set(struct config *c, const char *path, const char *value, struct error *e)
 {
     const struct key *k = key_find(path);
@@ -352,6 +400,7 @@ void config_defaults(struct config *c)
     for (size_t i = 0; i < N_KEYS; i++)
         if (set_value(c, &keys[i], keys[i].def, &e)) // defaults are valid by construction
             abort();
+    c->explicit_keys = 0; // none given by the user yet
 }
 
 int config_set_arg(struct config *c, const char *arg, struct error *e)
@@ -361,8 +410,14 @@ int config_set_arg(struct config *c, const char *arg, struct error *e)
         return error_set(e, "--set %s: expected path=value", arg);
     char path[CONFIG_STR];
     snprintf(path, sizeof path, "%.*s", (int)(eq - arg), arg);
-    if (config_set(c, path, eq + 1, e))
-        return error_wrap(e, "--set %s", arg);
+    if (config_set(c, path, eq + 1, e)) {
+        char echo[CONFIG_STR]; // the argument as typed, bytes that could break the line as '?'
+        snprintf(echo, sizeof echo, "%s", arg);
+        for (char *p = echo; *p; p++)
+            if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+                *p = '?';
+        return error_wrap(e, "--set %s", echo);
+    }
     return 0;
 }
 
@@ -390,8 +445,19 @@ static int sweep_value(struct config *c, const char *v, struct error *e)
     struct config_sweep *s = &c->sweep[c->n_sweep - 1];
     struct config scratch;
     config_defaults(&scratch);
+    if (!v[0])
+        return error_set(e, "sweep: %s: empty value", s->key);
     if (config_set(&scratch, s->key, v, e))
         return error_wrap(e, "sweep");
+    /* duplicates compare as resolved values: 4 and 04, on and true */
+    char want[CONFIG_STR * 4], have[CONFIG_STR * 4];
+    config_get_text(&scratch, s->key, want, sizeof want);
+    for (int i = 0; i < s->n_values; i++) {
+        config_set(&scratch, s->key, s->values[i], e); // parsed once already
+        config_get_text(&scratch, s->key, have, sizeof have);
+        if (strcmp(want, have) == 0)
+            return error_set(e, "sweep: %s: value '%s' given twice", s->key, v);
+    }
     if (s->n_values == CONFIG_MAX_SWEEP_VALUES)
         return error_set(e, "sweep: %s: at most %d values", s->key, CONFIG_MAX_SWEEP_VALUES);
     if (!(s->values[s->n_values] = strdup(v)))
@@ -426,10 +492,12 @@ int config_sweep_arg(struct config *c, const char *arg, struct error *e)
     sweep_drop(c, key); // the command line replaces the file's list
     if (sweep_add(c, key, e))
         return error_wrap(e, "--sweep");
-    for (char *save = NULL, *tok = strtok_r(vals, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save))
+    for (char *tok = vals, *end; tok; tok = end) { // every value, empty ones too
+        if ((end = strchr(tok, ',')))
+            *end++ = '\0';
         if (sweep_value(c, tok, e))
-            return error_wrap(e, "--sweep");
+            return error_wrap(e, "--sweep %s", key);
+    }
     return 0;
 }
 
@@ -490,6 +558,19 @@ static int next(struct reader *r)
     if (r->ev.type == YAML_ALIAS_EVENT)
         return at(r, r->ev.start_mark, "YAML aliases (*%s) are not supported in dpbench configs",
                   (const char *)r->ev.data.alias.anchor);
+    /* a tag (!!binary, !!python/object:..., !custom) asks for a type or a
+     * constructor dpbench does not have: refuse it rather than ignore it */
+    const yaml_char_t *tag = r->ev.type == YAML_SCALAR_EVENT ? r->ev.data.scalar.tag
+                           : r->ev.type == YAML_SEQUENCE_START_EVENT ? r->ev.data.sequence_start.tag
+                           : r->ev.type == YAML_MAPPING_START_EVENT ? r->ev.data.mapping_start.tag
+                           : NULL;
+    static const char core[] = "tag:yaml.org,2002:"; // what libyaml makes of "!!"
+    if (tag && strncmp((const char *)tag, core, sizeof core - 1) == 0)
+        return at(r, r->ev.start_mark, "YAML tags (!!%s) are not supported in dpbench configs",
+                  (const char *)tag + sizeof core - 1);
+    if (tag)
+        return at(r, r->ev.start_mark, "YAML tags (%s) are not supported in dpbench configs",
+                  (const char *)tag);
     return 0;
 }
 
@@ -683,7 +764,8 @@ out:
 int config_load(struct config *c, const char *path, struct error *e)
 {
     enum { MAX_BYTES = 1 << 20 };
-    int fd = open(path, O_RDONLY);
+    /* O_NONBLOCK: a FIFO without a writer must be refused, not waited on */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return error_set(e, "%s: cannot open config: %s", path, strerror(errno));
     struct stat st;
@@ -691,6 +773,7 @@ int config_load(struct config *c, const char *path, struct error *e)
         close(fd);
         return error_set(e, "%s: not a regular file", path);
     }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (st.st_size > MAX_BYTES) {
         close(fd);
         return error_set(e, "%s: config is %lld bytes, more than the %d accepted", path,
@@ -731,6 +814,14 @@ int config_validate(const struct config *c, struct error *e)
                                 "give one or the other",
                              c->parallel.replicas, c->parallel.n_devices);
     }
+    /* PyTorch's DataLoader refuses both without workers (ValueError) */
+    if (c->loader.num_workers == 0 && c->loader.persistent_workers)
+        return error_set(e, "loader.persistent_workers: needs loader.num_workers > 0 "
+                            "(there are no workers to keep), as in PyTorch");
+    if (c->loader.num_workers == 0 && config_is_explicit(c, "loader.prefetch_factor"))
+        return error_set(e, "loader.prefetch_factor: can only be given with "
+                            "loader.num_workers > 0 (batches are prefetched by workers), as "
+                            "in PyTorch");
     if (c->loader.drop_last && c->loader.batch_size > c->dataset.length)
         return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
                             "drop_last: true, so an epoch has no batch",
@@ -758,6 +849,20 @@ int config_validate(const struct config *c, struct error *e)
     if (floats > 1e12)
         return error_set(e, "dataset: %ld x %ld is too large to generate", c->dataset.length,
                          c->dataset.features);
+    return 0;
+}
+
+int config_validate_sweep(const struct config *c, struct error *e)
+{
+    long points = 1;
+    for (int i = 0; i < c->n_sweep; i++) { // at most 64 values a key: no overflow before the cap
+        if (c->sweep[i].n_values == 0)
+            return error_set(e, "sweep: %s: expected at least one value", c->sweep[i].key);
+        if ((points *= c->sweep[i].n_values) > CONFIG_MAX_SWEEP_POINTS)
+            return error_set(e, "sweep: more than %d points (the product of the swept keys' "
+                                "value counts); split the sweep into several runs",
+                             CONFIG_MAX_SWEEP_POINTS);
+    }
     return 0;
 }
 

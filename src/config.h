@@ -12,6 +12,7 @@
 #define CONFIG_MAX_DEVICES 64
 #define CONFIG_MAX_SWEEP_KEYS 8
 #define CONFIG_MAX_SWEEP_VALUES 64
+#define CONFIG_MAX_SWEEP_POINTS 4096 // runs one sweep may ask for
 #define CONFIG_STR 256 // longest accepted string value, including the NUL
 #define CONFIG_MAX_CHANNELS 4
 
@@ -75,6 +76,7 @@ struct config {
     } sweep[CONFIG_MAX_SWEEP_KEYS];
     int n_sweep;
     char source[CONFIG_STR]; // file the config came from, "" = defaults only
+    unsigned long long explicit_keys; // bit i: keys[i] was given (file, --set, sweep)
 };
 
 /* Fills every key with its default. */
@@ -86,11 +88,18 @@ int config_parse(struct config *c, const char *text, size_t len, const char *fil
 int config_load(struct config *c, const char *path, struct error *e);
 /* Applies one "path=value" override, validated like the file's keys. */
 int config_set_arg(struct config *c, const char *arg, struct error *e);
+/* Whether a key was given rather than left at its default (PyTorch tells
+ * prefetch_factor=None from 2). */
+bool config_is_explicit(const struct config *c, const char *path);
 /* Sets one key from text, e.g. ("loader.num_workers", "4"). */
 int config_set(struct config *c, const char *path, const char *value, struct error *e);
 /* Adds or replaces a sweep key with comma-separated values ("key=v1,v2"). */
 int config_sweep_arg(struct config *c, const char *arg, struct error *e);
-/* Checks rules that tie several keys together; call after all overrides. */
+/* Refuses a sweep of more than CONFIG_MAX_SWEEP_POINTS points, or a key
+ * without values. */
+int config_validate_sweep(const struct config *c, struct error *e);
+/* Checks rules that tie several keys together, for one run's config (a sweep
+ * point's); call after all overrides. */
 int config_validate(const struct config *c, struct error *e);
 /* Deep copy (sweep strings duplicated) and release. */
 int config_copy(struct config *dst, const struct config *src);

@@ -149,7 +149,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         if (rc)
             return -1;
     }
-    return config_validate(c, e);
+    return config_validate_sweep(c, e); // each point's own rules: check_points
 }
 
 static long n_points(const struct config *c)
@@ -160,12 +160,31 @@ static long n_points(const struct config *c)
     return n;
 }
 
-/* The config of sweep point p (first sweep key outermost) and its label. */
-static int point_config(const struct config *base, long p, struct config *out, char *label,
-                        size_t n, struct error *e)
+/* parallel.device auto resolved to `name`; on the cpu, device ids become
+ * that many replicas (the cpu has no device ids). */
+static void resolve_auto(struct config *c, const char *name)
 {
-    if (config_copy(out, base))
-        return error_set(e, "out of memory");
+    if (!name || strcmp(c->parallel.device, "auto") != 0)
+        return;
+    snprintf(c->parallel.device, sizeof c->parallel.device, "%s", name);
+    if (strcmp(name, "cpu") == 0 && c->parallel.n_devices > 0) {
+        c->parallel.replicas = c->parallel.n_devices;
+        c->parallel.n_devices = 0;
+    }
+}
+
+/* The config of sweep point p (first sweep key outermost) and its label;
+ * parallel.device auto becomes auto_device unless that is NULL. The point
+ * keeps the sweep's keys (for its label in results), not their values: a
+ * point costs the same whatever the sweep's size. */
+static int point_config(const struct config *base, long p, struct config *out, char *label,
+                        size_t n, const char *auto_device, struct error *e)
+{
+    *out = *base;
+    for (int i = 0; i < out->n_sweep; i++) {
+        memset(out->sweep[i].values, 0, sizeof out->sweep[i].values);
+        out->sweep[i].n_values = 0;
+    }
     label[0] = '\0';
     size_t used = 0;
     for (int i = base->n_sweep - 1; i >= 0; i--) { // innermost first: mixed radix
@@ -185,14 +204,14 @@ static int point_config(const struct config *base, long p, struct config *out, c
     }
     if (config_validate(out, e)) {
         config_free(out);
-        return error_wrap(e, "sweep point %s", label);
+        return label[0] ? error_wrap(e, "sweep point %s", label) : -1;
     }
+    resolve_auto(out, auto_device);
     return 0;
 }
 
-static const struct backend *pick_backend(const struct config *c, struct error *e)
+static const struct backend *pick_backend(const char *dev, struct error *e)
 {
-    const char *dev = c->parallel.device;
     if (strcmp(dev, "auto") == 0) {
         const struct backend *cuda = backend_find("cuda");
         struct error why;
@@ -249,24 +268,27 @@ static double available_bytes(void)
     return kb * 1024;
 }
 
-/* Refuses points whose estimated host footprint exceeds the limit, before any
+/* Checks every point before any runs: its config (the rules that tie keys
+ * together) and its estimated host footprint against the limit, before any
  * allocation (a device backend checks its own memory in init, before
  * allocating there). */
-static int check_memory(const struct config *c, double limit, struct error *e)
+static int check_points(const struct config *c, double limit, struct error *e)
 {
     const char *what = "--max-memory";
     if (limit <= 0) {
         limit = available_bytes();
         what = "available memory";
     }
-    if (limit <= 0)
-        return 0; // nothing to compare against
     long n = n_points(c);
     for (long p = 0; p < n && !stop_requested(); p++) {
         struct config pc;
         char label[512];
-        if (point_config(c, p, &pc, label, sizeof label, e))
+        if (point_config(c, p, &pc, label, sizeof label, NULL, e))
             return -1;
+        if (limit <= 0) { // nothing to compare against
+            config_free(&pc);
+            continue;
+        }
         double need = host_bytes(&pc);
         long R = pc.parallel.n_devices ? pc.parallel.n_devices : pc.parallel.replicas;
         config_free(&pc);
@@ -309,11 +331,50 @@ static int point_dataset(struct dataset *d, struct config *data_cfg, bool *have_
     return 0;
 }
 
+/* The backends that parallel.device names (the base's and a sweep's values),
+ * each probed once before any run: every point runs on the backend it
+ * names, and one that cannot run fails up front as a single run would. */
+struct backends {
+    const char *names[3];          // cpu, cuda, auto
+    const struct backend *be[3];   // NULL: not used by any point
+};
+
+static int backends_resolve(const struct config *c, struct backends *b, struct error *e)
+{
+    *b = (struct backends){.names = {"cpu", "cuda", "auto"}};
+    const char *used[CONFIG_MAX_SWEEP_VALUES + 1] = {c->parallel.device};
+    int n_used = 1;
+    for (int i = 0; i < c->n_sweep; i++)
+        if (strcmp(c->sweep[i].key, "parallel.device") == 0) {
+            n_used = 0; // the base's value is never run
+            for (int j = 0; j < c->sweep[i].n_values; j++)
+                used[n_used++] = c->sweep[i].values[j];
+        }
+    for (int i = 0; i < n_used; i++)
+        for (int k = 0; k < 3; k++)
+            if (strcmp(used[i], b->names[k]) == 0 && !b->be[k] &&
+                !(b->be[k] = pick_backend(used[i], e)))
+                return -1;
+    /* a point whose auto was resolved names the backend it got */
+    for (int k = 0; k < 2; k++)
+        if (b->be[2] && !b->be[k] && strcmp(b->be[2]->name, b->names[k]) == 0)
+            b->be[k] = b->be[2];
+    return 0;
+}
+
+static const struct backend *backends_get(const struct backends *b, const char *name)
+{
+    for (int k = 0; k < 3; k++)
+        if (strcmp(name, b->names[k]) == 0)
+            return b->be[k];
+    return NULL;
+}
+
 /* Runs every sweep point; the dataset is generated (or loaded) once per
  * distinct data config and shared. On interruption, keeps what completed.
  * Returns -2 when a dataset cannot be loaded (bad data: a usage error, found
  * before any epoch of that point). */
-static int run_points(const struct config *c, const struct backend *be, struct results *res,
+static int run_points(const struct config *c, const struct backends *bes, struct results *res,
                       struct error *e)
 {
     long n = n_points(c);
@@ -328,8 +389,10 @@ static int run_points(const struct config *c, const struct backend *be, struct r
     for (long p = 0; p < n && !stop_requested(); p++) {
         struct config pc;
         char label[512];
-        if ((rc = point_config(c, p, &pc, label, sizeof label, e)))
+        const struct backend *auto_be = backends_get(bes, "auto");
+        if ((rc = point_config(c, p, &pc, label, sizeof label, auto_be ? auto_be->name : NULL, e)))
             break;
+        const struct backend *be = backends_get(bes, pc.parallel.device);
         if (point_dataset(&d, &data_cfg, &have_data, &pc, e)) {
             config_free(&pc);
             rc = stop_requested() ? 0 : -2; // interrupted, or bad data
@@ -362,12 +425,17 @@ static int run_points(const struct config *c, const struct backend *be, struct r
                 error_wrap(e, "sweep point %s", label);
             break;
         }
-        if (run->n_epochs == 0) { // interrupted before a measured epoch: nothing to report
+        snprintf(run->label, sizeof run->label, "%s", label);
+        if (run->stopped[0]) // a failed run: its complete epochs are still reported
+            rc = label[0] ? error_set(e, "sweep point %s: %s", label, run->stopped)
+                          : error_set(e, "%s", run->stopped);
+        if (run->n_epochs == 0) { // stopped before a measured epoch: nothing to report
             run_result_free(run);
             break;
         }
-        snprintf(run->label, sizeof run->label, "%s", label);
         res->n_runs++;
+        if (rc)
+            break;
     }
     if (have_data)
         dataset_free(&d);
@@ -382,7 +450,7 @@ static int export_points(const struct config *c, const char *dir, double max_mem
 {
     struct error e;
     struct export x;
-    if (check_memory(c, max_memory, &e) || export_init(&x, dir, &e)) {
+    if (check_points(c, max_memory, &e) || export_init(&x, dir, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return EXIT_USAGE;
     }
@@ -394,7 +462,7 @@ static int export_points(const struct config *c, const char *dir, double max_mem
     for (long p = 0; p < n && rc == 0; p++) {
         struct config pc;
         char label[512];
-        if ((rc = point_config(c, p, &pc, label, sizeof label, &e)))
+        if ((rc = point_config(c, p, &pc, label, sizeof label, NULL, &e)))
             break;
         rc = point_dataset(&d, &data_cfg, &have_data, &pc, &e) ||
              export_point(&x, &pc, label, &d, &e);
@@ -503,19 +571,34 @@ int main(int argc, char **argv)
         config_free(&res.cfg);
         return EXIT_USAGE; // refused before the run, not after it
     }
-    const struct backend *be = pick_backend(&res.cfg, &e);
-    if (!be || check_memory(&res.cfg, opts.max_memory, &e)) {
+    /* config errors first (exit 2), then whether each backend can run (exit 1) */
+    struct backends bes;
+    if (check_points(&res.cfg, opts.max_memory, &e))
+        rc = EXIT_USAGE;
+    else if (!stop_requested() && backends_resolve(&res.cfg, &bes, &e))
+        rc = EXIT_RUN;
+    if (rc) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         config_free(&res.cfg);
-        return be ? EXIT_USAGE : EXIT_RUN;
+        return rc;
     }
-    if (strcmp(res.cfg.parallel.device, "auto") == 0)
-        snprintf(res.cfg.parallel.device, sizeof res.cfg.parallel.device, "%s", be->name);
     if (stop_requested()) {
         fprintf(stderr, "dpbench: interrupted by %s before the run\n", signal_name(train_stop));
         config_free(&res.cfg);
         return 128 + train_stop;
     }
+    const struct backend *auto_be = backends_get(&bes, "auto");
+    if (auto_be && strcmp(res.cfg.parallel.device, "auto") == 0 && res.cfg.parallel.n_devices &&
+        strcmp(auto_be->name, "cpu") == 0)
+        fprintf(stderr, "dpbench: parallel.device auto: parallel.devices' %d ids run as %d "
+                        "replicas on the cpu\n",
+                res.cfg.parallel.n_devices, res.cfg.parallel.n_devices);
+    resolve_auto(&res.cfg, auto_be ? auto_be->name : NULL);
+    /* the device line names the first accelerator any point uses */
+    const struct backend *be = &backend_cpu;
+    for (int k = 0; k < 3; k++)
+        if (bes.be[k] && bes.be[k] != &backend_cpu)
+            be = bes.be[k];
 
     machine_describe(&res.machine);
     be->describe(res.machine.devices, sizeof res.machine.devices);
@@ -526,7 +609,7 @@ int main(int argc, char **argv)
     strftime(res.stamp, sizeof res.stamp, "%Y%m%d-%H%M%S", &utc); // the same UTC as date
 
     train_progress = isatty(STDERR_FILENO);
-    rc = run_points(&res.cfg, be, &res, &e);
+    rc = run_points(&res.cfg, &bes, &res, &e);
     int status = EXIT_OK;
     if (rc) {
         fprintf(stderr, "dpbench: %s\n", e.msg);

@@ -103,19 +103,41 @@ void report_summarize(struct results *r)
     }
 }
 
+/* A stage bounds the epoch only when it dominates: at least DOMINANT_SHARE of
+ * the epoch, or DOMINANT_RATIO times the next largest share. Otherwise no one
+ * change would help much, and the verdict says so with the shares. */
+#define DOMINANT_SHARE 0.6
+#define DOMINANT_RATIO 1.5
+
 void report_verdict(const struct run_result *run, char *buf, size_t n)
 {
     const struct run_summary *s = &run->sum;
     double exposed_copy = run->sum.copy_share * (isnan(s->overlap) ? 1.0 : 1.0 - s->overlap);
-    if (run->n_epochs == 0)
+    if (run->n_epochs == 0) {
         snprintf(buf, n, "no measured epoch");
-    else if (s->wait_share >= exposed_copy && s->wait_share >= s->compute_share)
+        return;
+    }
+    double share[3] = {s->wait_share, exposed_copy, s->compute_share};
+    int top = 0;
+    for (int i = 1; i < 3; i++)
+        if (share[i] > share[top])
+            top = i;
+    double next = 0;
+    for (int i = 0; i < 3; i++)
+        if (i != top && share[i] > next)
+            next = share[i];
+    if (share[top] < DOMINANT_SHARE && share[top] < DOMINANT_RATIO * next)
+        snprintf(buf, n,
+                 "balanced: no stage dominates (waiting for data %.0f%%, exposed copies %.0f%%, "
+                 "DataParallel steps %.0f%% of the epoch)",
+                 100 * share[0], 100 * share[1], 100 * share[2]);
+    else if (top == 0)
         snprintf(buf, n,
                  "input-bound: the loop waited %.0f%% of the epoch for data; %s would help",
                  100 * s->wait_share,
                  run->cfg.loader.num_workers == 0 ? "loader workers (num_workers > 0)"
                                                   : "more workers or a cheaper sample");
-    else if (exposed_copy >= s->compute_share)
+    else if (top == 1)
         snprintf(buf, n, "copy-bound: host-to-device copies took %.0f%% of the epoch; %s",
                  100 * exposed_copy,
                  run->cfg.loader.async_copy ? "pinned memory would speed them up"
@@ -220,8 +242,14 @@ static void text_header(FILE *f, const struct results *r)
             run0->backend, run0->replicas, run0->replicas == 1 ? "" : "s",
             run0->shared_devices ? " (some replicas share a device)" : "", c->train.epochs,
             c->train.warmup_epochs, c->train.lr);
-    if (run0->notes[0])
-        fprintf(f, "# note: %s\n", run0->notes);
+    /* notes come from each point's own config: a swept knob has them too */
+    bool same = true;
+    for (int i = 1; i < r->n_runs; i++)
+        same &= strcmp(r->runs[i].notes, run0->notes) == 0;
+    for (int i = 0; i < (same ? 1 : r->n_runs); i++)
+        if (r->runs[i].notes[0])
+            fprintf(f, "# note: %s%s%s\n", same ? "" : r->runs[i].label, same ? "" : ": ",
+                    r->runs[i].notes);
     for (int i = 0; i < r->n_runs; i++)
         text_blas(f, &r->runs[i]);
     fprintf(f, "# splits (batch rows -> rows per replica):\n");
@@ -306,6 +334,8 @@ void report_text(FILE *f, const struct results *r)
         fprintf(f, "# verdict: %s\n", verdict);
         if (!isnan(s->au))
             fprintf(f, "# AU (compute time / epoch time): %.0f%%\n", 100 * s->au);
+        if (r->runs[0].stopped[0])
+            fprintf(f, "# stopped: %s\n", r->runs[0].stopped);
     } else {
         text_points(f, r);
         for (int i = 0; i < r->n_runs; i++)
@@ -313,6 +343,8 @@ void report_text(FILE *f, const struct results *r)
         for (int i = 0; i < r->n_runs; i++) {
             report_verdict(&r->runs[i], verdict, sizeof verdict);
             fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
+            if (r->runs[i].stopped[0])
+                fprintf(f, "# %s: stopped: %s\n", r->runs[i].label, r->runs[i].stopped);
         }
     }
     for (int i = 0; i < r->n_runs; i++) {
@@ -402,6 +434,8 @@ static cJSON *run_json(const struct run_result *run)
     } else {
         cJSON_AddNullToObject(o, "floor");
     }
+    if (run->stopped[0])
+        cJSON_AddStringToObject(o, "stopped", run->stopped);
     cJSON *splits = cJSON_AddArrayToObject(o, "splits");
     for (long k = 0; k < run->n_batches; k++) {
         cJSON *a = cJSON_CreateArray();

@@ -222,6 +222,17 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
                 got = -1;
                 break;
             }
+            if (!isfinite(st.loss_sum)) { // diverged: no later step means anything
+                snprintf(out->stopped, sizeof out->stopped,
+                         "the loss became %s at batch %ld of %sepoch %ld (train.lr %g diverged); "
+                         "stopped, the epochs before it are kept",
+                         isnan(st.loss_sum) ? "nan" : "infinite", b->index + 1,
+                         ep < c->train.warmup_epochs ? "warmup " : "",
+                         ep < c->train.warmup_epochs ? ep + 1 : ep - c->train.warmup_epochs + 1,
+                         c->train.lr);
+                be->release(ctx, &l, b);
+                break;
+            }
             if (ep == 0)
                 memcpy(out->splits + b->index * n, b->split, (size_t)n * sizeof(long));
             if (trace && ep == 0) // the splits repeat every epoch: the first one shows them

@@ -61,6 +61,7 @@ struct run_result {
     char notes[512];        // e.g. knobs that have no effect on this backend
     struct blas_choice blas; // OpenBLAS threads per replica and what was measured (cpu)
     struct run_floor floor; // report.floor: this machine's floor for the run's shapes
+    char stopped[256];      // why the run stopped early (a non-finite loss), "" if not
     struct run_summary sum; // filled by report_summarize
 };
 

@@ -212,6 +212,11 @@ if ! "$BIN" --version | grep -q cuda || ! nvidia-smi -L >/dev/null 2>&1; then
     expect 1 "parallel.device cuda: " -- -c configs/tutorial.yaml --set parallel.device=cuda
     expect 1 "parallel.device cuda: " -- -c configs/tutorial.yaml --set parallel.device=cuda --set parallel.devices=[0,0,0]
     expect 0 "parallel.device auto: using cpu" -- -c configs/tutorial.yaml --set parallel.device=auto
+    expect 0 "30 -> 8/8/8/6 (x3)" -- --set parallel.device=auto --set parallel.devices=[0,0,0,0]
+    "$BIN" --set parallel.device=auto --set parallel.devices=[0,0,0,0] >/dev/null 2>"$TMP/err"
+    grep -q "parallel.devices' 4 ids run as 4 replicas on the cpu" "$TMP/err" && ok || bad "auto devices notice: $(cat "$TMP/err")"
+    # each sweep point runs on the backend it names: a cuda point fails up front
+    expect 1 "parallel.device cuda: " -- --sweep parallel.device=cpu,cuda
     "$BIN" --h2d-bandwidth >/dev/null 2>"$TMP/err"; rc=$?
     if [ $rc -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok; else bad "--h2d-bandwidth without a GPU: exit $rc: $(cat "$TMP/err")"; fi
 fi
@@ -248,6 +253,42 @@ expect 2 "nul.yaml:1:" -- --config "$TMP/nul.yaml"
 printf 'name: caf\xc3\n' >"$TMP/utf8.yaml"
 expect 2 "utf8.yaml:1:" -- --config "$TMP/utf8.yaml"
 
+# ---- refused up front (exit 2), one line naming the problem
+expect 2 "more than 4096 points" -- --sweep loader.num_workers=0,1,2,3,4,5,6,7 \
+    --sweep loader.batch_size=1,2,3,4,5,6,7,8 --sweep seed=1,2,3,4,5,6,7,8 --sweep train.epochs=1,2,3,4,5,6,7,8,9
+expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=,'
+expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=1,,2'
+expect 2 "value '02' given twice" -- --sweep loader.num_workers=2,02
+expect 2 "value 'true' given twice" -- --sweep loader.shuffle=on,true
+expect 2 "expected at least one value" -- --config "$(yaml nosweep.yaml 'sweep:\n  seed: []\n')"
+expect 2 "name: control character U+0001 at byte 2" -- --set name="$(printf 'a\001b')"
+expect 2 "name: control character U+000A at byte 2" -- --set name="$(printf 'a\nb')"
+expect 2 "name: invalid UTF-8 at byte 4" -- --set name="$(printf 'caf\303')"
+expect 2 "--set name=caf?: name: invalid UTF-8" -- --set name="$(printf 'caf\303')"
+expect 0 "name: café" -- --set name=café
+expect 2 "YAML tags (!!binary) are not supported" -- --config "$(yaml tag1.yaml 'name: !!binary aGVsbG8=\n')"
+expect 2 "YAML tags (!!python/object:os.system)" -- --config "$(yaml tag2.yaml 'name: !!python/object:os.system x\n')"
+expect 2 "tag3.yaml:1:9: YAML tags (!custom)" -- --config "$(yaml tag3.yaml 'loader: !custom\n  batch_size: 3\n')"
+mkfifo "$TMP/fifo"
+start=$(date +%s)
+expect 2 "fifo: not a regular file" -- --config "$TMP/fifo"
+[ $(( $(date +%s) - start )) -lt 5 ] && ok || bad "--config on a FIFO blocked"
+expect 2 "loader.persistent_workers: needs loader.num_workers > 0" -- --set loader.persistent_workers=true
+expect 2 "loader.prefetch_factor: can only be given with loader.num_workers > 0" -- --set loader.prefetch_factor=2
+expect 2 "sweep point loader.num_workers=0: loader.persistent_workers" -- \
+    --set loader.persistent_workers=true --sweep loader.num_workers=0,2
+expect 0 "verdict" -- --set loader.prefetch_factor=3 --set loader.num_workers=1
+expect 0 "loader.pin_memory=true: pin_memory and async_copy have no effect" -- --sweep loader.pin_memory=false,true
+expect 2 "train.lr: '1e-310' is too small: expected 0 or a magnitude of at least 1.17549e-38" -- --set train.lr=1e-310
+expect 2 "train.lr: '1e-40' is too small" -- --set train.lr=1e-40
+expect 0 "lr 0" -- --set train.lr=0
+
+# ---- a run that went wrong says so
+"$BIN" --set train.lr=1e6 --set train.epochs=5 --format json >"$TMP/nan.json" 2>"$TMP/nan.err"; rc=$?
+if [ $rc -eq 1 ] && grep -q "the loss became nan at batch 4 of epoch 2 (train.lr 1e+06 diverged)" "$TMP/nan.err" &&
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; assert len(r['epochs'])==1 and 'nan' in r['stopped']" "$TMP/nan.json"; then ok
+else bad "diverged run: exit $rc: $(cat "$TMP/nan.err")"; fi
+
 # ---- interruption: SIGINT / SIGTERM stop after the current batch, partial results marked
 for sig in INT TERM; do
     "$BIN" --set dataset.length=2000 --set loader.batch_size=1 --set dataset.sample_cost_us=200 \
@@ -265,7 +306,7 @@ for sig in INT TERM; do
 done
 
 # the text report says what ran, with no empty splits or nan figures
-"$BIN" --set dataset.length=2000 --set loader.batch_size=1 --set dataset.sample_cost_us=200 \
+"$BIN" --set dataset.length=200 --set loader.batch_size=1 --set dataset.sample_cost_us=200 \
     --set train.epochs=1000 >"$TMP/int.txt" 2>"$TMP/int.err" &
 pid=$!
 sleep 1.5
