@@ -29,7 +29,7 @@ CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
-           export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c
+           export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -48,7 +48,7 @@ FLAVOUR := $(B)/flavour
 $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)" ] || echo $(CUDA) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-fuzz \
+.PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
         test-valgrind test-scripts test-cuda-emulated test-fresh bench clean
 all: dpbench
 
@@ -145,6 +145,16 @@ test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
 test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step $(B)/tsan/test_data
 	@LABEL=tsan TSAN_OPTIONS="halt_on_error=1" tests/run_unit.sh $^
 
+# dpbench itself under UBSan: size arithmetic over odd shapes, replicas and
+# workers must not overflow (an int product would abort the run)
+$(B)/ubsan/dpbench: src/main.c $(CPU_SRC:%=src/%) $(B)/deps.stamp
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_FLAGS) -fsanitize=undefined,float-cast-overflow -fno-sanitize-recover=all \
+	    src/main.c $(CPU_SRC:%=src/%) $(LDLIBS) -o $@
+
+test-ubsan: $(B)/ubsan/dpbench
+	@tests/ubsan_test.sh $<
+
 test-fuzz: $(B)/fuzz_config
 	@mkdir -p $(B)/fuzz-corpus
 	@cp configs/*.yaml $(B)/fuzz-corpus/
@@ -170,7 +180,7 @@ test-valgrind: dpbench
 test-scripts: dpbench
 	@tests/scripts_test.sh ./dpbench
 
-test: test-unit test-cli test-data-cli test-asan test-tsan test-fuzz test-valgrind test-scripts \
+test: test-unit test-cli test-data-cli test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
       test-cuda-emulated
 
 # GPU tests stay out of TESTS so `make test` needs no GPU; without a usable

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdint.h>
@@ -822,6 +823,18 @@ int config_validate(const struct config *c, struct error *e)
         return error_set(e, "loader.prefetch_factor: can only be given with "
                             "loader.num_workers > 0 (batches are prefetched by workers), as "
                             "in PyTorch");
+    /* BLAS (OpenBLAS, cuBLAS) takes int sizes: the parameter vector (one axpy
+     * for the SGD step), a batch's outputs and a chunk's inputs must fit */
+    long replicas = c->parallel.n_devices ? c->parallel.n_devices : c->parallel.replicas;
+    double params = (double)c->model.out_features * (double)(c->dataset.features + 1);
+    double outputs = (double)c->loader.batch_size * (double)c->model.out_features;
+    double chunk = (double)((c->loader.batch_size + replicas - 1) / replicas) *
+                   (double)c->dataset.features;
+    if (params > INT_MAX || outputs > INT_MAX || chunk > INT_MAX)
+        return error_set(e, "model: %ld x %ld -> %ld with batch %ld needs arrays of %.0f floats, "
+                            "more than BLAS' int sizes allow (%d)",
+                         c->dataset.length, c->dataset.features, c->model.out_features,
+                         c->loader.batch_size, fmax(params, fmax(outputs, chunk)), INT_MAX);
     if (c->loader.drop_last && c->loader.batch_size > c->dataset.length)
         return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
                             "drop_last: true, so an epoch has no batch",

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "backend.h"
 #include "config.h"
 #include "dataset.h"
+#include "estimate.h"
 #include "export.h"
 #include "gen.h"
 #include "loader.h"
@@ -235,68 +237,50 @@ static const struct backend *pick_backend(const char *dev, struct error *e)
     return be;
 }
 
-/* Bytes a run of config c needs on the host: dataset, batch pool, replicas. */
-static double host_bytes(const struct config *c)
-{
-    double F = (double)c->dataset.features, O = (double)c->model.out_features;
-    double B = (double)c->loader.batch_size, R = (double)c->parallel.replicas;
-    if (c->parallel.n_devices)
-        R = c->parallel.n_devices;
-    struct loader_options lo = {.num_workers = (int)c->loader.num_workers,
-                                .prefetch_factor = (int)c->loader.prefetch_factor,
-                                .extra_buffers = c->loader.async_copy ? (int)c->loader.copy_depth : 0};
-    double data = (double)dataset_bytes(c->dataset.length, c->dataset.features,
-                                        c->model.out_features) +
-                  (double)c->dataset.length * sizeof(long); // shuffle order
-    double pool = loader_pool_size(&lo) * B * ((F + O) * sizeof(float) + sizeof(long));
-    double replicas = R * (2 * (F * O + O) + 2 * (B / R + 1) * O) * sizeof(float) +
-                      3 * B * O * sizeof(float);
-    double splits = ceil((double)c->dataset.length / B) * R * sizeof(long); // per-batch record
-    return data + pool + replicas + splits;
-}
-
-static double available_bytes(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    double kb = 0;
-    char line[256];
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb * 1024;
-}
-
 /* Checks every point before any runs: its config (the rules that tie keys
- * together) and its estimated host footprint against the limit, before any
- * allocation (a device backend checks its own memory in init, before
- * allocating there). */
-static int check_points(const struct config *c, double limit, struct error *e)
+ * together) and its estimated host footprint (estimate.c) against the limit,
+ * before any allocation (a device backend checks its own memory in init,
+ * before allocating there). Points run one after the other, but each keeps
+ * its results until the end. Sets *peak to the largest need. */
+static int check_points(const struct config *c, double max_memory, size_t *peak,
+                        struct error *e)
 {
-    const char *what = "--max-memory";
-    if (limit <= 0) {
-        limit = available_bytes();
-        what = "available memory";
+    char what[96] = "--max-memory";
+    size_t limit = max_memory > 0 ? (max_memory >= 0x1p64 ? SIZE_MAX : (size_t)max_memory) : 0;
+    if (!limit) { // keep a margin free: a run at the edge of memory thrashes
+        size_t avail = estimate_available();
+        limit = avail > estimate_margin(avail) ? avail - estimate_margin(avail) : 0;
+        snprintf(what, sizeof what, "%.2f GiB available memory less a %.2f GiB margin",
+                 (double)avail / (1 << 30), (double)estimate_margin(avail) / (1 << 30));
     }
     long n = n_points(c);
+    size_t kept = 0; // results of the points before
+    *peak = 0;
     for (long p = 0; p < n && !stop_requested(); p++) {
         struct config pc;
         char label[512];
         if (point_config(c, p, &pc, label, sizeof label, NULL, e))
             return -1;
-        if (limit <= 0) { // nothing to compare against
-            config_free(&pc);
-            continue;
-        }
-        double need = host_bytes(&pc);
-        long R = pc.parallel.n_devices ? pc.parallel.n_devices : pc.parallel.replicas;
+        struct estimate est;
+        int rc = estimate_host(&pc, &est);
         config_free(&pc);
-        if (need > limit)
-            return error_set(e, "%s%sthe run needs about %.2f GiB of host memory (dataset %ld x "
-                                "%ld, batch pool, %ld replicas), more than the %.2f GiB %s",
-                             label, label[0] ? ": " : "", need / (1 << 30), pc.dataset.length,
-                             pc.dataset.features, R, limit / (1 << 30), what);
+        if (rc || __builtin_add_overflow(est.total, kept, &est.total))
+            return error_set(e, "%s%sdataset %ld x %ld -> %ld: the sizes overflow this "
+                                "machine's address space",
+                             label, label[0] ? ": " : "", pc.dataset.length,
+                             pc.dataset.features, pc.model.out_features);
+        kept += est.results;
+        if (est.total > *peak)
+            *peak = est.total;
+        if (limit && est.total > limit)
+            return error_set(e, "%s%sthe run needs about %.2f GiB of host memory (dataset %.2f, "
+                                "loader %.2f, model %.2f, results %.2f, runtime %.2f), more "
+                                "than the %s",
+                             label, label[0] ? ": " : "", (double)est.total / (1 << 30),
+                             (double)est.dataset / (1 << 30), (double)est.loader / (1 << 30),
+                             (double)est.model / (1 << 30), (double)est.results / (1 << 30),
+                             (double)est.runtime / (1 << 30),
+                             max_memory > 0 ? "--max-memory limit" : what);
     }
     return 0;
 }
@@ -450,7 +434,8 @@ static int export_points(const struct config *c, const char *dir, double max_mem
 {
     struct error e;
     struct export x;
-    if (check_points(c, max_memory, &e) || export_init(&x, dir, &e)) {
+    size_t estimate;
+    if (check_points(c, max_memory, &estimate, &e) || export_init(&x, dir, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return EXIT_USAGE;
     }
@@ -573,7 +558,8 @@ int main(int argc, char **argv)
     }
     /* config errors first (exit 2), then whether each backend can run (exit 1) */
     struct backends bes;
-    if (check_points(&res.cfg, opts.max_memory, &e))
+    size_t estimate = 0;
+    if (check_points(&res.cfg, opts.max_memory, &estimate, &e))
         rc = EXIT_USAGE;
     else if (!stop_requested() && backends_resolve(&res.cfg, &bes, &e))
         rc = EXIT_RUN;
@@ -600,6 +586,7 @@ int main(int argc, char **argv)
         if (bes.be[k] && bes.be[k] != &backend_cpu)
             be = bes.be[k];
 
+    res.estimate_bytes = (double)estimate;
     machine_describe(&res.machine);
     be->describe(res.machine.devices, sizeof res.machine.devices);
     time_t t = time(NULL);

@@ -529,6 +529,7 @@ char *report_json(const struct results *r)
     cJSON_AddItemToObject(root, "config", config_to_json(&r->cfg));
     cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
     cJSON_AddNumberToObject(root, "peak_rss_bytes", r->peak_rss_bytes);
+    cJSON_AddNumberToObject(root, "host_memory_estimate_bytes", r->estimate_bytes);
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     for (int i = 0; i < r->n_runs; i++)
         cJSON_AddItemToArray(runs, run_json(&r->runs[i]));

@@ -25,6 +25,7 @@ struct results {
     int n_runs;
     long n_points;           // points the sweep asked for (1 without a sweep)
     bool interrupted;        // by a signal: runs holds only complete epochs
+    double estimate_bytes;   // host memory estimated before the run (the largest point)
     double peak_rss_bytes;   // the process's peak resident memory after the runs
 };
 

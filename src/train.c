@@ -37,7 +37,7 @@ void train_init_params(unsigned long seed, int in, int out, float *w, float *b)
     struct rng r;
     rng_init(&r, seed, RNG_INIT, 0);
     double bound = 1.0 / sqrt((double)in);
-    for (int i = 0; i < out * in; i++)
+    for (size_t i = 0; i < (size_t)out * (size_t)in; i++)
         w[i] = (float)((2.0 * rng_uniform(&r) - 1.0) * bound);
     for (int j = 0; j < out; j++)
         b[j] = (float)((2.0 * rng_uniform(&r) - 1.0) * bound);
@@ -128,10 +128,11 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     long device_ids[CONFIG_MAX_DEVICES];
     for (int i = 0; i < n && i < CONFIG_MAX_DEVICES; i++)
         device_ids[i] = c->parallel.n_devices ? c->parallel.devices[i] : i;
-    float *w0 = malloc((size_t)(O * F + O) * sizeof(float));
+    size_t OF = (size_t)O * (size_t)F; // beyond int: BLAS' limit is checked in config_validate
+    float *w0 = malloc((OF + (size_t)O) * sizeof(float));
     if (!w0)
         return error_set(e, "out of memory");
-    train_init_params((unsigned long)c->seed, F, O, w0, w0 + O * F);
+    train_init_params((unsigned long)c->seed, F, O, w0, w0 + OF);
     dataset_resolve_config(d, &out->cfg); // the data's shapes and the loss it trains with
     const struct loss_fn *loss = loss_find(out->cfg.model.loss);
     out->loss = loss->name;
@@ -146,7 +147,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .copy_depth = (int)c->loader.copy_depth,
         .compute_cores = compute_cores(c->loader.num_workers),
         .w0 = w0,
-        .b0 = w0 + O * F,
+        .b0 = w0 + OF,
         .classify = d->classes > 0,
     };
     struct loader_options lo = {
@@ -193,9 +194,9 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         goto out;
     void *ctx = s.ctx;
     out->n_batches = l.n_batches;
-    out->splits = calloc((size_t)(l.n_batches * n), sizeof(long));
+    out->splits = calloc((size_t)l.n_batches * (size_t)n, sizeof(long));
     out->epochs = calloc((size_t)c->train.epochs, sizeof *out->epochs);
-    out->w = malloc((size_t)(O * F) * sizeof(float));
+    out->w = malloc(OF * sizeof(float));
     out->b = malloc((size_t)O * sizeof(float));
     if (!out->splits || !out->epochs || !out->w || !out->b) {
         error_set(e, "out of memory");
@@ -279,7 +280,7 @@ failed: /* mid-run: keep the measured epochs, as an interrupted run does */
         progress(0, 0, 0, 0, true);
     out->failed = out->interrupted = true;
     if (step_params(&s, out->w, out->b, &(struct error){{0}}))
-        memset(out->w, 0, (size_t)(O * F) * sizeof(float));
+        memset(out->w, 0, OF * sizeof(float));
 out:
     step_free(&s);
     loader_free(&l);

@@ -246,7 +246,6 @@ expect 2 "finite" -- --set train.lr=1e999
 expect 2 "cannot create directory" -- --out /proc/dpbench-nope
 expect 2 "--max-memory: expected bytes" -- --max-memory lots
 expect 2 "more than the" -- --set dataset.length=1000000 --set dataset.features=1000 --max-memory 1G
-expect 2 "GiB available memory" -- --set dataset.length=1000000000 --set dataset.features=100
 expect 2 "sweep point loader.batch_size=200" -- --set dataset.length=100 --set loader.drop_last=true --sweep loader.batch_size=10,200
 printf 'name: a\0b\n' >"$TMP/nul.yaml"
 expect 2 "nul.yaml:1:" -- --config "$TMP/nul.yaml"
@@ -282,6 +281,35 @@ expect 0 "loader.pin_memory=true: pin_memory and async_copy have no effect" -- -
 expect 2 "train.lr: '1e-310' is too small: expected 0 or a magnitude of at least 1.17549e-38" -- --set train.lr=1e-310
 expect 2 "train.lr: '1e-40' is too small" -- --set train.lr=1e-40
 expect 0 "lr 0" -- --set train.lr=0
+
+# the memory estimate counts every buffer: it covers the measured peak RSS
+# (less the binary's own, from a tutorial run) across shapes that stress each
+# term (weights, replicas, dataset, batch pool, outputs, one huge batch)
+if python3 - "$BIN" <<'PY'
+import json, subprocess, sys
+def run(*sets):
+    args = [sys.argv[1], "--format", "json"]
+    for s in sets:
+        args += ["--set", s]
+    return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+base = run()["peak_rss_bytes"]
+grid = [  # features, out_features, length, batch, replicas, workers
+    (16384, 4096, 1, 1, 1, 0), (4096, 2048, 8, 8, 4, 0), (256, 16, 200000, 256, 2, 2),
+    (1024, 64, 20000, 4096, 3, 2), (64, 4096, 1000, 1000, 2, 0), (4096, 1, 50000, 50000, 1, 0),
+    (5, 2, 100, 30, 8, 0)]
+bad = []
+for F, O, L, B, R, W in grid:
+    d = run(f"dataset.features={F}", f"model.out_features={O}", f"dataset.length={L}",
+            f"loader.batch_size={B}", f"parallel.replicas={R}", f"loader.num_workers={W}")
+    used, est = d["peak_rss_bytes"] - base, d["host_memory_estimate_bytes"]
+    if est < used:
+        bad.append(f"{F}x{O} L{L} B{B} R{R} W{W}: estimate {est / 2**20:.0f} MiB < {used / 2**20:.0f} MiB used")
+sys.exit("\n".join(bad))
+PY
+then ok; else bad "memory estimate below the measured peak"; fi
+expect 2 "the run needs about 1.3" -- --set dataset.features=16384 --set model.out_features=4096 \
+    --set dataset.length=1 --set loader.batch_size=1 --max-memory 600M
+expect 2 "GiB available memory less a" -- --set dataset.length=1000000000 --set dataset.features=100
 
 # ---- a run that went wrong says so
 "$BIN" --set train.lr=1e6 --set train.epochs=5 --format json >"$TMP/nan.json" 2>"$TMP/nan.err"; rc=$?

@@ -1,0 +1,97 @@
+/* The host memory a run will allocate, counted buffer by buffer from its
+ * config before anything is allocated, so that a run which cannot fit is
+ * refused instead of thrashing. Every product is a size_t with an overflow
+ * check: a shape whose size does not fit is refused, never wrapped. */
+#include "estimate.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "loader.h"
+#include "train.h"
+
+/* What the allocator and the libraries add beyond the buffers dpbench asks
+ * for: OpenBLAS's per-thread packing buffers, thread stacks, the rendered
+ * results (cJSON nodes and text, per reported epoch). */
+enum {
+    BLAS_BYTES_PER_THREAD = 64 << 20,
+    STACK_BYTES_PER_THREAD = 256 << 10,
+    JSON_BYTES_PER_EPOCH = 4096,
+};
+
+/* a += b * c (all bytes or counts); false when it overflows */
+static bool add_mul(size_t *a, size_t b, size_t c)
+{
+    size_t p;
+    if (__builtin_mul_overflow(b, c, &p) || __builtin_add_overflow(*a, p, a))
+        return false;
+    return true;
+}
+
+int estimate_host(const struct config *c, struct estimate *est)
+{
+    memset(est, 0, sizeof *est);
+    size_t L = (size_t)c->dataset.length, F = (size_t)c->dataset.features;
+    size_t O = (size_t)c->model.out_features, B = (size_t)c->loader.batch_size;
+    size_t R = (size_t)(c->parallel.n_devices ? c->parallel.n_devices : c->parallel.replicas);
+    size_t W = (size_t)c->loader.num_workers;
+    size_t E = (size_t)c->train.epochs, C = (B + R - 1) / R;
+    size_t batches = c->loader.drop_last ? L / B : (L + B - 1) / B;
+    size_t P = 0, FO = 0;
+    bool ok = add_mul(&FO, F, O) && add_mul(&P, F, O) && add_mul(&P, O, 1);
+    /* dataset: x, y, the teacher */
+    ok = ok && add_mul(&est->dataset, L, (F + O) * sizeof(float)) &&
+         add_mul(&est->dataset, P, sizeof(float));
+    /* loader: the epoch's order and the batch pool (samples and their ids) */
+    struct loader_options lo = {.num_workers = (int)W, .prefetch_factor = (int)c->loader.prefetch_factor,
+                                .extra_buffers = c->loader.async_copy ? (int)c->loader.copy_depth : 0};
+    ok = ok && add_mul(&est->loader, L, sizeof(long)) &&
+         add_mul(&est->loader, (size_t)loader_pool_size(&lo),
+                 B * ((F + O) * sizeof(float) + sizeof(long)));
+    /* model: the initial parameters, then per replica its parameters and
+     * gradients, the gathered outputs and their gradient on replica 0, each
+     * other replica's chunk outputs and gradient, the bias ones. A device
+     * backend holds all but the initial parameters on its devices; auto is
+     * counted as the cpu. */
+    ok = ok && add_mul(&est->model, P, sizeof(float));
+    if (strcmp(c->parallel.device, "cuda") != 0)
+        ok = ok && add_mul(&est->model, R, 2 * P * sizeof(float)) &&
+             add_mul(&est->model, B, (2 * O + 1) * sizeof(float)) &&
+             add_mul(&est->model, R - 1, 2 * C * O * sizeof(float));
+    /* results kept until the end: final parameters, the first epoch's
+     * splits, the epochs, and their rendering */
+    ok = ok && add_mul(&est->results, P, sizeof(float)) &&
+         add_mul(&est->results, batches, R * sizeof(long)) &&
+         add_mul(&est->results, E, sizeof(struct epoch_result) + JSON_BYTES_PER_EPOCH);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t threads = (size_t)(cores > 0 ? cores : 1) + W + R;
+    est->runtime = threads * STACK_BYTES_PER_THREAD +
+                   (size_t)(cores > 0 ? cores : 1) * BLAS_BYTES_PER_THREAD;
+    ok = ok && !__builtin_add_overflow(est->dataset, est->loader, &est->total) &&
+         !__builtin_add_overflow(est->total, est->model, &est->total) &&
+         !__builtin_add_overflow(est->total, est->results, &est->total) &&
+         !__builtin_add_overflow(est->total, est->runtime, &est->total);
+    return ok ? 0 : -1;
+}
+
+size_t estimate_margin(size_t available)
+{
+    size_t tenth = available / 10, floor = (size_t)256 << 20;
+    return tenth > floor ? tenth : floor;
+}
+
+size_t estimate_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long kb = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb > SIZE_MAX / 1024 ? SIZE_MAX : (size_t)kb * 1024;
+}

@@ -1,0 +1,27 @@
+/* Host memory estimates, checked before a run allocates anything. */
+#ifndef DPBENCH_ESTIMATE_H
+#define DPBENCH_ESTIMATE_H
+
+#include <stddef.h>
+
+struct config;
+
+struct estimate {       // bytes
+    size_t dataset;     // x, y, the teacher's weights
+    size_t loader;      // sample order, batch pool
+    size_t model;       // initial parameters; on the cpu, replicas' parameters,
+                        // gradients, gathered outputs and chunk buffers
+    size_t results;     // kept until the end: parameters, splits, epochs, JSON
+    size_t runtime;     // BLAS workspaces, thread stacks
+    size_t total;
+};
+
+/* The host bytes one run of c allocates at its peak (one point of a sweep);
+ * -1 when a size overflows size_t (the run cannot exist). */
+int estimate_host(const struct config *c, struct estimate *est);
+/* MemAvailable from /proc/meminfo, 0 when unknown. */
+size_t estimate_available(void);
+/* Kept free below the available memory: a tenth, at least 256 MiB. */
+size_t estimate_margin(size_t available);
+
+#endif
