@@ -169,8 +169,14 @@ int dataset_get(const struct dataset *d, long i, long epoch, float *x_out, float
     if (d->files)
         return dataset_files_get(d, i, epoch, x_out, y_out, bytes_read, e);
     const float *x = d->x + i * d->features;
+    /* in slices of about a millisecond: a second stop request cancels even a
+     * sample that costs seconds */
+    enum { SLICE = 1 << 16 };
+    float a = x[0];
+    for (long done = 0; done < d->cost_iters && !abort_requested(); done += SLICE)
+        a = cost_loop(d->cost_iters - done < SLICE ? d->cost_iters - done : SLICE, a);
     if (d->cost_iters)
-        cost_sink = cost_loop(d->cost_iters, x[0]);
+        cost_sink = a;
     memcpy(x_out, x, (size_t)d->features * sizeof(float));
     memcpy(y_out, d->y + i * d->out_features, (size_t)d->out_features * sizeof(float));
     return 0;

@@ -304,7 +304,7 @@ for F, O, L, B, R, W in grid:
     used, est = d["peak_rss_bytes"] - base, d["host_memory_estimate_bytes"]
     if est < used:
         bad.append(f"{F}x{O} L{L} B{B} R{R} W{W}: estimate {est / 2**20:.0f} MiB < {used / 2**20:.0f} MiB used")
-sys.exit("\n".join(bad))
+sys.exit("\n".join(bad) or None)
 PY
 then ok; else bad "memory estimate below the measured peak"; fi
 expect 2 "the run needs about 1.3" -- --set dataset.features=16384 --set model.out_features=4096 \
@@ -319,7 +319,7 @@ else bad "diverged run: exit $rc: $(cat "$TMP/nan.err")"; fi
 
 # ---- interruption: SIGINT / SIGTERM stop after the current batch, partial results marked
 for sig in INT TERM; do
-    "$BIN" --set dataset.length=2000 --set loader.batch_size=1 --set dataset.sample_cost_us=200 \
+    "$BIN" --set dataset.length=200 --set loader.batch_size=1 --set dataset.sample_cost_us=200 \
         --set train.epochs=1000 --set loader.num_workers=2 --out "$TMP/int$sig" --format json \
         >"$TMP/int.json" 2>"$TMP/int.err" &
     pid=$!
@@ -368,7 +368,7 @@ start=$(date +%s%N)
 kill -INT $pid
 wait $pid
 rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
-if [ $rc -eq 130 ] && [ $ms -lt 3000 ] && grep -q "interrupted by SIGINT" "$TMP/slow.err"; then ok
+if [ $rc -eq 130 ] && [ $ms -lt 5000 ] && grep -q "interrupted by SIGINT" "$TMP/slow.err"; then ok
 else bad "second SIGINT with slow samples: exit $rc after $ms ms: $(cat "$TMP/slow.err")"; fi
 
 echo "cli: $pass passed, $fail failed"
