@@ -389,9 +389,9 @@ static int run_points(const struct config *c, const struct backends *bes, struct
         rc = train_run(&pc, &d, be, run, trace, e);
         config_free(&pc);
         if (rc && (run->failed || stop_requested())) {
-            /* a failure mid-run (or a stop that cut the run short): the
-             * complete epochs are kept and reported as partial results */
-            if (run->failed && run->n_epochs > 0) {
+            /* a failure mid-run: the complete epochs (maybe none) are kept and
+             * reported as partial results; a stop keeps only complete epochs */
+            if (run->failed && (run->n_epochs > 0 || !stop_requested())) {
                 snprintf(run->label, sizeof run->label, "%s", label);
                 res->n_runs++;
                 res->interrupted = true;

@@ -104,8 +104,9 @@ void report_summarize(struct results *r)
 }
 
 /* A stage bounds the epoch only when it dominates: at least DOMINANT_SHARE of
- * the epoch, or DOMINANT_RATIO times the next largest share. Otherwise no one
- * change would help much, and the verdict says so with the shares. */
+ * the epoch, or DOMINANT_RATIO times the next largest share (the loop's own
+ * time outside the stages counts as one). Otherwise no one change would help
+ * much, and the verdict says so with the shares. */
 #define DOMINANT_SHARE 0.6
 #define DOMINANT_RATIO 1.5
 
@@ -117,20 +118,22 @@ void report_verdict(const struct run_result *run, char *buf, size_t n)
         snprintf(buf, n, "no measured epoch");
         return;
     }
-    double share[3] = {s->wait_share, exposed_copy, s->compute_share};
+    /* the fourth share is the loop's own time, outside the three stages */
+    double other = 1.0 - s->wait_share - exposed_copy - s->compute_share;
+    double share[4] = {s->wait_share, exposed_copy, s->compute_share, other > 0 ? other : 0};
     int top = 0;
-    for (int i = 1; i < 3; i++)
+    for (int i = 1; i < 4; i++)
         if (share[i] > share[top])
             top = i;
     double next = 0;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (i != top && share[i] > next)
             next = share[i];
-    if (share[top] < DOMINANT_SHARE && share[top] < DOMINANT_RATIO * next)
+    if (top == 3 || (share[top] < DOMINANT_SHARE && share[top] < DOMINANT_RATIO * next))
         snprintf(buf, n,
                  "balanced: no stage dominates (waiting for data %.0f%%, exposed copies %.0f%%, "
-                 "DataParallel steps %.0f%% of the epoch)",
-                 100 * share[0], 100 * share[1], 100 * share[2]);
+                 "DataParallel steps %.0f%%, other %.0f%% of the epoch)",
+                 100 * share[0], 100 * share[1], 100 * share[2], 100 * share[3]);
     else if (top == 0)
         snprintf(buf, n,
                  "input-bound: the loop waited %.0f%% of the epoch for data; %s would help",
@@ -156,7 +159,7 @@ static void text_splits(FILE *f, const struct run_result *run)
     enum { MAX_SIZES = 8 };
     long rows[MAX_SIZES], count[MAX_SIZES], first[MAX_SIZES];
     int n_sizes = 0, R = run->replicas;
-    for (long k = 0; k < run->n_batches; k++) {
+    for (long k = 0; k < run->n_split_batches; k++) {
         long total = 0;
         for (int i = 0; i < R; i++)
             total += run->splits[k * R + i];
@@ -317,7 +320,11 @@ void report_text(FILE *f, const struct results *r)
     if (r->n_runs == 0)
         return;
     text_header(f, r);
-    if (r->n_runs == 1) {
+    if (r->n_runs == 1 && r->runs[0].n_epochs == 0) { // failed before an epoch completed
+        fprintf(f, "# no complete epoch\n");
+        if (r->runs[0].stopped[0])
+            fprintf(f, "# stopped: %s\n", r->runs[0].stopped);
+    } else if (r->n_runs == 1) {
         text_epochs(f, &r->runs[0]);
         const struct run_summary *s = &r->runs[0].sum;
         fprintf(f, "# median epoch %.4f ms (min %.4f, max %.4f) over %d epochs, %.0f samples/s\n",
@@ -437,7 +444,7 @@ static cJSON *run_json(const struct run_result *run)
     if (run->stopped[0])
         cJSON_AddStringToObject(o, "stopped", run->stopped);
     cJSON *splits = cJSON_AddArrayToObject(o, "splits");
-    for (long k = 0; k < run->n_batches; k++) {
+    for (long k = 0; k < run->n_split_batches; k++) {
         cJSON *a = cJSON_CreateArray();
         for (int i = 0; i < run->replicas; i++) {
             long rows = run->splits[k * run->replicas + i];

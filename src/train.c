@@ -234,8 +234,10 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
                 be->release(ctx, &l, b);
                 break;
             }
-            if (ep == 0)
+            if (ep == 0) {
                 memcpy(out->splits + b->index * n, b->split, (size_t)n * sizeof(long));
+                out->n_split_batches = b->index + 1; // in order: every batch before ran
+            }
             if (trace && ep == 0) // the splits repeat every epoch: the first one shows them
                 trace_batch(trace, b->split, n, b->rows, F, O);
             long done = b->index + 1; // b is not ours to read after release

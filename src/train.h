@@ -47,6 +47,7 @@ struct run_result {
     bool shared_devices;    // several replicas on one device
     long n_batches;         // batches per epoch
     long *splits;           // (n_batches, replicas) rows per replica, first epoch
+    long n_split_batches;   // batches of the first epoch that ran (n_batches unless cut short)
     struct epoch_result *epochs; // (n_epochs) measured epochs
     int n_epochs;
     float *w, *b;           // (out, in), (out) final parameters

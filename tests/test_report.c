@@ -36,7 +36,9 @@ static void test_verdict_needs_a_dominant_stage(void **state)
     (void)state;
     /* the adversarial case: compute largest, but not by much */
     expect_verdict(0.42, 0, 0.46, "balanced: no stage dominates (waiting for data 42%, "
-                                  "exposed copies 0%, DataParallel steps 46%");
+                                  "exposed copies 0%, DataParallel steps 46%, other 12%");
+    /* the loop's own time outside the stages competes too */
+    expect_verdict(0.15, 0, 0.39, "balanced");
     expect_verdict(0.35, 0.30, 0.35, "balanced");
     /* >= 60% of the epoch */
     expect_verdict(0.30, 0, 0.60, "compute-bound");
