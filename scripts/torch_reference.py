@@ -542,17 +542,26 @@ def run_point(point, per_us, stop):
 # ---- summaries and output -----------------------------------------------------
 
 def verdict(run):
-    """dpbench's one-line diagnosis of where an epoch's time went."""
+    """dpbench's one-line diagnosis of where an epoch's time went (src/report.c's
+    rule: a stage bounds the epoch at >= 60% of it or >= 1.5x the next share,
+    the loop's own time counted as a share; else "balanced")."""
     s = run["summary"]
     if not run["epochs"]:
         return "no measured epoch"
     exposed_copy = s["copy_share"]  # no overlap is measured here
-    if s["wait_share"] >= exposed_copy and s["wait_share"] >= s["compute_share"]:
+    share = [s["wait_share"], exposed_copy, s["compute_share"]]
+    share.append(max(0.0, 1.0 - sum(share)))
+    top = max(range(4), key=lambda i: share[i])
+    nxt = max(share[i] for i in range(4) if i != top)
+    if top == 3 or (share[top] < 0.6 and share[top] < 1.5 * nxt):
+        return ("balanced: no stage dominates (waiting for data %.0f%%, exposed copies %.0f%%, "
+                "DataParallel steps %.0f%%, other %.0f%% of the epoch)" % tuple(100 * x for x in share))
+    if top == 0:
         hint = ("loader workers (num_workers > 0)" if run["config"]["loader"]["num_workers"] == 0
                 else "more workers or a cheaper sample")
         return ("input-bound: the loop waited %.0f%% of the epoch for data; %s would help"
                 % (100 * s["wait_share"], hint))
-    if exposed_copy >= s["compute_share"]:
+    if top == 1:
         return ("copy-bound: host-to-device copies took %.0f%% of the epoch; %s"
                 % (100 * exposed_copy, "pinned memory would speed them up"
                    if run["config"]["loader"]["async_copy"]
