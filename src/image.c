@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,30 +126,97 @@ static int jpeg_write(FILE *f, const uint8_t *rgb, int w, int h, int quality, st
 
 /* ---- PNG ------------------------------------------------------------------- */
 
+/* libpng's low-level API, so that the pixels are PIL's: its simplified API
+ * would apply gAMA chunks, treat 16-bit samples as linear light and composite
+ * transparent pixels onto black, none of which PIL's convert("RGB") does. PIL
+ * keeps the stored colour of a transparent pixel, ignores gamma, takes the
+ * high byte of 16-bit RGB, and clips 16-bit grey (its mode "I") to 255. */
+struct png_src {
+    const unsigned char *buf;
+    size_t n, at;
+    jmp_buf jump;
+    char msg[200];
+};
+
+static void png_fail(png_structp p, png_const_charp msg)
+{
+    struct png_src *s = png_get_error_ptr(p);
+    snprintf(s->msg, sizeof s->msg, "%s", msg);
+    png_longjmp(p, 1);
+}
+
+static void png_warn(png_structp p, png_const_charp msg) { (void)p, (void)msg; }
+
+static void png_from_memory(png_structp p, png_bytep out, size_t len)
+{
+    struct png_src *s = png_get_io_ptr(p);
+    if (len > s->n - s->at)
+        png_error(p, "truncated file");
+    memcpy(out, s->buf + s->at, len);
+    s->at += len;
+}
+
 static int png_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, int *h,
                     struct error *e)
 {
-    png_image img;
-    memset(&img, 0, sizeof img);
-    img.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_memory(&img, buf, n))
-        return error_set(e, "corrupt PNG: %s", img.message);
-    *w = (int)img.width;
-    *h = (int)img.height;
+    struct png_src src = {.buf = buf, .n = n};
+    png_structp p = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_fail, png_warn);
+    png_infop info = p ? png_create_info_struct(p) : NULL;
+    uint8_t *volatile rows = NULL, *volatile out = NULL;
+    png_bytep *volatile row_ptrs = NULL;
+    if (!info) {
+        png_destroy_read_struct(p ? &p : NULL, NULL, NULL);
+        return error_set(e, "out of memory reading a PNG");
+    }
+    if (setjmp(png_jmpbuf(p))) {
+        png_destroy_read_struct(&p, &info, NULL);
+        free(rows);
+        free(out);
+        free(row_ptrs);
+        return error_set(e, "corrupt PNG: %s", src.msg);
+    }
+    png_set_read_fn(p, &src, png_from_memory);
+    png_read_info(p, info);
+    png_uint_32 width = png_get_image_width(p, info), height = png_get_image_height(p, info);
+    int depth = png_get_bit_depth(p, info), type = png_get_color_type(p, info);
+    *w = (int)width;
+    *h = (int)height;
     if (!rgb) {
-        png_image_free(&img);
+        png_destroy_read_struct(&p, &info, NULL);
         return 0;
     }
-    img.format = PNG_FORMAT_RGB;
-    uint8_t *out = malloc(PNG_IMAGE_SIZE(img));
-    if (!out) {
-        png_image_free(&img);
-        return error_set(e, "out of memory decoding a %ux%u PNG", img.width, img.height);
+    if (type == PNG_COLOR_TYPE_PALETTE)
+        png_set_palette_to_rgb(p);
+    if (type == PNG_COLOR_TYPE_GRAY && depth < 8)
+        png_set_expand_gray_1_2_4_to_8(p);
+    if (type & PNG_COLOR_MASK_ALPHA)
+        png_set_strip_alpha(p);
+    png_set_interlace_handling(p);
+    png_read_update_info(p, info);
+    size_t stride = png_get_rowbytes(p, info), channels = png_get_channels(p, info);
+    int depth_out = png_get_bit_depth(p, info);
+    rows = malloc(stride * height);
+    row_ptrs = malloc(height * sizeof *row_ptrs);
+    out = malloc((size_t)width * height * 3);
+    if (!rows || !row_ptrs || !out)
+        png_error(p, "out of memory");
+    for (png_uint_32 y = 0; y < height; y++)
+        row_ptrs[y] = rows + y * stride;
+    png_read_image(p, row_ptrs);
+    png_read_end(p, NULL);
+    bool clip = type == PNG_COLOR_TYPE_GRAY && depth_out == 16; // PIL's "I" -> RGB
+    for (size_t i = 0, px = (size_t)width * height; i < px; i++) {
+        size_t row = i / width, col = i % width;
+        for (size_t k = 0; k < 3; k++) {
+            const uint8_t *v = rows + row * stride +
+                               (col * channels + (channels == 1 ? 0 : k)) * (size_t)(depth_out / 8);
+            unsigned x = depth_out == 16 ? (clip ? ((unsigned)v[0] << 8 | v[1]) : v[0]) : v[0];
+            out[i * 3 + k] = (uint8_t)(x > 255 ? 255 : x);
+        }
     }
-    if (!png_image_finish_read(&img, NULL, out, 0, NULL)) {
-        free(out);
-        return error_set(e, "corrupt PNG: %s", img.message);
-    }
+    png_destroy_read_struct(&p, &info, NULL);
+    free(rows);
+    free(row_ptrs);
     *rgb = out;
     return 0;
 }

@@ -1,6 +1,6 @@
 /* Image files in memory: JPEG through libjpeg-turbo, PNG through libpng's
- * simplified API, always to 8-bit RGB (h, w, 3) as torchvision's loader
- * converts them. Every decoder error and warning (a truncated file, corrupt
+ * low-level API, always to 8-bit RGB (h, w, 3) as torchvision's loader (PIL's
+ * convert("RGB")) converts them. Every decoder error and warning (a truncated file, corrupt
  * data) is an error here: nothing is printed, nothing exits. */
 #ifndef DPBENCH_IMAGE_H
 #define DPBENCH_IMAGE_H

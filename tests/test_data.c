@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <string.h>
+#include <zlib.h>
+
 #include "gen.h"
+#include "image.h"
 #include "loader.h"
 #include "loss.h"
 #include "transform.h"
@@ -295,6 +299,85 @@ static void test_kinds_learn(void **state)
     }
 }
 
+/* A 2x1 PNG of bit depth `depth` and colour type `type` from the samples
+ * `v` (big-endian when 16-bit), with a gAMA chunk of 1.0 when `gamma`. */
+static size_t make_png(uint8_t *out, int depth, int type, const unsigned *v, int nv, bool gamma)
+{
+    uint8_t raw[64], *o = out;
+    size_t nraw = 0;
+    raw[nraw++] = 0; // filter: none
+    for (int i = 0; i < nv; i++) {
+        if (depth == 16)
+            raw[nraw++] = (uint8_t)(v[i] >> 8);
+        raw[nraw++] = (uint8_t)v[i];
+    }
+    uint8_t idat[128];
+    uLongf nidat = sizeof idat;
+    assert_int_equal(compress(idat, &nidat, raw, nraw), Z_OK);
+    memcpy(o, "\x89PNG\r\n\x1a\n", 8), o += 8;
+    uint8_t ihdr[13] = {0, 0, 0, 2, 0, 0, 0, 1, (uint8_t)depth, (uint8_t)type, 0, 0, 0};
+    uint8_t gama[4] = {0, 1, 0x86, 0xa0}; // 100000: gamma 1.0
+    const struct {
+        const char *tag;
+        const uint8_t *data;
+        size_t n;
+    } chunks[] = {{"IHDR", ihdr, 13}, {"gAMA", gama, gamma ? 4 : 0}, {"IDAT", idat, nidat},
+                  {"IEND", NULL, 0}};
+    for (int k = 0; k < 4; k++) {
+        if (k == 1 && !gamma)
+            continue;
+        size_t n = chunks[k].n;
+        uint8_t len[4] = {(uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8), (uint8_t)n};
+        memcpy(o, len, 4), o += 4;
+        memcpy(o, chunks[k].tag, 4);
+        if (n)
+            memcpy(o + 4, chunks[k].data, n);
+        uLong crc = crc32(0, o, (uInt)(4 + n));
+        o += 4 + n;
+        uint8_t c[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8), (uint8_t)crc};
+        memcpy(o, c, 4), o += 4;
+    }
+    return (size_t)(o - out);
+}
+
+/* PNG pixels are PIL's convert("RGB"): alpha dropped (a transparent pixel
+ * keeps its colour), gamma ignored, 16-bit RGB's high byte, 16-bit grey
+ * clipped to 255. */
+static void test_png_pixels_as_pil(void **state)
+{
+    (void)state;
+    const struct {
+        int depth, type;
+        bool gamma;
+        unsigned v[8];
+        int nv;
+        uint8_t want[6];
+    } cases[] = {
+        {8, 6, false, {10, 20, 30, 0, 200, 100, 50, 255}, 8, {10, 20, 30, 200, 100, 50}},
+        {8, 4, false, {77, 0, 99, 128}, 4, {77, 77, 77, 99, 99, 99}},
+        {8, 2, true, {10, 128, 250, 1, 2, 3}, 6, {10, 128, 250, 1, 2, 3}},
+        {16, 2, false, {0x1234, 0xff00, 0x00ff, 0x8080, 1, 0xffff}, 6,
+         {0x12, 0xff, 0x00, 0x80, 0, 0xff}},
+        {16, 0, false, {200, 0x1234}, 2, {200, 200, 200, 255, 255, 255}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint8_t png[256], *rgb;
+        int w, h;
+        struct error e = {0};
+        size_t n = make_png(png, cases[i].depth, cases[i].type, cases[i].v, cases[i].nv,
+                            cases[i].gamma);
+        if (image_decode(png, n, &rgb, &w, &h, &e))
+            fail_msg("case %zu: %s", i, e.msg);
+        assert_int_equal(w, 2);
+        assert_int_equal(h, 1);
+        if (memcmp(rgb, cases[i].want, 6) != 0)
+            fail_msg("case %zu: got %d %d %d %d %d %d", i, rgb[0], rgb[1], rgb[2], rgb[3], rgb[4],
+                     rgb[5]);
+        free(rgb);
+        assert_int_not_equal(image_decode(png, n - 20, &rgb, &w, &h, &e), 0); // truncated
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_batches_identical_across_workers),
         cmocka_unit_test(test_replicas_match_one_cross_entropy),
         cmocka_unit_test(test_kinds_learn),
+        cmocka_unit_test(test_png_pixels_as_pil),
     };
     return cmocka_run_group_tests(tests, make_data, remove_data);
 }
