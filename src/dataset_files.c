@@ -47,8 +47,10 @@ static int add_source(struct file_data *f, const char *path, struct error *e)
     return 0;
 }
 
-/* Reads a whole file (gzip-compressed or plain: zlib reads both). */
-static int read_all(const char *path, uint8_t **buf, size_t *n, struct error *e)
+/* Reads a file (gzip-compressed or plain: zlib reads both), at most `max`
+ * bytes of its content, so that a small gzip file cannot expand without
+ * bound (*n = max + 1 flags more). A truncated gzip stream is an error. */
+static int read_all(const char *path, size_t max, uint8_t **buf, size_t *n, struct error *e)
 {
     gzFile g = gzopen(path, "rb");
     if (!g)
@@ -60,7 +62,8 @@ static int read_all(const char *path, uint8_t **buf, size_t *n, struct error *e)
             gzclose(g);
             return error_set(e, "%s: out of memory", path);
         }
-        unsigned want = (unsigned)(cap - len > (1u << 30) ? (1u << 30) : cap - len);
+        size_t room = (max + 1 < cap ? max + 1 : cap) - len;
+        unsigned want = (unsigned)(room > (1u << 30) ? (1u << 30) : room);
         int got = gzread(g, b + len, want);
         if (got < 0) {
             int zerr;
@@ -72,7 +75,7 @@ static int read_all(const char *path, uint8_t **buf, size_t *n, struct error *e)
             return error_set(e, "%s: cannot read: %s", path, why);
         }
         len += (size_t)got;
-        if (got == 0)
+        if (got == 0 || len > max)
             break;
         if (len == cap) {
             uint8_t *nb = realloc(b, cap * 2);
@@ -82,7 +85,13 @@ static int read_all(const char *path, uint8_t **buf, size_t *n, struct error *e)
             cap *= 2;
         }
     }
+    int zerr;
+    gzerror(g, &zerr);
     gzclose(g);
+    if (zerr == Z_BUF_ERROR) {
+        free(b);
+        return error_set(e, "%s: truncated gzip data", path);
+    }
     *buf = b;
     *n = len;
     return 0;
@@ -180,9 +189,28 @@ static int idx_load(struct dataset *d, struct file_data *f, const char *images, 
     uint8_t *ib = NULL, *lb = NULL;
     size_t in = 0, ln = 0;
     int rc = -1;
-    if (idx_labels_path(images, labels, sizeof labels, e) || read_all(images, &ib, &in, e) ||
-        read_all(labels, &lb, &ln, e))
+    /* the header first, then no more content than it declares (plus one byte
+     * to tell a longer file), and never more than this machine's memory */
+    if (idx_labels_path(images, labels, sizeof labels, e) || read_all(images, 16, &ib, &in, e))
         goto out;
+    if (in >= 16 && be32(ib) == 0x00000803 && be32(ib + 8) <= 4096 && be32(ib + 12) <= 4096) {
+        uint32_t n = be32(ib + 4);
+        unsigned long long want = 16ULL + (unsigned long long)n * be32(ib + 8) * be32(ib + 12),
+                           mem = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
+                                 (unsigned long long)sysconf(_SC_PAGESIZE);
+        if (want > mem) {
+            error_set(e, "%s: declares %u images of %ux%u (%llu bytes), more than this machine's "
+                         "memory", images, n, be32(ib + 8), be32(ib + 12), want);
+            goto out;
+        }
+        free(ib);
+        ib = NULL;
+        if (read_all(images, (size_t)want, &ib, &in, e) ||
+            read_all(labels, 8 + (size_t)n, &lb, &ln, e))
+            goto out;
+    } else if (read_all(labels, 8, &lb, &ln, e)) {
+        goto out;
+    }
     if (in < 16 || be32(ib) != 0x00000803) {
         error_set(e, "%s: not an idx images file (magic 0x%08x, expected 0x00000803)", images,
                   in >= 4 ? be32(ib) : 0);
@@ -195,8 +223,9 @@ static int idx_load(struct dataset *d, struct file_data *f, const char *images, 
     }
     unsigned long long want = 16ULL + (unsigned long long)count * rows * cols;
     if (in != want) {
-        error_set(e, "%s: %zu bytes, expected %llu for %u images of %ux%u (truncated?)", images,
-                  in, want, count, rows, cols);
+        error_set(e, "%s: %s%zu bytes, expected %llu for %u images of %ux%u (%s)", images,
+                  in > want ? "more than " : "", in > want ? (size_t)want : in, want, count, rows,
+                  cols, in > want ? "trailing data" : "truncated?");
         goto out;
     }
     if (ln < 8 || be32(lb) != 0x00000801) {

@@ -98,6 +98,16 @@ mkdir -p "$B/count" && cp "$B"/train-* "$B/count/" && printf '\x00\x00\x00\x05' 
 expect 2 "images/labels count mismatch" -- --set dataset.kind=idx --set dataset.path="$B/count/train-images-idx3-ubyte"
 mkdir -p "$B/nolabels" && cp "$B/train-images-idx3-ubyte" "$B/nolabels/"
 expect 2 "nolabels/train-labels-idx1-ubyte is missing" -- --set dataset.kind=idx --set dataset.path="$B/nolabels/train-images-idx3-ubyte"
+# a gzip bomb (512 MiB of zeros behind a header declaring 10 images) is refused
+# without being expanded; so is a header declaring more than the machine's memory
+mkdir -p "$B/bomb" && cp "$B/train-labels-idx1-ubyte" "$B/bomb/" && printf '\x00\x00\x00\x0a' | dd of="$B/bomb/train-labels-idx1-ubyte" bs=1 seek=4 conv=notrunc 2>/dev/null && truncate -s 18 "$B/bomb/train-labels-idx1-ubyte"
+{ printf '\x00\x00\x08\x03\x00\x00\x00\x0a\x00\x00\x00\x1c\x00\x00\x00\x1c'; head -c 536870912 /dev/zero; } | gzip -1 >"$B/bomb/train-images-idx3-ubyte.gz"
+expect 2 "more than 7856 bytes, expected 7856" -- --set dataset.kind=idx --set dataset.path="$B/bomb/train-images-idx3-ubyte.gz"
+if /usr/bin/time -f %M -o "$TMP/rss" "$BIN" --set dataset.kind=idx --set dataset.path="$B/bomb/train-images-idx3-ubyte.gz" >/dev/null 2>&1; [ "$(tail -n 1 "$TMP/rss")" -lt 200000 ]; then ok; else bad "the idx gzip bomb took $(tail -n 1 "$TMP/rss") KiB"; fi
+printf '\x00\x00\x08\x03\xff\xff\xff\xff\x00\x00\x10\x00\x00\x00\x10\x00' >"$B/bomb/big-images-idx3-ubyte" && cp "$B/bomb/train-labels-idx1-ubyte" "$B/bomb/big-labels-idx1-ubyte"
+expect 2 "more than this machine's memory" -- --set dataset.kind=idx --set dataset.path="$B/bomb/big-images-idx3-ubyte"
+head -c 40 "$G/idx/train-images-idx3-ubyte.gz" >"$B/bomb/cut-images-idx3-ubyte.gz" && cp "$B/bomb/train-labels-idx1-ubyte" "$B/bomb/cut-labels-idx1-ubyte"
+expect 2 "cut-images-idx3-ubyte.gz: truncated gzip data" -- --set dataset.kind=idx --set dataset.path="$B/bomb/cut-images-idx3-ubyte.gz"
 cp -r "$G/cifar" "$B/cifar" && truncate -s -1 "$B/cifar/data_batch_4.bin"
 expect 2 "data_batch_4.bin: 36875 bytes is not a multiple of 3073" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar"
 cp -r "$G/jpg/train" "$B/empty" && mkdir "$B/empty/class_03"
