@@ -1,10 +1,12 @@
 /* Image transforms. The resize is PIL's bilinear filter (a triangle whose
- * support grows with the downscale factor, i.e. antialiased), done in two
- * separable passes with rounding to 8 bits between them, and only over the
- * centre crop it feeds. */
+ * support grows with the downscale factor, i.e. antialiased), done as PIL
+ * does it for 8-bit images: two separable passes (horizontal first) with
+ * weights in 22-bit fixed point and rounding to 8 bits between them, so the
+ * pixels are PIL's exactly; only the centre crop it feeds is computed. */
 #include "transform.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,11 +73,19 @@ int transform_shape(const struct transform *t, int h, int w, int *out_h, int *ou
 
 /* Triangle-filter weights of output pixels [first, first + count) of a
  * resize from `in` to `out` samples: for output i, taps [lo[i], lo[i] + n[i]). */
+enum { PRECISION_BITS = 32 - 8 - 2 }; // PIL's, for 8-bit samples
+
 struct taps {
     int *lo, *n;  // (count)
-    float *w;     // (count, width)
+    int32_t *w;   // (count, width), in 1 << PRECISION_BITS units
     int width;    // taps per output, at most
 };
+
+static double triangle(double x)
+{
+    x = fabs(x);
+    return x < 1 ? 1 - x : 0.0;
+}
 
 static int taps_init(struct taps *tp, int in, int out, int first, int count)
 {
@@ -84,7 +94,7 @@ static int taps_init(struct taps *tp, int in, int out, int first, int count)
     tp->width = (int)ceil(support) * 2 + 1;
     tp->lo = malloc((size_t)count * sizeof(int));
     tp->n = malloc((size_t)count * sizeof(int));
-    tp->w = malloc((size_t)count * (size_t)tp->width * sizeof(float));
+    tp->w = malloc((size_t)count * (size_t)tp->width * sizeof(int32_t));
     if (!tp->lo || !tp->n || !tp->w)
         return -1;
     for (int i = 0; i < count; i++) {
@@ -97,14 +107,13 @@ static int taps_init(struct taps *tp, int in, int out, int first, int count)
         if (hi - lo > tp->width)
             hi = lo + tp->width;
         double sum = 0;
-        float *w = tp->w + (size_t)i * (size_t)tp->width;
-        for (int j = lo; j < hi; j++) {
-            double x = fabs((j - centre + 0.5) / fs);
-            w[j - lo] = x < 1 ? (float)(1 - x) : 0.0f;
-            sum += w[j - lo];
-        }
+        int32_t *w = tp->w + (size_t)i * (size_t)tp->width;
         for (int j = lo; j < hi; j++)
-            w[j - lo] = sum > 0 ? (float)(w[j - lo] / sum) : 0.0f;
+            sum += triangle((j - centre + 0.5) / fs);
+        for (int j = lo; j < hi; j++) { // weights >= 0: PIL adds 0.5 and truncates
+            double v = sum != 0 ? triangle((j - centre + 0.5) / fs) / sum : 0.0;
+            w[j - lo] = (int32_t)(0.5 + v * (1 << PRECISION_BITS));
+        }
         tp->lo[i] = lo;
         tp->n[i] = hi - lo;
     }
@@ -118,9 +127,10 @@ static void taps_free(struct taps *tp)
     free(tp->w);
 }
 
-static uint8_t clamp8(float v)
+/* acc started at half a unit: the shift rounds */
+static uint8_t clamp8(int64_t acc)
 {
-    v = roundf(v);
+    int64_t v = acc >> PRECISION_BITS;
     return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v;
 }
 
@@ -140,21 +150,21 @@ static int resize_centre(const struct transform *t, const uint8_t *src, int h, i
         goto out;
     for (int y = 0; y < h; y++)
         for (int x = 0; x < n; x++) {
-            const float *wt = th.w + (size_t)x * (size_t)th.width;
+            const int32_t *wt = th.w + (size_t)x * (size_t)th.width;
             for (int k = 0; k < c; k++) {
-                float acc = 0;
+                int64_t acc = 1 << (PRECISION_BITS - 1);
                 for (int j = 0; j < th.n[x]; j++)
-                    acc += wt[j] * src[((size_t)y * (size_t)w + (size_t)(th.lo[x] + j)) * (size_t)c + (size_t)k];
+                    acc += (int64_t)wt[j] * src[((size_t)y * (size_t)w + (size_t)(th.lo[x] + j)) * (size_t)c + (size_t)k];
                 mid[((size_t)y * (size_t)n + (size_t)x) * (size_t)c + (size_t)k] = clamp8(acc);
             }
         }
     for (int y = 0; y < n; y++) {
-        const float *wt = tv.w + (size_t)y * (size_t)tv.width;
+        const int32_t *wt = tv.w + (size_t)y * (size_t)tv.width;
         for (int x = 0; x < n; x++)
             for (int k = 0; k < c; k++) {
-                float acc = 0;
+                int64_t acc = 1 << (PRECISION_BITS - 1);
                 for (int j = 0; j < tv.n[y]; j++)
-                    acc += wt[j] * mid[((size_t)(tv.lo[y] + j) * (size_t)n + (size_t)x) * (size_t)c + (size_t)k];
+                    acc += (int64_t)wt[j] * mid[((size_t)(tv.lo[y] + j) * (size_t)n + (size_t)x) * (size_t)c + (size_t)k];
                 dst[((size_t)y * (size_t)n + (size_t)x) * (size_t)c + (size_t)k] = clamp8(acc);
             }
     }
