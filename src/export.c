@@ -172,6 +172,13 @@ int export_init(struct export *x, const char *dir, struct error *e)
         return error_set(e, "--export %s: not a directory", dir);
     if (access(dir, W_OK) != 0)
         return error_set(e, "--export %s: not writable: %s", dir, strerror(errno));
+    /* an earlier export's index goes first: until this one's is written, the
+     * directory reads as incomplete, never as that export over new files */
+    char index[sizeof x->dir + 16];
+    snprintf(index, sizeof index, "%s/export.json", dir);
+    if (unlink(index) != 0 && errno != ENOENT)
+        return error_set(e, "--export %s: cannot remove the earlier %s: %s", dir, index,
+                         strerror(errno));
     x->points = cJSON_CreateArray();
     if (!x->points)
         return error_set(e, "export: out of memory");
@@ -203,6 +210,14 @@ int export_point(struct export *x, const struct config *pc, const char *label,
         if (npy_write_floats(dir, "x.npy", d->x, xs, 2, e) ||
             npy_write_floats(dir, "y.npy", d->y, ys, 2, e))
             return -1;
+    } else { // none left from an earlier export into the same directory
+        const char *stale[] = {"x.npy", "y.npy"};
+        for (int i = 0; i < 2; i++) {
+            char path[sizeof dir + 8];
+            snprintf(path, sizeof path, "%s/%s", dir, stale[i]);
+            if (unlink(path) != 0 && errno != ENOENT)
+                return error_set(e, "export: %s: cannot remove: %s", path, strerror(errno));
+        }
     }
 
     float *w0 = malloc((size_t)(O * F + O) * sizeof *w0);

@@ -444,13 +444,14 @@ static int export_points(const struct config *c, const char *dir, double max_mem
     bool have_data = false;
     long n = n_points(c);
     int rc = 0;
+    bool bad_data = false; // refused as training refuses it: exit 2
     for (long p = 0; p < n && rc == 0; p++) {
         struct config pc;
         char label[512];
         if ((rc = point_config(c, p, &pc, label, sizeof label, NULL, &e)))
             break;
-        rc = point_dataset(&d, &data_cfg, &have_data, &pc, &e) ||
-             export_point(&x, &pc, label, &d, &e);
+        bad_data = point_dataset(&d, &data_cfg, &have_data, &pc, &e) != 0;
+        rc = bad_data || export_point(&x, &pc, label, &d, &e);
         if (rc && label[0])
             error_wrap(&e, "sweep point %s", label);
         config_free(&pc);
@@ -462,7 +463,7 @@ static int export_points(const struct config *c, const char *dir, double max_mem
     export_free(&x);
     if (rc) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
-        return EXIT_RUN;
+        return bad_data ? EXIT_USAGE : EXIT_RUN;
     }
     fprintf(stderr, "dpbench: exported %ld point%s to %s\n", n, n == 1 ? "" : "s", dir);
     return EXIT_OK;

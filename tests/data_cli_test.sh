@@ -108,6 +108,11 @@ printf '\x00\x00\x08\x03\xff\xff\xff\xff\x00\x00\x10\x00\x00\x00\x10\x00' >"$B/b
 expect 2 "more than this machine's memory" -- --set dataset.kind=idx --set dataset.path="$B/bomb/big-images-idx3-ubyte"
 head -c 40 "$G/idx/train-images-idx3-ubyte.gz" >"$B/bomb/cut-images-idx3-ubyte.gz" && cp "$B/bomb/train-labels-idx1-ubyte" "$B/bomb/cut-labels-idx1-ubyte"
 expect 2 "cut-images-idx3-ubyte.gz: truncated gzip data" -- --set dataset.kind=idx --set dataset.path="$B/bomb/cut-images-idx3-ubyte.gz"
+# --export over an earlier export: bad data exits 2 as training does, and the
+# earlier export.json and x/y files are gone rather than describing new files
+"$BIN" --export "$TMP/reex" --sweep seed=1,2 2>/dev/null
+expect 2 "not an idx images file" -- --export "$TMP/reex" --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz" --sweep dataset.path="$G/idx/train-images-idx3-ubyte.gz,$B/m2/train-images-idx3-ubyte"
+if [ ! -e "$TMP/reex/export.json" ] && [ ! -e "$TMP/reex/point-000/x.npy" ] && grep -q '"idx"' "$TMP/reex/point-000/config.json"; then ok; else bad "a failed --export left the earlier export.json or x.npy: $(ls "$TMP/reex" "$TMP/reex/point-000")"; fi
 cp -r "$G/cifar" "$B/cifar" && truncate -s -1 "$B/cifar/data_batch_4.bin"
 expect 2 "data_batch_4.bin: 36875 bytes is not a multiple of 3073" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar"
 cp -r "$G/jpg/train" "$B/empty" && mkdir "$B/empty/class_03"
