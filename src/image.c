@@ -23,6 +23,19 @@ enum image_format image_sniff(const unsigned char *buf, size_t n)
     return IMAGE_UNKNOWN;
 }
 
+/* PIL refuses images of more than twice its MAX_IMAGE_PIXELS (89478485) as
+ * decompression bombs; so do we, before allocating: a 400 KB PNG can
+ * declare 20000 x 20000 pixels. */
+enum { MAX_PIXELS = 2 * 89478485 };
+
+static int too_big(long w, long h, struct error *e)
+{
+    if (w * h <= MAX_PIXELS)
+        return 0;
+    return error_set(e, "%ldx%ld is more than %d pixels (PIL's decompression-bomb limit)", w, h,
+                     MAX_PIXELS);
+}
+
 /* ---- JPEG ------------------------------------------------------------------ */
 
 struct jpeg_err {
@@ -72,6 +85,10 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
     }
     *w = (int)cinfo.image_width;
     *h = (int)cinfo.image_height;
+    if (too_big(*w, *h, e)) {
+        jpeg_destroy_decompress(&cinfo);
+        return -1;
+    }
     if (!rgb) {
         jpeg_destroy_decompress(&cinfo);
         return 0;
@@ -181,6 +198,10 @@ static int png_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, i
     int depth = png_get_bit_depth(p, info), type = png_get_color_type(p, info);
     *w = (int)width;
     *h = (int)height;
+    if (too_big(*w, *h, e)) {
+        png_destroy_read_struct(&p, &info, NULL);
+        return -1;
+    }
     if (!rgb) {
         png_destroy_read_struct(&p, &info, NULL);
         return 0;

@@ -126,6 +126,22 @@ expect 2 "link/class_02/zz.jpg: cannot open: No such file or directory" -- --set
 cp -r "$G/jpg/train" "$B/mixed" && cp "$G/png/train/class_00/000001.png" "$B/mixed/class_00/"
 expect 2 "images of different sizes need transform.resize" -- --set dataset.kind=folder --set dataset.path="$B/mixed"
 expect 0 "# data: 25 x 432" -- --set dataset.kind=folder --set dataset.path="$B/mixed" --set transform.resize=12
+# decompression bombs (PIL's limit): a PNG and a JPEG declaring 20000 x 20000
+# pixels are refused from their headers, nothing allocated for them
+cp -r "$G/jpg/train" "$B/bomb-png" && cp -r "$G/jpg/train" "$B/bomb-jpg"
+/usr/bin/python3 - "$B/bomb-png/class_00/zz.png" "$B/bomb-jpg/class_00/000001.jpg" <<'PY'
+import struct, sys, zlib
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+hdr = struct.pack(">IIBBBBB", 20000, 20000, 8, 0, 0, 0, 0)
+open(sys.argv[1], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", hdr) +
+                              chunk(b"IDAT", zlib.compress(b"\0" * 20001)) + chunk(b"IEND", b""))
+j = bytearray(open(sys.argv[2], "rb").read())
+k = next(i for i in range(len(j) - 1) if j[i] == 0xFF and j[i + 1] in (0xC0, 0xC2))
+j[k + 5:k + 9] = struct.pack(">HH", 20000, 20000)  # SOF: height, width
+open(sys.argv[2], "wb").write(j)
+PY
+expect 2 "zz.png: 20000x20000 is more than 178956970 pixels" -- --set dataset.kind=folder --set dataset.path="$B/bomb-png" --set transform.resize=8
+expect 2 "000001.jpg: 20000x20000 is more than 178956970 pixels" -- --set dataset.kind=folder --set dataset.path="$B/bomb-jpg" --set transform.resize=8
 expect 2 "dataset.eval_path" -- --set dataset.kind=folder --set dataset.path="$G/jpg/train" --set dataset.eval_path="$G/png/train"
 
 # ---- a corrupt image met by a worker mid-epoch: exit 1 naming it, partial results kept
