@@ -134,43 +134,69 @@ static uint8_t clamp8(int64_t acc)
     return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v;
 }
 
+/* One output row of the horizontal pass: out (n, c) from in (w, c). */
+static void resample_row(const struct taps *th, const uint8_t *in, int n, int c, uint8_t *out)
+{
+    const int64_t half = 1 << (PRECISION_BITS - 1);
+    for (int x = 0; x < n; x++) {
+        const int32_t *wt = th->w + (size_t)x * (size_t)th->width;
+        const uint8_t *p = in + (size_t)th->lo[x] * (size_t)c;
+        int taps = th->n[x];
+        if (c == 3) {
+            int64_t a0 = half, a1 = half, a2 = half;
+            for (int j = 0; j < taps; j++, p += 3) {
+                a0 += (int64_t)wt[j] * p[0];
+                a1 += (int64_t)wt[j] * p[1];
+                a2 += (int64_t)wt[j] * p[2];
+            }
+            out[3 * x] = clamp8(a0), out[3 * x + 1] = clamp8(a1), out[3 * x + 2] = clamp8(a2);
+        } else {
+            for (int k = 0; k < c; k++) {
+                int64_t a = half;
+                for (int j = 0; j < taps; j++)
+                    a += (int64_t)wt[j] * p[(size_t)j * (size_t)c + (size_t)k];
+                out[(size_t)x * (size_t)c + (size_t)k] = clamp8(a);
+            }
+        }
+    }
+}
+
 /* Resize so the shorter side is t->resize and keep the centre crop of that
- * size: dst (n, n, c). */
+ * size: dst (n, n, c). The horizontal pass runs only over the source rows
+ * the vertical pass reads; the vertical pass adds whole rows. */
 static int resize_centre(const struct transform *t, const uint8_t *src, int h, int w,
                          uint8_t *dst)
 {
     int n = t->resize, c = t->channels, rh, rw;
+    size_t row = (size_t)n * (size_t)c;
     resized(n, h, w, &rh, &rw);
     /* Python's round(): halves to even, as torchvision's centre crop */
     int top = (int)nearbyint((rh - n) / 2.0), left = (int)nearbyint((rw - n) / 2.0);
     struct taps th = {0}, tv = {0};
-    uint8_t *mid = malloc((size_t)h * (size_t)n * (size_t)c); // (h, n, c) after the horizontal pass
+    uint8_t *mid = malloc((size_t)h * row); // (h, n, c) after the horizontal pass
+    int64_t *acc = malloc(row * sizeof(int64_t)); // (n, c) one output row's sums
     int rc = -1;
-    if (!mid || taps_init(&th, w, rw, left, n) || taps_init(&tv, h, rh, top, n))
+    if (!mid || !acc || taps_init(&th, w, rw, left, n) || taps_init(&tv, h, rh, top, n))
         goto out;
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < n; x++) {
-            const int32_t *wt = th.w + (size_t)x * (size_t)th.width;
-            for (int k = 0; k < c; k++) {
-                int64_t acc = 1 << (PRECISION_BITS - 1);
-                for (int j = 0; j < th.n[x]; j++)
-                    acc += (int64_t)wt[j] * src[((size_t)y * (size_t)w + (size_t)(th.lo[x] + j)) * (size_t)c + (size_t)k];
-                mid[((size_t)y * (size_t)n + (size_t)x) * (size_t)c + (size_t)k] = clamp8(acc);
-            }
-        }
+    int y0 = tv.lo[0], y1 = tv.lo[n - 1] + tv.n[n - 1]; // the source rows read
+    for (int y = y0; y < y1; y++)
+        resample_row(&th, src + (size_t)y * (size_t)w * (size_t)c, n, c, mid + (size_t)y * row);
     for (int y = 0; y < n; y++) {
         const int32_t *wt = tv.w + (size_t)y * (size_t)tv.width;
-        for (int x = 0; x < n; x++)
-            for (int k = 0; k < c; k++) {
-                int64_t acc = 1 << (PRECISION_BITS - 1);
-                for (int j = 0; j < tv.n[y]; j++)
-                    acc += (int64_t)wt[j] * mid[((size_t)(tv.lo[y] + j) * (size_t)n + (size_t)x) * (size_t)c + (size_t)k];
-                dst[((size_t)y * (size_t)n + (size_t)x) * (size_t)c + (size_t)k] = clamp8(acc);
-            }
+        for (size_t i = 0; i < row; i++)
+            acc[i] = 1 << (PRECISION_BITS - 1);
+        for (int j = 0; j < tv.n[y]; j++) {
+            const uint8_t *m = mid + (size_t)(tv.lo[y] + j) * row;
+            for (size_t i = 0; i < row; i++)
+                acc[i] += (int64_t)wt[j] * m[i];
+        }
+        for (size_t i = 0; i < row; i++)
+            dst[(size_t)y * row + i] = clamp8(acc[i]);
     }
     rc = 0;
 out:
     free(mid);
+    free(acc);
     taps_free(&th);
     taps_free(&tv);
     return rc;
@@ -211,16 +237,20 @@ int transform_apply(const struct transform *t, const uint8_t *src, int h, int w,
         rng_init(&r, t->seed, RNG_AUGMENT, ((uint64_t)epoch << 40) ^ (uint64_t)index);
         flip = rng_uniform(&r) < 0.5;
     }
-    /* ToTensor + Normalize: (v / 255 - mean) / std, channel-major */
+    /* ToTensor + Normalize: (v / 255 - mean) / std, channel-major, through a
+     * table of the 256 values (padding reads 0) */
     for (int k = 0; k < c; k++) {
         float scale = 1.0f / (255.0f * t->std[k]), shift = -t->mean[k] / t->std[k];
+        float lut[256];
+        for (int v = 0; v < 256; v++)
+            lut[v] = (float)v * scale + shift;
         float *o = out + (size_t)k * (size_t)oh * (size_t)ow;
         for (int y = 0; y < oh; y++) {
             int sy = y + top - t->pad;
             float *row = o + (size_t)y * (size_t)ow;
             if (sy < 0 || sy >= h) { // a padding row
                 for (int x = 0; x < ow; x++)
-                    row[x] = shift;
+                    row[x] = lut[0];
                 continue;
             }
             const uint8_t *in = src + (size_t)sy * (size_t)w * (size_t)c + (size_t)k;
@@ -229,15 +259,15 @@ int transform_apply(const struct transform *t, const uint8_t *src, int h, int w,
                 in += (size_t)dx * (size_t)c;
                 if (c == 1)
                     for (int x = 0; x < ow; x++)
-                        row[x] = in[x] * scale + shift;
+                        row[x] = lut[in[x]];
                 else
                     for (int x = 0; x < ow; x++)
-                        row[x] = in[(size_t)x * (size_t)c] * scale + shift;
+                        row[x] = lut[in[(size_t)x * (size_t)c]];
                 continue;
             }
             for (int x = 0; x < ow; x++) {
                 int sx = (flip ? ow - 1 - x : x) + dx;
-                row[x] = sx >= 0 && sx < w ? in[(size_t)sx * (size_t)c] * scale + shift : shift;
+                row[x] = lut[sx >= 0 && sx < w ? in[(size_t)sx * (size_t)c] : 0];
             }
         }
     }

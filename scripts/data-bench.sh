@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The real-data benchmarks, dpbench and PyTorch's DataLoader side by side on
+# the same files, written into bench_results/data/:
+#   folder-jpeg.dpbench.json   configs/folder-jpeg.yaml (224 x 224 JPEGs): the
+#                              num_workers x persistent_workers sweep
+#   decode.dpbench.json / decode.torch.json
+#                              the same files with num_workers 0: the loading
+#                              is the wait, so samples / wait is one worker's
+#                              decode + transform throughput (dpbench:
+#                              libjpeg-turbo + its transforms; PyTorch: PIL +
+#                              numpy transforms in a Dataset)
+#   fashion-mnist.dpbench.json / fashion-mnist.torch.json
+#                              configs/fashion-mnist.yaml, 3 epochs
+#   summary.txt                the targets, checked
+# The JPEGs are generated first when data/jpeg224 is missing (about 38 MB).
+# PyTorch comes from Debian's python3-torch (/usr/bin/python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-bench_results/data}
+PY=${PYTHON:-/usr/bin/python3}
+BIN=./dpbench
+mkdir -p "$OUT"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+[ -d data/jpeg224/train ] || $BIN --make-dataset folder data/jpeg224 --size 224x224 --per-class 100
+FM=(-c configs/fashion-mnist.yaml --set train.epochs=3)
+DEC=(-c configs/folder-jpeg.yaml --sweep loader.num_workers=0 --sweep loader.persistent_workers=false
+     --set train.warmup_epochs=1 --set train.epochs=2)
+
+echo "+ dpbench -c configs/folder-jpeg.yaml" >&2
+$BIN -c configs/folder-jpeg.yaml --format json >"$OUT/folder-jpeg.dpbench.json"
+echo "+ dpbench ${DEC[*]}" >&2
+$BIN "${DEC[@]}" --format json >"$OUT/decode.dpbench.json"
+echo "+ dpbench ${FM[*]}" >&2
+$BIN "${FM[@]}" --format json >"$OUT/fashion-mnist.dpbench.json"
+echo "+ torch_reference.py ${DEC[*]}" >&2
+"$PY" scripts/torch_reference.py "${DEC[@]}" --out "$OUT/decode.torch.json"
+echo "+ torch_reference.py ${FM[*]}" >&2
+"$PY" scripts/torch_reference.py "${FM[@]}" --out "$OUT/fashion-mnist.torch.json"
+
+"$PY" - "$OUT" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" >"$OUT/summary.txt" <<'PY'
+import json, sys, os
+out = sys.argv[1]
+load = lambda name: json.load(open(os.path.join(out, name)))
+d = load("folder-jpeg.dpbench.json")
+m = d["machine"]
+print("# machine: %s, %d cores; dpbench %s; %s" % (m["cpu"], m["cores"], d["dpbench"]["git_commit"], d["date"]))
+print("# commands: scripts/data-bench.sh (see its header)")
+print("# load average (1, 5, 15 min) before: %s, after: %s; this machine's other work shares "
+      "its %d cores" % (sys.argv[2], sys.argv[3], m["cores"]))
+runs = {r["point"]: r for r in d["runs"]}
+print("\nconfigs/folder-jpeg.yaml (1000 JPEGs 224x224, resize 112, crop 112 pad 8, flip, normalise):")
+print("%-58s %10s %7s %6s  %s" % ("point", "median ms", "wait %", "AU %", "verdict"))
+for p, r in runs.items():
+    s = r["summary"]
+    print("%-58s %10.1f %7.0f %6.0f  %s" % (p, 1e3 * s["median_seconds"], 100 * s["wait_share"],
+                                          100 * s["au"], s["verdict"].split(":")[0]))
+for pers in ("false", "true"):
+    w0 = runs["loader.num_workers=0 loader.persistent_workers=%s" % pers]
+    w2 = runs["loader.num_workers=2 loader.persistent_workers=%s" % pers]
+    ratio = w2["summary"]["median_seconds"] / w0["summary"]["median_seconds"]
+    print("target (persistent_workers %s): workers 2 / workers 0 epoch = %.2f (<= 0.6: %s); "
+          "workers 0 verdict input-bound: %s" % (pers, ratio, "met" if ratio <= 0.6 else "NOT met",
+          "yes" if w0["summary"]["verdict"].startswith("input-bound") else "NO"))
+
+def throughput(doc):
+    r = doc["runs"][0]
+    samples = sum(e["samples"] for e in r["epochs"])
+    wait = sum(e["wait_seconds"] for e in r["epochs"])
+    return samples / wait, wait / len(r["epochs"])
+a, wa = throughput(load("decode.dpbench.json"))
+b, wb = throughput(load("decode.torch.json"))
+print("\nper-worker decode + transform (num_workers 0, the loading is the wait):")
+print("  dpbench %.0f samples/s (%.0f ms per epoch), PyTorch DataLoader + PIL %.0f samples/s "
+      "(%.0f ms per epoch): %.2fx (>= 2x: %s)" % (a, 1e3 * wa, b, 1e3 * wb, a / b,
+                                                   "met" if a / b >= 2 else "NOT met"))
+fa, fb = load("fashion-mnist.dpbench.json")["runs"][0], load("fashion-mnist.torch.json")["runs"][0]
+ma, mb = fa["summary"]["median_seconds"], fb["summary"]["median_seconds"]
+print("\nFashion-MNIST (configs/fashion-mnist.yaml, 3 epochs, num_workers 0):")
+print("  dpbench median epoch %.1f ms, PyTorch %.1f ms: %.1fx faster (>= 20x: %s)" % (
+    1e3 * ma, 1e3 * mb, mb / ma, "met" if mb / ma >= 20 else "NOT met"))
+ev = fa.get("eval") or {}
+if ev:
+    print("  dpbench test accuracy after 3 epochs: %.2f%% on %d samples" % (100 * ev["accuracy"], ev["samples"]))
+PY
+cat "$OUT/summary.txt"
