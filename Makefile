@@ -49,7 +49,7 @@ $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)" ] || echo 
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
-        test-valgrind test-scripts test-cuda-emulated test-fresh bench clean
+        test-valgrind test-scripts test-cuda-emulated test-fresh bench bench-data clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -241,6 +241,11 @@ test-fresh:
 bench: dpbench
 	@scripts/install-deps.sh make bench
 	scripts/bench.sh
+
+# the real-data benchmarks (generated JPEGs, Fashion-MNIST) into bench_results/data/
+bench-data: dpbench
+	@scripts/install-deps.sh make bench
+	scripts/data-bench.sh
 
 clean:
 	rm -rf $(B) dpbench
