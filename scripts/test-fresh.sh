@@ -7,7 +7,8 @@
 # and runs there `make run`, then `make test`, as root, twice:
 #   pass 1  no CUDA toolkit; Debian's reference BLAS (libblas-dev, which has a
 #           cblas.h) installed first, OpenBLAS absent; after `make test`,
-#           libopenblas-pthread-dev is removed and `make` must install it again
+#           libopenblas-dev is purged (pkg-config loses `openblas`) and `make` must
+#           install it again
 #           (the dependency check may not trust an old build/deps.mk);
 #   pass 2  the host's CUDA toolkit (the real path behind CUDA_HOME, default
 #           /usr/local/cuda) bind-mounted read-only at the same path; skipped,
@@ -227,7 +228,9 @@ pass1() {
     phase "pass 1 (no CUDA): make run" "$LOGS/pass1-run.log" inroot 1 'make run' || return 1
     phase "pass 1 (no CUDA): make test" "$LOGS/pass1-test.log" inroot 1 'make test' || return 1
     phase "pass 1: OpenBLAS removed after the build, make installs it again" "$LOGS/pass1-stale.log" \
-        inroot 1 'DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq libopenblas-pthread-dev && make dpbench && pkg-config --exists openblas && ./dpbench --config configs/tutorial.yaml --set train.epochs=1 >/dev/null'
+        inroot 1 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libopenblas-dev libopenblas-pthread-dev &&
+              ! pkg-config --exists openblas && make dpbench && pkg-config --exists openblas &&
+              ./dpbench --config configs/tutorial.yaml --set train.epochs=1 >/dev/null'
 }
 
 pass2() {
