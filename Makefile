@@ -29,7 +29,8 @@ CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
-           export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c
+           export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c \
+           comm.c ddp.c report_ddp.c allreduce_bw.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -41,15 +42,30 @@ else
 BUILD_MSG := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),CUDA=0,no CUDA toolkit in $(CUDA_HOME)): building backend cpu only
 endif
 
+# Open MPI for ddp runs (parallel.comm: mpi), found by mpicc or pkg-config's
+# ompi-c; MPI=0 builds without. Only its headers are used here: comm_mpi.c
+# opens libmpi with dlopen in ddp runs, so dp runs never map it.
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null || pkg-config --cflags ompi-c 2>/dev/null)
+MPI        ?= $(if $(strip $(MPI_CFLAGS)),1,0)
+ifeq ($(MPI),1)
+SRC      += comm_mpi.c
+CPPFLAGS += -DDPBENCH_HAVE_MPI
+LDLIBS   += -ldl
+MPI_MSG  := Open MPI headers found: comm mpi
+else
+MPI_MSG  := $(if $(strip $(MPI_CFLAGS)),MPI=0,no MPI (mpicc or pkg-config ompi-c)): no comm engine
+endif
+
 B    := build
 OBJ  := $(SRC:%.c=$(B)/%.o)
-# Objects depend on the flavour (CUDA=0/1), so switching rebuilds them.
+$(B)/comm_mpi.o: CPPFLAGS += $(MPI_CFLAGS)
+# Objects depend on the flavour (CUDA=0/1, MPI=0/1), so switching rebuilds them.
 FLAVOUR := $(B)/flavour
-$(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)" ] || echo $(CUDA) >$(FLAVOUR))
+$(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)" ] || echo $(CUDA)$(MPI) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
-        test-valgrind test-scripts test-cuda-emulated test-fresh bench bench-data clean
+        test-valgrind test-scripts test-ddp test-multinode test-cuda-emulated test-fresh bench bench-data clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -83,7 +99,7 @@ $(shell [ "$$(cat $(B)/git-rev 2>/dev/null)" = "$(GIT)" ] || echo $(GIT) >$(B)/g
 $(B)/report.o: $(B)/git-rev
 
 dpbench: $(OBJ) $(B)/main.o
-	@echo "dpbench: $(BUILD_MSG)"
+	@echo "dpbench: $(BUILD_MSG); $(MPI_MSG)"
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 run: dpbench
@@ -180,7 +196,17 @@ test-valgrind: dpbench
 test-scripts: dpbench
 	@tests/scripts_test.sh ./dpbench
 
+# DDP over MPI with mpirun on this machine (skips without mpirun or MPI).
+test-ddp: dpbench
+	@printf 'ddp: '; tests/ddp_test.sh ./dpbench
+
+# DDP across two hosts made of network namespaces (root, iproute2, Open MPI;
+# skips otherwise); CI runs it after make test.
+test-multinode: dpbench
+	@printf 'multinode: '; tests/multinode_test.sh ./dpbench
+
 test: test-unit test-cli test-data-cli test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
+      test-ddp \
       test-cuda-emulated
 
 # GPU tests stay out of TESTS so `make test` needs no GPU; without a usable

@@ -98,6 +98,11 @@ static const struct key keys[] = {
     {"train.lr", KEY_FLOAT, OFF(train.lr), "0.01", 0, 1e6, NULL, "SGD learning rate"},
     {"parallel.device", KEY_ENUM, OFF(parallel.device), "cpu", 0, 0, "cpu|cuda|auto",
      "where replicas run; auto = cuda when a device is usable, else cpu"},
+    {"parallel.mode", KEY_ENUM, OFF(parallel.mode), "dp", 0, 0, "dp|ddp",
+     "dp = nn.DataParallel in one process; ddp = DistributedDataParallel, one rank per "
+     "process (mpirun -np N)"},
+    {"parallel.comm", KEY_ENUM, OFF(parallel.comm), "auto", 0, 0, "auto|mpi|nccl",
+     "ddp's gradient allreduce: mpi (cpu), nccl (cuda); auto = nccl on cuda, mpi on cpu"},
     {"parallel.replicas", KEY_INT, OFF(parallel.replicas), "1", 1, 1024, NULL,
      "DataParallel replicas (cuda: the first N devices)"},
     {"parallel.devices", KEY_INT_LIST, OFF(parallel.devices), "[]", 0, 1023, NULL,
@@ -835,6 +840,14 @@ int config_validate(const struct config *c, struct error *e)
                             "more than BLAS' int sizes allow (%d)",
                          c->dataset.length, c->dataset.features, c->model.out_features,
                          c->loader.batch_size, fmax(params, fmax(outputs, chunk)), INT_MAX);
+    bool ddp = strcmp(c->parallel.mode, "ddp") == 0;
+    if (ddp && c->parallel.replicas > 1)
+        return error_set(e, "parallel.replicas: %ld with parallel.mode: ddp; ddp runs one replica "
+                            "per rank: start %ld ranks with mpirun -np %ld instead",
+                         c->parallel.replicas, c->parallel.replicas, c->parallel.replicas);
+    if (strcmp(c->parallel.comm, "nccl") == 0 && strcmp(dev, "cpu") == 0)
+        return error_set(e, "parallel.comm: nccl needs parallel.device: cuda; the cpu backend's "
+                            "ranks use mpi");
     if (c->loader.drop_last && c->loader.batch_size > c->dataset.length)
         return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
                             "drop_last: true, so an epoch has no batch",
@@ -930,6 +943,8 @@ void config_print_help(void *stream)
     fprintf(f, "%-27s %-8s %-10s %-22s %s\n", "sweep", "mapping", "{}", "key: [values]",
             "run the cartesian product of these keys' values (also --sweep key=v1,v2)");
 }
+
+const char *config_key_name(size_t i) { return i < N_KEYS ? keys[i].path : NULL; }
 
 int config_get_text(const struct config *c, const char *path, char *buf, size_t n)
 {

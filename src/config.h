@@ -58,6 +58,8 @@ struct config {
     } train;
     struct {
         char device[CONFIG_STR]; // cpu | cuda | auto
+        char mode[CONFIG_STR];   // dp | ddp
+        char comm[CONFIG_STR];   // auto | mpi | nccl (ddp's collectives)
         long replicas;
         long devices[CONFIG_MAX_DEVICES]; // (n_devices) device ids, may repeat
         int n_devices;
@@ -108,6 +110,8 @@ void config_free(struct config *c);
 void config_print_help(void *stream); // FILE *: the key reference
 /* The resolved config as a cJSON object (caller owns it). */
 struct cJSON *config_to_json(const struct config *c);
+/* Path of the i-th key of the table ("loader.batch_size"), NULL past the end. */
+const char *config_key_name(size_t i);
 /* Value of one key as text, e.g. for sweep point labels. */
 int config_get_text(const struct config *c, const char *path, char *buf, size_t n);
 

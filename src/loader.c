@@ -24,25 +24,37 @@ int loader_pool_size(const struct loader_options *o)
     return window + 1 + o->extra_buffers;
 }
 
+long loader_samples(long length, int world, bool drop_last)
+{
+    if (world <= 1)
+        return length;
+    if (drop_last && length % world)
+        return (length - 1) / world; // torch: ceil((length - world) / world)
+    return (length + world - 1) / world;
+}
+
 int loader_init(struct loader *l, const struct dataset *d, const struct loader_options *o,
                 struct error *e)
 {
     memset(l, 0, sizeof *l);
     l->data = d;
     l->opt = *o;
-    l->n_batches = o->drop_last ? d->length / o->batch_size
-                                : (d->length + o->batch_size - 1) / o->batch_size;
+    l->n_samples = loader_samples(d->length, o->world, o->drop_last);
+    l->n_batches = o->drop_last ? l->n_samples / o->batch_size
+                                : (l->n_samples + o->batch_size - 1) / o->batch_size;
     l->window = o->num_workers * o->prefetch_factor;
     l->n_buffers = loader_pool_size(o);
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
 
-    l->order = malloc((size_t)d->length * sizeof(long));
+    l->perm = malloc((size_t)d->length * sizeof(long));
+    l->order = o->world > 1 ? malloc((size_t)(l->n_samples ? l->n_samples : 1) * sizeof(long))
+                            : l->perm;
     l->pool = calloc((size_t)l->n_buffers, sizeof *l->pool);
     l->ready = calloc((size_t)(l->window ? l->window : 1), sizeof *l->ready);
     l->workers = calloc((size_t)(o->num_workers ? o->num_workers : 1), sizeof *l->workers);
-    if (!l->order || !l->pool || !l->ready || !l->workers) {
+    if (!l->perm || !l->order || !l->pool || !l->ready || !l->workers) {
         loader_free(l);
         return error_set(e, "loader: out of memory");
     }
@@ -74,7 +86,8 @@ static int fill(struct loader *l, struct batch *b, long k, struct error *e)
 {
     const struct dataset *d = l->data;
     long start = k * l->opt.batch_size;
-    long rows = d->length - start < l->opt.batch_size ? d->length - start : l->opt.batch_size;
+    long rows = l->n_samples - start < l->opt.batch_size ? l->n_samples - start
+                                                         : l->opt.batch_size;
     b->index = k;
     b->rows = rows;
     b->y = b->x + rows * d->features; // packed: (rows, F) then (rows, O)
@@ -191,8 +204,12 @@ bool loader_order(long *order, long length, bool shuffle, unsigned long seed, lo
 int loader_epoch_begin(struct loader *l, long epoch, struct error *e)
 {
     l->epoch = epoch;
-    if (!loader_order(l->order, l->data->length, l->opt.shuffle, l->opt.seed, epoch))
+    if (!loader_order(l->perm, l->data->length, l->opt.shuffle, l->opt.seed, epoch))
         return error_set(e, "loader: interrupted while shuffling");
+    /* DistributedSampler: positions rank, rank + world, ... of the permutation
+     * padded (repeated from its start) to n_samples * world */
+    for (long i = 0; l->order != l->perm && i < l->n_samples; i++)
+        l->order[i] = l->perm[(l->opt.rank + i * l->opt.world) % l->data->length];
     pthread_mutex_lock(&l->mu);
     l->taken = 0;
     l->failed = false;
@@ -323,7 +340,9 @@ void loader_free(struct loader *l)
             free(l->pool[i].ids);
         }
     free(l->pool);
-    free(l->order);
+    if (l->order != l->perm)
+        free(l->order);
+    free(l->perm);
     free(l->ready);
     free(l->workers);
     pthread_mutex_destroy(&l->mu);

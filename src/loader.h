@@ -42,6 +42,12 @@ struct loader_options {
     int (*transform)(struct batch *b, void *arg, struct error *e);
     void *transform_arg;
     unsigned long seed;
+    /* DistributedSampler: this process is rank `rank` of `world` (world 0 or
+     * 1: one process reads every sample). Each epoch's permutation is the one
+     * a single process draws, padded to a multiple of world by repeating its
+     * first indices (with drop_last, cut to one instead);
+     * rank r reads positions r, r + world, ... */
+    int rank, world;
     struct host_alloc mem;
 };
 
@@ -51,7 +57,9 @@ struct loader {
     const struct dataset *data;
     struct loader_options opt;
     long n_batches;          // per epoch
-    long *order;             // (length) this epoch's sample order
+    long n_samples;          // samples this process reads per epoch
+    long *order;             // (n_samples) this epoch's sample order, this rank's share
+    long *perm;              // (length) the epoch's permutation; `order` without a sampler
     long epoch;              // current epoch, from 0
     struct batch *pool;      // (n_buffers)
     int n_buffers;
@@ -93,6 +101,8 @@ void loader_free(struct loader *l);
  * the seed's own stream for that epoch when `shuffle` is set. The loader and
  * `dpbench --export` both take their orders from here. */
 bool loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch);
+/* Samples per rank under DistributedSampler's rule (length without one). */
+long loader_samples(long length, int world, bool drop_last);
 
 /* Buffers the pool holds for these options (for memory estimates). */
 int loader_pool_size(const struct loader_options *o);

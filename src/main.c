@@ -16,12 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allreduce_bw.h"
 #include "backend.h"
+#include "comm.h"
 #include "config.h"
 #include "dataset.h"
 #include "estimate.h"
 #include "export.h"
 #include "gen.h"
+#include "ddp.h"
 #include "loader.h"
 #include "report.h"
 #include "train.h"
@@ -33,6 +36,7 @@ struct options {
     double max_memory; // bytes, 0 = what the machine has available
     bool h2d_bandwidth; // measure host-to-device bandwidth instead of training
     const char *export_dir; // write every point's config, data and orders here instead
+    bool allreduce_bandwidth; // measure the comm engine's allreduce instead of training
 };
 
 static void usage(FILE *f)
@@ -56,6 +60,8 @@ static void usage(FILE *f)
             "                        sample orders into DIR (for a reference run), then exit\n"
             "      --make-dataset KIND DIR [...]  write a labelled dataset (folder, cifar10, idx);\n"
             "                        dpbench --make-dataset --help for its options\n"
+            "      --allreduce-bandwidth  allreduce size sweep on parallel.comm's engine, as\n"
+            "                        nccl-tests prints it (under mpirun: across its ranks)\n"
             "      --help-config     list every config key with its default and range\n"
             "  -V, --version         version and the backends compiled in\n"
             "  -h, --help            this text\n"
@@ -90,7 +96,7 @@ static int parse_bytes(const char *s, double *out)
 static int parse_cli(int argc, char **argv, struct options *opts, struct config *c,
                      struct error *e)
 {
-    enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT };
+    enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT, OPT_ALLREDUCE_BANDWIDTH };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"set", required_argument, NULL, 's'},
@@ -101,6 +107,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         {"help-config", no_argument, NULL, OPT_HELP_CONFIG},
         {"h2d-bandwidth", no_argument, NULL, OPT_H2D_BANDWIDTH},
         {"export", required_argument, NULL, OPT_EXPORT},
+        {"allreduce-bandwidth", no_argument, NULL, OPT_ALLREDUCE_BANDWIDTH},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -122,10 +129,14 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
                                  optarg);
             break;
         case 'h': usage(stdout); return 1;
-        case 'V': printf("dpbench %s\nbackends: %s\n", DPBENCH_VERSION, backend_list()); return 1;
+        case 'V':
+            printf("dpbench %s\nbackends: %s\ncomm: %s\n", DPBENCH_VERSION, backend_list(),
+                   comm_engines()[0] ? comm_engines() : "none");
+            return 1;
         case OPT_HELP_CONFIG: config_print_help(stdout); return 1;
         case OPT_H2D_BANDWIDTH: opts->h2d_bandwidth = true; break;
         case OPT_EXPORT: opts->export_dir = optarg; break;
+        case OPT_ALLREDUCE_BANDWIDTH: opts->allreduce_bandwidth = true; break;
         case ':': return error_set(e, "%s needs a value", argv[optind - 1]);
         case '?':
             return error_set(e, "unknown option '%s' (dpbench --help lists them)", argv[optind - 1]);
@@ -546,6 +557,11 @@ int main(int argc, char **argv)
         config_free(&res.cfg);
         return rc;
     }
+    if (opts.allreduce_bandwidth) { // the ddp engine, without training
+        snprintf(res.cfg.parallel.mode, sizeof res.cfg.parallel.mode, "%s", "ddp");
+        snprintf(res.cfg.parallel.comm, sizeof res.cfg.parallel.comm, "%s",
+                 strcmp(res.cfg.parallel.comm, "auto") == 0 ? "mpi" : res.cfg.parallel.comm);
+    }
     /* From here on every long phase (the checks, generation, epochs) stops at
      * a first SIGINT/SIGTERM; a second one also drops the batches in flight. */
     struct sigaction sa = {.sa_handler = stop_request};
@@ -586,6 +602,26 @@ int main(int argc, char **argv)
     for (int k = 0; k < 3; k++)
         if (bes.be[k] && bes.be[k] != &backend_cpu)
             be = bes.be[k];
+    struct comm comm = {.world = 1};
+    if (strcmp(res.cfg.parallel.mode, "ddp") == 0) {
+        if (ddp_open(&comm, &res.cfg, be, &e)) {
+            if (e.msg[0]) // rank 0's, or every rank's before the engine opened
+                fprintf(stderr, "dpbench: %s\n", e.msg);
+            config_free(&res.cfg);
+            return EXIT_USAGE;
+        }
+        train_comm = &comm;
+    }
+    if (opts.allreduce_bandwidth) {
+        rc = allreduce_bandwidth(&comm, stdout, &e);
+        if (rc)
+            fprintf(stderr, "dpbench: --allreduce-bandwidth: %s\n", e.msg);
+        if (rc && comm.world > 1)
+            comm_abort(&comm, EXIT_RUN);
+        comm_close(&comm);
+        config_free(&res.cfg);
+        return rc ? EXIT_RUN : EXIT_OK;
+    }
 
     res.estimate_bytes = (double)estimate;
     machine_describe(&res.machine);
@@ -597,8 +633,15 @@ int main(int argc, char **argv)
     strftime(res.stamp, sizeof res.stamp, "%Y%m%d-%H%M%S", &utc); // the same UTC as date
 
     train_progress = isatty(STDERR_FILENO);
+    if (comm.rank > 0)
+        train_progress = false;
     rc = run_points(&res.cfg, &bes, &res, &e);
     int status = EXIT_OK;
+    if (rc && comm.world > 1) { // the other ranks wait in a collective: end the job
+        fprintf(stderr, "dpbench: rank %d (%s): %s\n", comm.rank, comm.host, e.msg);
+        fflush(stderr);
+        comm_abort(&comm, EXIT_RUN);
+    }
     if (rc) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         status = rc == -2 ? EXIT_USAGE : EXIT_RUN;
@@ -623,5 +666,6 @@ int main(int argc, char **argv)
         status = 128 + train_stop;
     }
     results_free(&res);
+    comm_close(&comm);
     return status;
 }

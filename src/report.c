@@ -1,6 +1,7 @@
 /* Summaries, verdicts and the three renderers (text, JSON, CSV) over one
  * `struct results`, plus atomic result files. */
 #include "report.h"
+#include "report_ddp.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -63,6 +64,7 @@ void report_summarize(struct results *r)
                                   .samples_per_s = NAN, .overlap = NAN, .copy_gbps = NAN,
                                   .host_us = NAN, .final_loss = NAN, .speedup = NAN,
                                   .floor_ratio = NAN, .au = NAN};
+        report_ddp_summarize(run);
         if (n == 0)
             continue;
         double *t = malloc((size_t)n * sizeof(double));
@@ -152,13 +154,19 @@ void report_verdict(const struct run_result *run, char *buf, size_t n)
 
 /* ---- text ---------------------------------------------------------------- */
 
+/* Columns of run->splits: replicas, or ranks in a ddp run of several. */
+static int split_width(const struct run_result *run)
+{
+    return run->world_size > 1 ? run->world_size : run->replicas;
+}
+
 static void text_splits(FILE *f, const struct run_result *run)
 {
     /* one line per distinct batch size, in order of first appearance; an
      * epoch has at most two (full batches and a last partial one) */
     enum { MAX_SIZES = 8 };
     long rows[MAX_SIZES], count[MAX_SIZES], first[MAX_SIZES];
-    int n_sizes = 0, R = run->replicas;
+    int n_sizes = 0, R = split_width(run);
     for (long k = 0; k < run->n_split_batches; k++) {
         long total = 0;
         for (int i = 0; i < R; i++)
@@ -255,7 +263,11 @@ static void text_header(FILE *f, const struct results *r)
                     r->runs[i].notes);
     for (int i = 0; i < r->n_runs; i++)
         text_blas(f, &r->runs[i]);
-    fprintf(f, "# splits (batch rows -> rows per replica):\n");
+    if (run0->world_size > 1)
+        fprintf(f, "# ddp: %d ranks (%s), one replica each, batch %ld per rank (global %ld)\n",
+                run0->world_size, run0->comm, c->loader.batch_size,
+                c->loader.batch_size * run0->world_size);
+    fprintf(f, "# splits (batch rows -> rows per %s):\n", run0->world_size > 1 ? "rank" : "replica");
     text_splits(f, run0);
 }
 
@@ -337,6 +349,7 @@ void report_text(FILE *f, const struct results *r)
             fprintf(f, "# host overhead: %.1f us per step issuing device work, %.1f per replica\n",
                     s->host_us, s->host_us / r->runs[0].replicas);
         text_floor(f, &r->runs[0]);
+        report_ddp_text(f, &r->runs[0]);
         report_verdict(&r->runs[0], verdict, sizeof verdict);
         fprintf(f, "# verdict: %s\n", verdict);
         if (!isnan(s->au))
@@ -446,8 +459,8 @@ static cJSON *run_json(const struct run_result *run)
     cJSON *splits = cJSON_AddArrayToObject(o, "splits");
     for (long k = 0; k < run->n_split_batches; k++) {
         cJSON *a = cJSON_CreateArray();
-        for (int i = 0; i < run->replicas; i++) {
-            long rows = run->splits[k * run->replicas + i];
+        for (int i = 0; i < split_width(run); i++) {
+            long rows = run->splits[k * split_width(run) + i];
             if (rows > 0)
                 cJSON_AddItemToArray(a, cJSON_CreateNumber((double)rows));
         }
@@ -498,6 +511,7 @@ static cJSON *run_json(const struct run_result *run)
                           number_or_null(s->host_us / run->replicas));
     cJSON_AddItemToObject(sum, "final_loss", number_or_null(s->final_loss));
     cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
+    report_ddp_json(o, sum, run);
     char verdict[256];
     report_verdict(run, verdict, sizeof verdict);
     cJSON_AddStringToObject(sum, "verdict", verdict);

@@ -1,6 +1,6 @@
-/* The training loop: next batch -> DataParallel step -> release, timed
- * around each epoch. The step lives in step.c, the data movement in the
- * backend. */
+/* The training loop: next batch -> DataParallel or DDP step -> release,
+ * timed around each epoch. The steps live in step.c, the data movement in
+ * the backend, the collectives in comm.c. */
 #include "train.h"
 
 #include <math.h>
@@ -8,10 +8,26 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm.h"
+#include "ddp.h"
 #include "rng.h"
 #include "step.h"
 
 bool train_progress;
+struct comm *train_comm;
+
+/* The DDP step's allreduce; this rank's wish to stop travels with it. */
+static int grad_allreduce(void *arg, float *buf, size_t n, struct error *e)
+{
+    return comm_allreduce(arg, buf, n, stop_requested(), e);
+}
+
+/* Whether to stop after this batch: a signal here, or (several ranks) one
+ * any rank saw, which every rank learns in the same step's allreduce. */
+static bool stopping(const struct comm *cm)
+{
+    return cm && cm->world > 1 ? cm->stop : stop_requested();
+}
 
 /* Redraws "epoch e/E batch k/K" at most 4 times a second; `done` clears it. */
 static void progress(long ep, long epochs, long k, long batches, bool done)
@@ -51,10 +67,11 @@ static void trace_batch(FILE *f, const long *split, int replicas, long rows, int
     fprintf(f, "Outside: input size [%ld, %d] output_size [%ld, %d]\n", rows, F, rows, O);
 }
 
-/* Cores the compute may use: those the loader's workers leave free, at least one. */
-static int compute_cores(long num_workers)
+/* Cores the compute may use: those the loader's workers leave free, shared
+ * with the other ranks on this host, at least one. */
+static int compute_cores(long num_workers, int local_ranks)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN) / local_ranks;
     return cores - num_workers > 1 ? (int)(cores - num_workers) : 1;
 }
 
@@ -114,12 +131,20 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
 {
     int F = d->features, O = d->out_features;
     int n = c->parallel.n_devices ? c->parallel.n_devices : (int)c->parallel.replicas;
+    bool ddp = strcmp(c->parallel.mode, "ddp") == 0;
+    struct comm *cm = ddp ? train_comm : NULL;
+    int world = cm ? cm->world : 1;
+    if (ddp)
+        n = 1; // one replica per rank
     long total_epochs = c->train.warmup_epochs + c->train.epochs;
     memset(out, 0, sizeof *out);
     if (config_copy(&out->cfg, c))
         return error_set(e, "out of memory");
     out->backend = be->name;
     out->replicas = n;
+    out->world_size = world;
+    out->comm = cm ? cm->name : NULL;
+    out->allreduce_bytes = (double)(O * F + O) * sizeof(float);
     out->shared_devices = devices_shared(c);
     if (strcmp(be->name, "cpu") == 0 && (c->loader.pin_memory || c->loader.async_copy))
         snprintf(out->notes, sizeof out->notes,
@@ -136,6 +161,11 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     dataset_resolve_config(d, &out->cfg); // the data's shapes and the loss it trains with
     const struct loss_fn *loss = loss_find(out->cfg.model.loss);
     out->loss = loss->name;
+    /* DDP: rank 0's initial parameters on every rank */
+    if (cm && comm_bcast(cm, w0, (size_t)(O * F + O) * sizeof(float), e)) {
+        free(w0);
+        return -1;
+    }
     struct backend_setup setup = {
         .features = F,
         .out_features = O,
@@ -145,7 +175,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .pin_memory = c->loader.pin_memory,
         .async_copy = c->loader.async_copy,
         .copy_depth = (int)c->loader.copy_depth,
-        .compute_cores = compute_cores(c->loader.num_workers),
+        .compute_cores = compute_cores(c->loader.num_workers, cm ? cm->local_size : 1),
         .w0 = w0,
         .b0 = w0 + OF,
         .classify = d->classes > 0,
@@ -160,6 +190,8 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .pin_memory = c->loader.pin_memory,
         .extra_buffers = c->loader.async_copy ? (int)c->loader.copy_depth : 0,
         .seed = (unsigned long)c->seed,
+        .rank = cm ? cm->rank : 0,
+        .world = world,
         .mem = {be->host_alloc, be->host_free},
     };
     struct loader l;
@@ -204,7 +236,8 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     }
 
     float lr = (float)c->train.lr;
-    for (long ep = 0; ep < total_epochs && !stop_requested(); ep++) {
+    struct step_comm sc = {.world = world, .allreduce = grad_allreduce, .arg = cm};
+    for (long ep = 0; ep < total_epochs && !stopping(cm); ep++) {
         struct epoch_stats st = {0};
         if (c->dataset.drop_cache && dataset_drop_cache(d, e))
             goto failed;
@@ -217,8 +250,10 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
                 break; // interrupted while shuffling: the epochs before stand
             goto failed;
         }
+        if (cm)
+            cm->allreduce_s = 0;
         while ((got = be->next(ctx, &l, &b, &st, e)) == 1) {
-            if (step_dp(&s, b, lr, &st, e)) {
+            if (ddp ? step_ddp(&s, b, lr, cm ? &sc : NULL, &st, e) : step_dp(&s, b, lr, &st, e)) {
                 be->release(ctx, &l, b);
                 got = -1;
                 break;
@@ -238,17 +273,19 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
                 memcpy(out->splits + b->index * n, b->split, (size_t)n * sizeof(long));
                 out->n_split_batches = b->index + 1; // in order: every batch before ran
             }
-            if (trace && ep == 0) // the splits repeat every epoch: the first one shows them
+            if (trace && ep == 0 && world == 1) // the splits repeat every epoch: the first one shows them
                 trace_batch(trace, b->split, n, b->rows, F, O);
             long done = b->index + 1; // b is not ours to read after release
             be->release(ctx, &l, b);
             if (train_progress)
                 progress(ep + 1, total_epochs, done, l.n_batches, false);
-            if (stop_requested())
+            if (stopping(cm))
                 break;
         }
         if (got < 0 && abort_requested())
             got = 1; // a second signal cancelled the batch in flight: a partial epoch
+        if (cm)
+            st.allreduce_s = cm->allreduce_s;
         struct error end_err;
         int end_rc = be->epoch_end(ctx, &st, got < 0 ? &end_err : e); // keep the first error
         loader_epoch_end(&l);
@@ -270,11 +307,16 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     }
     if (train_progress)
         progress(0, 0, 0, 0, true);
-    out->interrupted = stop_requested();
+    out->interrupted = stopping(cm);
     if (step_params(&s, out->w, out->b, e))
         goto out;
     if (d->eval && !out->interrupted && evaluate(d->eval, loss, out->w, out->b, out, e))
         goto out;
+    /* every rank's figures and splits to rank 0, which reports them */
+    if (world > 1 && ddp_gather(cm, out, e))
+        goto out;
+    if (world > 1 && trace && cm->rank == 0)
+        ddp_trace(trace, out, F, O);
     rc = 0;
     goto out;
 failed: /* mid-run: keep the measured epochs, as an interrupted run does */
@@ -297,6 +339,9 @@ void run_result_free(struct run_result *r)
     config_free(&r->cfg);
     free(r->splits);
     free(r->epochs);
+    for (int i = 0; r->ranks && i < r->world_size; i++)
+        free(r->ranks[i].epochs);
+    free(r->ranks);
     free(r->w);
     free(r->b);
     memset(r, 0, sizeof *r);

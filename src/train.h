@@ -37,6 +37,17 @@ struct run_summary {
     double au;                     // accelerator utilisation: compute time / epoch time
     double speedup;                // baseline median / this median (first run = 1)
     double floor_ratio;            // median / floor, NAN without report.floor
+    /* ddp, several ranks (NAN otherwise) */
+    double allreduce_s;            // gradient allreduce seconds per epoch, mean over ranks
+    double algbw_gbps, busbw_gbps; // its bandwidth, nccl-tests' definitions
+    double straggler;              // slowest / fastest rank's median epoch
+};
+
+/* One rank's figures in a ddp run, gathered on rank 0. */
+struct rank_result {
+    int rank;
+    char host[64];
+    struct epoch_result *epochs; // (n_epochs) this rank's measured epochs
 };
 
 struct run_result {
@@ -48,6 +59,10 @@ struct run_result {
     long n_batches;         // batches per epoch
     long *splits;           // (n_batches, replicas) rows per replica, first epoch
     long n_split_batches;   // batches of the first epoch that ran (n_batches unless cut short)
+    int world_size;         // ddp ranks; 1 for dp
+    struct rank_result *ranks; // (world_size) ddp with several ranks, on rank 0; else NULL
+    double allreduce_bytes; // payload of one gradient allreduce (ddp)
+    const char *comm;       // ddp's comm engine name
     struct epoch_result *epochs; // (n_epochs) measured epochs
     int n_epochs;
     float *w, *b;           // (out, in), (out) final parameters
@@ -66,6 +81,9 @@ struct run_result {
     struct run_summary sum; // filled by report_summarize
 };
 
+/* The communicator of a ddp run (main opens it); NULL: a world of one. */
+struct comm;
+extern struct comm *train_comm;
 /* When set (stderr is a terminal), a progress line is redrawn on stderr
  * during epochs that take longer than a moment. */
 extern bool train_progress;

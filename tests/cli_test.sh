@@ -28,6 +28,7 @@ yaml() { printf -- "$2" >"$TMP/$1"; echo "$TMP/$1"; }
 expect 0 "30 -> 30 (x3)" -- --config configs/tutorial.yaml
 expect 0 "verdict:" -- --config configs/tutorial.yaml
 expect 0 "backends: cpu" -- --version
+expect 0 "comm: " -- --version
 expect 0 "loader.num_workers" -- --help-config
 expect 0 "--config FILE" -- --help
 expect 0 "30 -> 15/15 (x3)" -- -c configs/tutorial.yaml --set parallel.replicas=2

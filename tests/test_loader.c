@@ -328,6 +328,66 @@ static void test_second_signal_cancels_in_flight(void **state)
         train_stop = 0;
         train_abort = 0;
     }
+/* DistributedSampler (torch.utils.data.distributed): the single-process
+ * permutation, padded by repeating its start to a multiple of the world (cut
+ * with drop_last), rank r reading positions r, r + W, ...; all ranks read
+ * the same number of samples, and together every sample at least once. */
+static long *epoch_ids(const struct dataset *d, struct loader_options o, long epoch, long *n)
+{
+    struct loader l;
+    struct error e;
+    if (loader_init(&l, d, &o, &e))
+        fail_msg("%s", e.msg);
+    assert_int_equal(loader_epoch_begin(&l, epoch, &e), 0);
+    long *ids = malloc((size_t)(l.n_samples + 1) * sizeof(long)), got = 0;
+    struct batch *b;
+    while (loader_next(&l, &b, &e) == 1) {
+        memcpy(ids + got, b->ids, (size_t)b->rows * sizeof(long));
+        got += b->rows;
+        loader_release(&l, b);
+    }
+    loader_epoch_end(&l);
+    loader_free(&l);
+    *n = got;
+    return ids;
+}
+
+static void test_distributed_sampler(void **state)
+{
+    (void)state;
+    struct dataset d;
+    make_data(&d, 23, 3);
+    for (int drop = 0; drop <= 1; drop++)
+        for (int world = 1; world <= 5; world++) {
+            struct loader_options o = options(4, world % 2, 2, false);
+            o.drop_last = drop;
+            o.batch_size = 1; // every sample of the rank, whatever drop_last does to batches
+            long n_all;
+            long *all = epoch_ids(&d, o, 3, &n_all); // one process: the permutation
+            assert_int_equal(n_all, 23);
+            long per = drop ? 23 / world : (23 + world - 1) / world;
+            assert_int_equal(loader_samples(23, world, drop), per);
+            for (int r = 0; r < world; r++) {
+                o.rank = r;
+                o.world = world;
+                long n;
+                long *ids = epoch_ids(&d, o, 3, &n);
+                assert_int_equal(n, per);
+                for (long i = 0; i < n; i++)
+                    assert_int_equal(ids[i], all[(r + i * world) % 23]);
+                free(ids);
+            }
+            free(all);
+        }
+    /* per-rank batches: 23 samples over 2 ranks = 12 each -> 5, 5, 2 */
+    struct loader_options o = options(5, 0, 2, false);
+    o.world = 2;
+    o.rank = 1;
+    struct loader l;
+    struct error e;
+    assert_int_equal(loader_init(&l, &d, &o, &e), 0);
+    assert_int_equal(l.n_batches, 3);
+    loader_free(&l);
     dataset_free(&d);
 }
 
@@ -343,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_early_stop),
         cmocka_unit_test(test_sample_cost_with_workers),
         cmocka_unit_test(test_second_signal_cancels_in_flight),
+        cmocka_unit_test(test_distributed_sampler),
     };
     return cmocka_run_group_tests_name("loader", tests, NULL, NULL);
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# dp with N replicas against ddp with N ranks (mpirun) on the large workload
+# at the same global batch, and the bare allreduce of the engine, into
+# bench_results/ddp/:
+#   dp.json, ddp.json       dpbench's results (ddp: rank table, allreduce)
+#   allreduce.txt           dpbench --allreduce-bandwidth under the same mpirun
+#   summary.txt             median epochs side by side; the step's allreduce per
+#                           call against the bare one at the nearest size
+# N=2 by default (N=4 scripts/bench-ddp.sh for more ranks).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-2}
+OUT=${OUT:-bench_results/ddp}
+PY=${PY:-python3}
+mkdir -p "$OUT"
+# Open MPI refuses root unless told; more ranks than cores need --oversubscribe
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun --oversubscribe -np "$N")
+CFG=configs/dp-vs-ddp.yaml
+GLOBAL=256
+
+cmd_dp=(./dpbench --config $CFG --set parallel.replicas=$N --set loader.batch_size=$GLOBAL --format json)
+cmd_ddp=("${MPIRUN[@]}" ./dpbench --config $CFG --set parallel.mode=ddp
+         --set loader.batch_size=$((GLOBAL / N)) --format json)
+cmd_bw=("${MPIRUN[@]}" ./dpbench --allreduce-bandwidth)
+echo "== ${cmd_dp[*]}" >&2
+"${cmd_dp[@]}" >"$OUT/dp.json"
+echo "== ${cmd_ddp[*]}" >&2
+"${cmd_ddp[@]}" >"$OUT/ddp.json"
+echo "== ${cmd_bw[*]}" >&2
+"${cmd_bw[@]}" >"$OUT/allreduce.txt"
+
+"$PY" - "$OUT" "${cmd_dp[*]}" "${cmd_ddp[*]}" "${cmd_bw[*]}" >"$OUT/summary.txt" <<'PY'
+import json, sys
+out, cdp, cddp, cbw = sys.argv[1:5]
+dp = json.load(open(out + "/dp.json"))
+ddp = json.load(open(out + "/ddp.json"))
+r0, r1 = dp["runs"][0], ddp["runs"][0]
+m = dp["machine"]
+print("# machine: %s, %d cores, %.1f GiB, %s" % (m["cpu"], m["cores"], m["memory_bytes"] / 2**30, m["kernel"]))
+print("# dpbench %s, %s" % (dp["dpbench"]["git_commit"], dp["date"]))
+print("# dp:  %s" % cdp)
+print("# ddp: %s" % cddp)
+print("# bw:  %s" % cbw)
+print("%-28s %12s %12s %10s" % ("run", "median ms", "samples/s", "loss"))
+for name, r in (("dp, %d replicas" % r0["replicas"], r0), ("ddp, %d ranks" % r1["world_size"], r1)):
+    s = r["summary"]
+    print("%-28s %12.2f %12.0f %10.5g" % (name, 1e3 * s["median_seconds"], s["samples_per_second"], s["final_loss"]))
+s = r1["summary"]
+calls = r1["batches_per_epoch"]
+per_call = s["allreduce_seconds_per_epoch"] / calls
+nbytes = (256 * 16 + 16 + 1) * 4  # the gradient and the stop flag
+rows = []
+for line in open(out + "/allreduce.txt"):
+    if line.startswith(" "):
+        f = line.split()
+        rows.append((int(f[0]), float(f[5]) * 1e-6))
+size, bare = min(rows, key=lambda r: abs(r[0] - nbytes))
+print("# ddp straggler ratio %.3f, busbw %.3f GB/s" % (s["straggler_ratio"], s["busbw_gbps"]))
+print("# allreduce in the step: %.1f us per call (%d B); bare --allreduce-bandwidth at %d B: %.1f us; ratio %.2f"
+      % (1e6 * per_call, nbytes, size, 1e6 * bare, per_call / bare))
+print("# ddp epoch / dp epoch: %.2f" % (r1["summary"]["median_seconds"] / r0["summary"]["median_seconds"]))
+PY
+cat "$OUT/summary.txt"

@@ -1,0 +1,136 @@
+/* The engine-independent part of comm.h: choosing the engine, a world of
+ * one, the allreduce's timing and the stop flag that travels with it. */
+#include "comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *comm_engines(void)
+{
+#ifdef DPBENCH_HAVE_MPI
+    return "mpi";
+#else
+    return "";
+#endif
+}
+
+bool comm_launched(void)
+{
+    /* Open MPI's launcher sets these in every rank it starts */
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK");
+}
+
+static const struct comm_engine *engine_find(const char *name)
+{
+#ifdef DPBENCH_HAVE_MPI
+    if (strcmp(name, "mpi") == 0)
+        return &comm_mpi;
+#endif
+    (void)name;
+    return NULL;
+}
+
+int comm_open(struct comm *c, const char *name, struct error *e)
+{
+    memset(c, 0, sizeof *c);
+    c->world = 1;
+    c->local_size = 1;
+    c->name = "self";
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (local && atoi(local) > 0)
+        c->local_size = atoi(local);
+    if (gethostname(c->host, sizeof c->host - 1) != 0)
+        snprintf(c->host, sizeof c->host, "%s", "unknown");
+    const struct comm_engine *eng = engine_find(name);
+    if (!eng) {
+        const char *have = comm_engines();
+        return error_set(e, "parallel.comm: %s is not compiled into this dpbench (comm engines: "
+                            "%s)%s", name, have[0] ? have : "none",
+                         strcmp(name, "mpi") == 0 ? "; install libopenmpi-dev and rebuild" : "");
+    }
+    if (!comm_launched())
+        return 0; // a world of one: no engine to open
+    c->engine = eng;
+    c->name = eng->name;
+    if (eng->open(c, e)) {
+        c->engine = NULL;
+        return error_wrap(e, "parallel.comm %s", name);
+    }
+    return 0;
+}
+
+int comm_allreduce(struct comm *c, float *buf, size_t n, bool stop_here, struct error *e)
+{
+    if (!c->engine) {
+        c->stop = stop_here;
+        return 0;
+    }
+    /* The stop flag rides in one more float, so that every rank leaves the
+     * loop after the same step and none waits in an allreduce alone. The
+     * timed part is the engine's call. */
+    if (n + 1 > c->scratch_n) {
+        free(c->scratch);
+        c->scratch_n = 0;
+        if (!(c->scratch = malloc((n + 1) * sizeof(float))))
+            return error_set(e, "out of memory");
+        c->scratch_n = n + 1;
+    }
+    memcpy(c->scratch, buf, n * sizeof(float));
+    c->scratch[n] = stop_here ? 1.0f : 0.0f;
+    double t0 = now_seconds();
+    int rc = c->engine->allreduce_sum(c, c->scratch, n + 1, e);
+    c->allreduce_s += now_seconds() - t0;
+    c->allreduce_calls++;
+    c->allreduce_bytes += (double)n * sizeof(float);
+    if (rc)
+        return -1;
+    memcpy(buf, c->scratch, n * sizeof(float));
+    c->stop = c->scratch[n] > 0.5f;
+    return 0;
+}
+
+int comm_sum(struct comm *c, float *buf, size_t n, struct error *e)
+{
+    return c->engine ? c->engine->allreduce_sum(c, buf, n, e) : 0;
+}
+
+int comm_bcast(struct comm *c, void *buf, size_t bytes, struct error *e)
+{
+    return c->engine ? c->engine->bcast(c, buf, bytes, e) : 0;
+}
+
+int comm_gather(struct comm *c, const void *send, size_t bytes, void *recv, struct error *e)
+{
+    if (!c->engine) {
+        memcpy(recv, send, bytes);
+        return 0;
+    }
+    return c->engine->gather(c, send, bytes, recv, e);
+}
+
+int comm_max(struct comm *c, long v, long *max, struct error *e)
+{
+    if (!c->engine) {
+        *max = v;
+        return 0;
+    }
+    return c->engine->max(c, v, max, e);
+}
+
+void comm_abort(struct comm *c, int code)
+{
+    if (c->engine)
+        c->engine->abort(c, code);
+}
+
+void comm_close(struct comm *c)
+{
+    if (c->engine)
+        c->engine->close(c);
+    c->engine = NULL;
+    free(c->scratch);
+    c->scratch = NULL;
+    c->scratch_n = 0;
+}

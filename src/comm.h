@@ -1,0 +1,77 @@
+/* The communicator of a DDP run: which rank this process is among how many,
+ * on which host, and the collectives the run needs, on an existing engine
+ * (Open MPI for processes and hosts, NCCL for GPUs, bootstrapped over MPI),
+ * never a transport of our own.
+ *
+ * Started by mpirun, a ddp run is one rank of the job; started alone, it is a
+ * world of one and opens no engine at all. A dp run never opens one either:
+ * the MPI library is not even mapped (comm_mpi.c opens it with dlopen). */
+#ifndef DPBENCH_COMM_H
+#define DPBENCH_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util.h"
+
+struct comm_engine;
+
+struct comm {
+    const struct comm_engine *engine; // NULL: a world of one
+    const char *name;                 // "mpi", "nccl", "self"
+    int rank, world;
+    int local_size;                   // ranks on this host
+    char host[256];
+    /* accumulated by comm_allreduce since the caller last cleared them */
+    double allreduce_s;               // seconds inside the allreduce
+    long allreduce_calls;
+    double allreduce_bytes;           // payload bytes summed, per rank
+    bool stop;                        // a rank asked to stop: seen by every rank at once
+    float *scratch;                   // (scratch_n) the allreduce's buffer: payload, stop flag
+    size_t scratch_n;
+    void *impl;                       // the engine's
+};
+
+/* Space-separated engines compiled in ("mpi", "mpi nccl", "" for none). */
+const char *comm_engines(void);
+/* True when this process was started by mpirun (one rank of a job). */
+bool comm_launched(void);
+
+/* Opens the engine `name` ("mpi") when launched by mpirun, else a world of
+ * one. Fails (exit 2 material) for an engine not compiled in. */
+int comm_open(struct comm *c, const char *name, struct error *e);
+/* Sums n floats across ranks, in place. `stop_here` is this rank's wish to
+ * stop; after the call c->stop says whether any rank had it. Timed. */
+int comm_allreduce(struct comm *c, float *buf, size_t n, bool stop_here, struct error *e);
+/* Rank 0's `bytes` bytes of buf to every rank. */
+int comm_bcast(struct comm *c, void *buf, size_t bytes, struct error *e);
+/* Every rank's `bytes` bytes of send, in rank order into recv on rank 0
+ * (recv may be NULL elsewhere). */
+int comm_gather(struct comm *c, const void *send, size_t bytes, void *recv, struct error *e);
+/* Sums n floats across ranks in place: the engine's call alone (no stop
+ * flag, not timed). */
+int comm_sum(struct comm *c, float *buf, size_t n, struct error *e);
+/* The largest `v` over the ranks, on every rank. */
+int comm_max(struct comm *c, long v, long *max, struct error *e);
+/* Ends the whole job now (after a rank's failure): never returns when an
+ * engine is open. */
+void comm_abort(struct comm *c, int code);
+void comm_close(struct comm *c);
+
+/* The engine table an engine file fills. */
+struct comm_engine {
+    const char *name;
+    int (*open)(struct comm *c, struct error *e);
+    int (*allreduce_sum)(struct comm *c, float *buf, size_t n, struct error *e);
+    int (*bcast)(struct comm *c, void *buf, size_t bytes, struct error *e);
+    int (*gather)(struct comm *c, const void *send, size_t bytes, void *recv, struct error *e);
+    int (*max)(struct comm *c, long v, long *max, struct error *e);
+    void (*abort)(struct comm *c, int code);
+    void (*close)(struct comm *c);
+};
+
+#ifdef DPBENCH_HAVE_MPI
+extern const struct comm_engine comm_mpi;
+#endif
+
+#endif

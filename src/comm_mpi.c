@@ -1,0 +1,143 @@
+/* comm.h's engine on Open MPI. dpbench is not linked against libmpi (mapping
+ * it costs every run, dp ones included, several milliseconds at start): a
+ * ddp run launched by mpirun opens it here with dlopen, resolves the calls
+ * it makes with mpi.h's own prototypes, and the predefined handles
+ * (MPI_COMM_WORLD, MPI_FLOAT, ...) through the global objects Open MPI's
+ * mpi.h macros name. Errors stay fatal (Open MPI's default): a rank that
+ * dies or fails a call takes the job down, and mpirun names the rank.
+ *
+ * DPBENCH_LIBMPI names another file to open instead of libmpi.so.40. */
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+
+/* X(name) for each call dpbench makes */
+#define MPI_CALLS(X)                                                                        \
+    X(MPI_Init_thread) X(MPI_Initialized) X(MPI_Finalized) X(MPI_Finalize)                  \
+    X(MPI_Comm_rank) X(MPI_Comm_size) X(MPI_Allreduce) X(MPI_Bcast) X(MPI_Gather)           \
+    X(MPI_Abort) X(MPI_Get_processor_name) X(MPI_Error_string)
+
+static struct {
+    void *lib;
+#define X(f) __typeof__(f) *f;
+    MPI_CALLS(X)
+#undef X
+    MPI_Comm world;
+    MPI_Datatype f32, byte, i64;
+    MPI_Op sum, max;
+} mpi;
+
+static int mpi_load(struct error *e)
+{
+    if (mpi.lib)
+        return 0;
+    const char *path = getenv("DPBENCH_LIBMPI");
+    if (!path || !path[0])
+        path = "libmpi.so.40";
+    /* global: Open MPI's own plugins resolve libmpi's symbols */
+    void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (!lib)
+        return error_set(e, "cannot open %s: %s (install openmpi-bin and libopenmpi3)", path,
+                         dlerror());
+#define X(f)                                                                                \
+    if (!(mpi.f = (__typeof__(f) *)dlsym(lib, #f)))                                         \
+        return error_set(e, "%s: no symbol " #f, path);
+    MPI_CALLS(X)
+#undef X
+    struct {
+        void **dst;
+        const char *sym;
+    } handles[] = {
+        {(void **)&mpi.world, "ompi_mpi_comm_world"}, {(void **)&mpi.f32, "ompi_mpi_float"},
+        {(void **)&mpi.byte, "ompi_mpi_byte"},        {(void **)&mpi.i64, "ompi_mpi_long"},
+        {(void **)&mpi.sum, "ompi_mpi_op_sum"},       {(void **)&mpi.max, "ompi_mpi_op_max"},
+    };
+    for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
+        if (!(*handles[i].dst = dlsym(lib, handles[i].sym)))
+            return error_set(e, "%s: no symbol %s (not Open MPI?)", path, handles[i].sym);
+    mpi.lib = lib;
+    return 0;
+}
+
+static int mpi_fail(struct comm *c, int rc, const char *call, struct error *e)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    mpi.MPI_Error_string(rc, msg, &len);
+    return error_set(e, "rank %d (%s): %s: %s", c->rank, c->host, call, msg);
+}
+
+#define MPI_CHECK(call)                                                                     \
+    do {                                                                                    \
+        int rc_ = mpi.call;                                                                 \
+        if (rc_ != MPI_SUCCESS)                                                             \
+            return mpi_fail(c, rc_, #call, e);                                              \
+    } while (0)
+
+static int mpi_open(struct comm *c, struct error *e)
+{
+    if (mpi_load(e))
+        return -1;
+    int provided = 0, len = 0;
+    MPI_CHECK(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+    MPI_CHECK(MPI_Comm_rank(mpi.world, &c->rank));
+    MPI_CHECK(MPI_Comm_size(mpi.world, &c->world));
+    char name[MPI_MAX_PROCESSOR_NAME] = "";
+    if (mpi.MPI_Get_processor_name(name, &len) == MPI_SUCCESS && name[0])
+        snprintf(c->host, sizeof c->host, "%s", name);
+    return 0;
+}
+
+static int mpi_allreduce_sum(struct comm *c, float *buf, size_t n, struct error *e)
+{
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, mpi.f32, mpi.sum, mpi.world));
+    return 0;
+}
+
+static int mpi_bcast(struct comm *c, void *buf, size_t bytes, struct error *e)
+{
+    MPI_CHECK(MPI_Bcast(buf, (int)bytes, mpi.byte, 0, mpi.world));
+    return 0;
+}
+
+static int mpi_gather(struct comm *c, const void *send, size_t bytes, void *recv,
+                      struct error *e)
+{
+    MPI_CHECK(MPI_Gather(send, (int)bytes, mpi.byte, recv, (int)bytes, mpi.byte, 0, mpi.world));
+    return 0;
+}
+
+static int mpi_max(struct comm *c, long v, long *max, struct error *e)
+{
+    MPI_CHECK(MPI_Allreduce(&v, max, 1, mpi.i64, mpi.max, mpi.world));
+    return 0;
+}
+
+static void mpi_abort(struct comm *c, int code)
+{
+    (void)c;
+    mpi.MPI_Abort(mpi.world, code);
+}
+
+static void mpi_close(struct comm *c)
+{
+    (void)c;
+    int done = 0;
+    if (mpi.MPI_Finalized(&done) == MPI_SUCCESS && !done)
+        mpi.MPI_Finalize();
+}
+
+const struct comm_engine comm_mpi = {
+    .name = "mpi",
+    .open = mpi_open,
+    .allreduce_sum = mpi_allreduce_sum,
+    .bcast = mpi_bcast,
+    .gather = mpi_gather,
+    .max = mpi_max,
+    .abort = mpi_abort,
+    .close = mpi_close,
+};

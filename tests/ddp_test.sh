@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# DDP over MPI on this machine (mpirun, ranks as processes): W ranks x batch B
+# learn what one process learns with batch W*B and what DataParallel learns
+# with W replicas; rank 0 alone prints; a rank whose config differs stops the
+# job with one message naming it; bad ddp input exits 2; dp runs never map
+# libmpi. Prints "N passed, N failed"; skips (0 failed) without mpirun or
+# without MPI compiled in.
+set -u
+BIN=$(realpath "${1:-./dpbench}")
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0 fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+if ! command -v mpirun >/dev/null || ! "$BIN" --version | grep -q '^comm:.*mpi'; then
+    echo "skipped: no mpirun or dpbench built without MPI"
+    echo "0 passed, 0 failed"
+    exit 0
+fi
+# Open MPI refuses root unless told; oversubscribe: more ranks than cores here
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun --oversubscribe --mca btl self,vader -np)
+
+# final_params of a JSON result on stdout, as one line of numbers
+params() {
+    python3 -c 'import json,sys; p=json.load(sys.stdin)["runs"][0]["final_params"]; print(*(p["weight"]+p["bias"]))'
+}
+# maxrel A B: largest |a-b|/max(|b|,1e-3) over two lines of numbers
+maxrel() {
+    python3 -c 'import sys; a=list(map(float,sys.argv[1].split())); b=list(map(float,sys.argv[2].split()))
+assert len(a)==len(b) and a, "no parameters"
+print(max(abs(x-y)/max(abs(y),1e-3) for x,y in zip(a,b)))' "$1" "$2"
+}
+within() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$1" "$2"; }
+
+# ---- equivalence: W ranks x B == 1 process x W*B == dp W replicas x W*B
+for shuffle in true false; do
+    for W in 2 3; do
+        B=10
+        C=(--config configs/tutorial.yaml --set dataset.length=$((W * B * 4)) --set train.epochs=5
+           --set loader.shuffle=$shuffle --format json)
+        ddp=$("${MPIRUN[@]}" "$W" "$BIN" "${C[@]}" --set parallel.mode=ddp \
+              --set loader.batch_size=$B 2>"$TMP/err" | params)
+        one=$("$BIN" "${C[@]}" --set loader.batch_size=$((W * B)) | params)
+        dp=$("$BIN" "${C[@]}" --set loader.batch_size=$((W * B)) --set parallel.replicas=$W | params)
+        d1=$(maxrel "$ddp" "$one" 2>&1) d2=$(maxrel "$ddp" "$dp" 2>&1)
+        if within "$d1" 1e-5 && within "$d2" 1e-5; then ok; else
+            bad "shuffle=$shuffle W=$W: ddp vs 1 process $d1, vs dp $d2 ($(head -c 300 "$TMP/err"))"; fi
+    done
+done
+
+# ---- rank 0 alone prints: one header on stdout for 3 ranks
+"${MPIRUN[@]}" 3 "$BIN" --config configs/tutorial.yaml --set parallel.mode=ddp >"$TMP/out" 2>"$TMP/err"
+n=$(grep -c '^# dpbench' "$TMP/out")
+if [ "$n" = 1 ]; then ok; else bad "3 ranks printed $n headers: $(head -c 300 "$TMP/err")"; fi
+
+# ---- reports: JSON per rank, splits per rank, busbw; rank table; trace per rank
+"${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --format json >"$TMP/j" 2>"$TMP/err"
+if python3 - "$TMP/j" <<'PY'; then ok; else bad "ddp JSON: $(head -c 300 "$TMP/err")"; fi
+import json, sys
+r = json.load(open(sys.argv[1]))["runs"][0]
+assert r["world_size"] == 2, r["world_size"]
+assert [x["rank"] for x in r["ranks"]] == [0, 1]
+assert all(len(x["epochs"]) == 10 and "allreduce_seconds" in x["epochs"][0] for x in r["ranks"])
+assert r["splits"] == [[15, 15], [15, 15], [15, 15], [5, 5]], r["splits"]
+assert r["summary"]["busbw_gbps"] > 0
+assert all(e["samples"] == 100 for e in r["epochs"])  # the job's samples
+PY
+"${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set report.trace=true --set train.epochs=1 \
+    --set train.warmup_epochs=0 >"$TMP/out" 2>"$TMP/err"
+printf '[rank 0]\tIn Model: input size [15, 5] output size [15, 2]\n[rank 0] Outside: input size [15, 5] output_size [15, 2]\n[rank 1]\tIn Model: input size [15, 5] output size [15, 2]\n' >"$TMP/want"
+if grep -A2 -m1 '^\[rank 0\]' "$TMP/out" | cmp -s - "$TMP/want" && grep -q '^# straggler: ' "$TMP/out" &&
+   grep -q '^#     1 ' "$TMP/out"; then ok; else bad "ddp trace / rank table: $(head -c 400 "$TMP/out")"; fi
+
+# ---- --allreduce-bandwidth: a table, nothing wrong
+"${MPIRUN[@]}" 2 "$BIN" --allreduce-bandwidth >"$TMP/out" 2>"$TMP/err"
+if [ "$(grep -c '^ ' "$TMP/out")" -ge 10 ] && awk '/^ / && $NF != 0 {exit 1}' "$TMP/out"; then ok; else
+    bad "--allreduce-bandwidth: $(head -c 400 "$TMP/out") $(head -c 200 "$TMP/err")"; fi
+
+# ---- a rank with another config stops every rank, one message naming it
+"${MPIRUN[@]}" 1 "$BIN" --set parallel.mode=ddp : -np 1 "$BIN" --set parallel.mode=ddp \
+    --set loader.batch_size=15 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -ne 0 ] && [ "$(grep -c '^dpbench: ' "$TMP/err")" = 1 ] &&
+   grep -q "rank 1 (.*): its config differs from rank 0's at loader.batch_size" "$TMP/err" &&
+   ! grep -q '^# dpbench' "$TMP/out"; then ok; else bad "config mismatch -> exit $rc: $(cat "$TMP/err")"; fi
+
+# ---- bad ddp input: exit 2, one line
+expect2() {
+    local frag=$1; shift
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    local rc=$?
+    if [ "$rc" -eq 2 ] && grep -qF -- "$frag" "$TMP/err"; then ok; else
+        bad "$* -> exit $rc, want 2 and '$frag': $(head -c 300 "$TMP/err")"; fi
+}
+expect2 "ddp runs one replica per rank" "$BIN" --set parallel.mode=ddp --set parallel.replicas=2
+expect2 "nccl needs parallel.device: cuda" "$BIN" --set parallel.mode=ddp --set parallel.comm=nccl
+expect2 "3 ranks for dataset.length 2" "${MPIRUN[@]}" 3 "$BIN" --set parallel.mode=ddp \
+    --set dataset.length=2 --set loader.batch_size=1
+
+# ---- libmpi is mapped by ddp runs under mpirun only: never by dp runs, nor by
+# a ddp run started alone (a world of one)
+for args in "" "--set parallel.mode=ddp"; do
+    if LD_DEBUG=files "$BIN" --config configs/tutorial.yaml $args 2>&1 >/dev/null | grep -q libmpi; then
+        bad "dpbench $args mapped libmpi"; else ok; fi
+done
+"${MPIRUN[@]}" 1 env LD_DEBUG=files "$BIN" --set parallel.mode=ddp >/dev/null 2>"$TMP/err"
+if grep -q libmpi "$TMP/err"; then ok; else bad "a ddp rank did not open libmpi"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
