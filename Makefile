@@ -56,12 +56,21 @@ else
 MPI_MSG  := $(if $(strip $(MPI_CFLAGS)),MPI=0,no MPI (mpicc or pkg-config ompi-c)): no comm engine
 endif
 
+# NCCL (parallel.comm: nccl) comes with the CUDA toolkit; it needs MPI to
+# bootstrap. Opened with dlopen by ddp runs on cuda only.
+NCCL ?= $(if $(and $(filter 1,$(CUDA)),$(filter 1,$(MPI)),$(wildcard $(CUDA_HOME)/include/nccl.h)),1,0)
+ifeq ($(NCCL),1)
+SRC      += comm_nccl.c
+CPPFLAGS += -DDPBENCH_HAVE_NCCL
+MPI_MSG  += nccl
+endif
+
 B    := build
 OBJ  := $(SRC:%.c=$(B)/%.o)
 $(B)/comm_mpi.o: CPPFLAGS += $(MPI_CFLAGS)
 # Objects depend on the flavour (CUDA=0/1, MPI=0/1), so switching rebuilds them.
 FLAVOUR := $(B)/flavour
-$(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)" ] || echo $(CUDA)$(MPI) >$(FLAVOUR))
+$(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL)" ] || echo $(CUDA)$(MPI)$(NCCL) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
@@ -229,22 +238,30 @@ endif
 # virtual replicas, sync/async, pinned/pageable, teardown) where no GPU is.
 # Needs only the toolkit's headers.
 EMU := $(B)/emu
+# With NCCL: the emulation's NCCL calls run over MPI, and the emulated dpbench
+# has its comm engines, so that ddp with comm nccl runs under mpirun here.
+ifeq ($(NCCL),1)
+EMU_NCCL_FAKE := -DFAKE_NCCL $(MPI_CFLAGS)
+EMU_NCCL_LIBS := $(shell mpicc --showme:link 2>/dev/null || pkg-config --libs ompi-c)
+EMU_COMM      := -DDPBENCH_HAVE_MPI -DDPBENCH_HAVE_NCCL $(MPI_CFLAGS) src/comm_mpi.c src/comm_nccl.c
+endif
 ifneq ($(wildcard $(CUDA_HOME)/include/cublas_v2.h),)
 $(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h tests/fakecuda.c $(SRC:%=src/%) src/backend_cuda.c \
                  src/cuda_dl.c $(B)/deps.stamp
 	@mkdir -p $(EMU)
 	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include \
-	    -Wno-unused-parameter tests/fakecuda.c -o $(EMU)/libfakecuda.so
+	    -Wno-unused-parameter $(EMU_NCCL_FAKE) tests/fakecuda.c $(EMU_NCCL_LIBS) -o $(EMU)/libfakecuda.so
 	$(CC) -Isrc $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
 	    $< $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c \
 	    $(PC_LIBS) -lm -pthread -ldl $(CMOCKA_LIBS) -o $@
 
 # dpbench itself on the emulation: the command line's cuda path
-$(EMU)/dpbench: src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c $(EMU)/gpu_test
+$(EMU)/dpbench: src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c src/comm_mpi.c \
+                src/comm_nccl.c $(EMU)/gpu_test
 	$(CC) -Isrc $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c \
+	    src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c $(EMU_COMM) \
 	    $(PC_LIBS) -lm -pthread -ldl -o $@
 
 # dpbench opens cudart and cuBLAS on first use; here both names point at the emulation
@@ -254,6 +271,7 @@ test-cuda-emulated: $(EMU)/gpu_test $(EMU)/dpbench
 	@LABEL=cuda-emulated-1gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=1 tests/run_unit.sh $<
 	@LABEL=cuda-emulated-3gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=3 tests/run_unit.sh $<
 	@printf 'cuda-emulated-cli: '; tests/cuda_cli_test.sh $(EMU)/dpbench
+	@printf 'cuda-emulated-nccl: '; tests/nccl_emulated_test.sh $(EMU)/dpbench
 else
 test-cuda-emulated:
 	@echo "skipped: no CUDA headers in $(CUDA_HOME)"

@@ -104,6 +104,9 @@ struct device_ops {
     bool (*shares_memory)(void *ctx, int a, int b);
     /* optional: waits for every queue (before teardown) */
     void (*sync)(void *ctx);
+    /* optional: replica q's queue as the device library knows it (the CUDA
+     * stream a collective on its memory must be queued on) */
+    void *(*queue)(void *ctx, int q);
 };
 
 struct backend {

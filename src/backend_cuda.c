@@ -978,6 +978,12 @@ static bool cuda_shares_memory(void *ctx, int a, int b)
     return dp->reps[a].dev == dp->reps[b].dev;
 }
 
+static void *cuda_queue(void *ctx, int q)
+{
+    struct cuda_dp *dp = ctx;
+    return dp->reps[q].stream;
+}
+
 static void cuda_sync(void *ctx)
 {
     struct cuda_dp *dp = ctx;
@@ -1281,6 +1287,7 @@ static const struct device_ops cuda_ops = {
     .download = cuda_download,
     .shares_memory = cuda_shares_memory,
     .sync = cuda_sync,
+    .queue = cuda_queue,
 };
 
 const struct backend backend_cuda = {

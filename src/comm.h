@@ -21,6 +21,8 @@ struct comm {
     const char *name;                 // "mpi", "nccl", "self"
     int rank, world;
     int local_size;                   // ranks on this host
+    int local_rank;                   // this rank among them
+    void *stream;                     // nccl: the rank's CUDA stream (the step's queue)
     char host[256];
     /* accumulated by comm_allreduce since the caller last cleared them */
     double allreduce_s;               // seconds inside the allreduce
@@ -61,6 +63,7 @@ void comm_close(struct comm *c);
 /* The engine table an engine file fills. */
 struct comm_engine {
     const char *name;
+    bool device_memory; // allreduce_sum takes device memory, queued on comm.stream
     int (*open)(struct comm *c, struct error *e);
     int (*allreduce_sum)(struct comm *c, float *buf, size_t n, struct error *e);
     int (*bcast)(struct comm *c, void *buf, size_t bytes, struct error *e);
@@ -72,6 +75,9 @@ struct comm_engine {
 
 #ifdef DPBENCH_HAVE_MPI
 extern const struct comm_engine comm_mpi;
+#endif
+#ifdef DPBENCH_HAVE_NCCL
+extern const struct comm_engine comm_nccl;
 #endif
 
 #endif

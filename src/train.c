@@ -153,6 +153,10 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     long device_ids[CONFIG_MAX_DEVICES];
     for (int i = 0; i < n && i < CONFIG_MAX_DEVICES; i++)
         device_ids[i] = c->parallel.n_devices ? c->parallel.devices[i] : i;
+    if (cm) // one device per rank: the local rank's, or its entry of parallel.devices
+        device_ids[0] = c->parallel.n_devices
+                            ? c->parallel.devices[cm->local_rank % c->parallel.n_devices]
+                            : cm->local_rank;
     size_t OF = (size_t)O * (size_t)F; // beyond int: BLAS' limit is checked in config_validate
     float *w0 = malloc((OF + (size_t)O) * sizeof(float));
     if (!w0)
@@ -225,6 +229,8 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     if (step_init(&s, be, &setup, loss, e))
         goto out;
     void *ctx = s.ctx;
+    if (cm && be->ops->queue) // a device collective runs on the rank's queue
+        cm->stream = be->ops->queue(ctx, 0);
     out->n_batches = l.n_batches;
     out->splits = calloc((size_t)l.n_batches * (size_t)n, sizeof(long));
     out->epochs = calloc((size_t)c->train.epochs, sizeof *out->epochs);

@@ -900,6 +900,65 @@ cublasStatus_t cublasSdot_v2(cublasHandle_t h, int n, const float *x, int incx, 
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* ---- NCCL, over MPI (only with -DFAKE_NCCL) ------------------------------
+ * The subset comm_nccl.c calls, for ranks started by mpirun: the
+ * communicator checks its rank and size against MPI's; ncclAllReduce waits
+ * for the stream's earlier work, then sums the (host-backed) device buffers
+ * with MPI_Allreduce, so it is ordered on the stream like the real one. */
+#ifdef FAKE_NCCL
+#include <mpi.h>
+#include <nccl.h>
+
+struct ncclComm {
+    int rank, nranks, dev;
+};
+
+const char *ncclGetErrorString(ncclResult_t r) { return r ? "fake nccl error" : "no error"; }
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
+{
+    memset(id, 0, sizeof *id);
+    snprintf(id->internal, sizeof id->internal, "fake-nccl-%d", (int)getpid());
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+    int mpi_rank = -1, mpi_size = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+    if (rank != mpi_rank || nranks != mpi_size || strncmp(id.internal, "fake-nccl-", 10) != 0) {
+        complain("ncclCommInitRank: rank %d of %d (MPI: %d of %d), id '%.16s'", rank, nranks,
+                 mpi_rank, mpi_size, id.internal);
+        return ncclInvalidArgument;
+    }
+    struct ncclComm *c = malloc(sizeof *c);
+    c->rank = rank, c->nranks = nranks, c->dev = cur_dev;
+    *comm = c;
+    return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t s)
+{
+    if (type != ncclFloat || op != ncclSum || !s || !is_dev(recv, count * sizeof(float), comm->dev) ||
+        !is_dev(send, count * sizeof(float), comm->dev)) {
+        complain("ncclAllReduce: float sums of device %d memory on a stream only", comm->dev);
+        return ncclInvalidArgument;
+    }
+    cudaStreamSynchronize(s);
+    MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, MPI_FLOAT, MPI_SUM,
+                  MPI_COMM_WORLD);
+    return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+    free(comm);
+    return ncclSuccess;
+}
+#endif
+
 __attribute__((destructor)) static void report(void)
 {
     if (errors_reported)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# DDP with comm nccl on the host CUDA emulation (tests/fakecuda.c, whose NCCL
+# calls run over MPI): 2 ranks under mpirun, one emulated GPU each, must learn
+# what one cpu process learns with the global batch, and what 2 cpu ranks
+# learn over MPI. Says nothing about real GPUs or real NCCL. Run by make
+# test-cuda-emulated with DPBENCH_CUDART / DPBENCH_CUBLAS set; prints
+# "N passed, N failed"; skips without mpirun or nccl in the emulated build.
+set -u
+BIN=$(realpath "${1:?emulated dpbench}")
+cd "$(dirname "$0")/.."
+pass=0 fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+if ! command -v mpirun >/dev/null || ! "$BIN" --version | grep -q '^comm:.*nccl'; then
+    echo "skipped: no mpirun or no nccl in this build"; echo "0 passed, 0 failed"; exit 0
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+export DPBENCH_NCCL=$DPBENCH_CUDART FAKE_CUDA_DEVICES=2 FAKE_ABORT=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun --oversubscribe --mca btl self,vader -np 2 -x DPBENCH_NCCL -x DPBENCH_CUDART
+        -x DPBENCH_CUBLAS -x FAKE_CUDA_DEVICES -x FAKE_ABORT)
+params() {
+    python3 -c 'import json,sys; p=json.load(sys.stdin)["runs"][0]["final_params"]; print(*(p["weight"]+p["bias"]))'
+}
+close() {
+    python3 -c 'import sys; a=list(map(float,sys.argv[1].split())); b=list(map(float,sys.argv[2].split()))
+sys.exit(0 if a and len(a)==len(b) and max(abs(x-y)/max(abs(y),1e-3) for x,y in zip(a,b)) < float(sys.argv[3]) else 1)' "$@"
+}
+C=(--config configs/ddp.yaml --set dataset.length=240 --set dataset.features=16 --set train.epochs=3
+   --set train.warmup_epochs=0 --format json)
+gpu=$("${MPIRUN[@]}" "$BIN" "${C[@]}" --set parallel.device=cuda --set parallel.comm=nccl 2>"$TMP/err" | params)
+cpu=$("${MPIRUN[@]}" "$BIN" "${C[@]}" 2>>"$TMP/err" | params)
+one=$("$BIN" "${C[@]}" --set parallel.mode=dp --set loader.batch_size=30 | params)
+if close "$gpu" "$one" 1e-4 && close "$gpu" "$cpu" 1e-4; then ok; else
+    bad "nccl 2 ranks '$gpu' vs 1 cpu process '$one' vs mpi 2 ranks '$cpu': $(tail -c 600 "$TMP/err")"; fi
+# the report names the engine
+"${MPIRUN[@]}" "$BIN" "${C[@]/json/text}" --set parallel.device=cuda >"$TMP/out" 2>"$TMP/err"
+if grep -q '^# ddp: 2 ranks (nccl)' "$TMP/out"; then ok; else bad "report: $(head -c 400 "$TMP/out") $(tail -c 300 "$TMP/err")"; fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
