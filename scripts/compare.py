@@ -42,7 +42,7 @@ WORKLOAD = {
     "dataset": None,  # every dataset key
     "model": None,
     "loader": None,
-    "parallel": ["replicas", "devices"],
+    "parallel": ["replicas", "devices", "mode"],
     "train": ["lr"],
 }
 
@@ -147,6 +147,8 @@ def rows_for(pairs):
     for ra, rb in pairs:
         diff = workload_diff(ra["config"], rb["config"])
         label = ra.get("point") or "(base)"
+        if ra.get("world_size", 1) != rb.get("world_size", 1):  # ddp: mpirun -np / --world-size
+            diff.append("world_size: %r vs %r" % (ra.get("world_size", 1), rb.get("world_size", 1)))
         if diff:
             raise Mismatch("point %s: the two runs are different workloads: %s"
                            % (label, "; ".join(diff)))

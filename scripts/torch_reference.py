@@ -539,6 +539,110 @@ def run_point(point, per_us, stop):
     }
 
 
+# ---- DistributedDataParallel (parallel.mode: ddp) ------------------------------
+
+class EpochView(torch.utils.data.Dataset):
+    """The dataset in one epoch's exported order: DistributedSampler(shuffle=
+    False) over it pads and deals out that permutation exactly as dpbench's
+    sampler does with the same permutation."""
+
+    def __init__(self, dataset, order):
+        self.dataset, self.order = dataset, order
+
+    def __len__(self):
+        return len(self.order)
+
+    def __getitem__(self, i):
+        return self.dataset[int(self.order[i])]
+
+
+def ddp_worker(rank, world, point, cost_iters, port, out_path, threads):
+    """One rank: torch.distributed (gloo), DistributedSampler, DDP(nn.Linear),
+    MSE, SGD. Rank 0 writes the run (its clock, every rank's samples and
+    loss) to out_path."""
+    import torch.distributed as dist
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    torch.set_num_threads(threads)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    cfg = point["config"]
+    ld = cfg["loader"]
+    dataset = ExportedDataset(torch.from_numpy(load_array(point, "x.npy")),
+                              torch.from_numpy(load_array(point, "y.npy")), cost_iters)
+    orders = load_array(point, "orders.npy")
+    w0 = torch.from_numpy(load_array(point, "w0.npy"))
+    b0 = torch.from_numpy(load_array(point, "b0.npy"))
+    lin = torch.nn.Linear(w0.shape[1], w0.shape[0])
+    with torch.no_grad():
+        lin.weight.copy_(w0)
+        lin.bias.copy_(b0)
+    model = torch.nn.parallel.DistributedDataParallel(lin)  # broadcasts rank 0's parameters
+    opt = torch.optim.SGD(model.parameters(), lr=cfg["train"]["lr"])
+    loss_fn = torch.nn.MSELoss()
+
+    def step(x, y):
+        loss = loss_fn(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()  # DDP's allreduce of the averaged gradient
+        opt.step()
+        return loss.item(), [x.shape[0]]
+
+    warmup, results, splits = cfg["train"]["warmup_epochs"], [], []
+    for ep in range(orders.shape[0]):
+        view = EpochView(dataset, orders[ep])
+        sampler = torch.utils.data.distributed.DistributedSampler(
+            view, num_replicas=world, rank=rank, shuffle=False, drop_last=ld["drop_last"])
+        st, ep_splits = run_epoch(make_loader(view, sampler, cfg, False), step, None, False)
+        total = torch.tensor([st["samples"], st["loss_sum"]], dtype=torch.float64)
+        dist.all_reduce(total)  # the job's samples and loss, outside the timing
+        st["samples"], st["loss_sum"] = int(total[0]), float(total[1])
+        if ep == 0:  # rows per rank for each step
+            rows = [None] * world
+            dist.all_gather_object(rows, [r[0] for r in ep_splits])
+            splits = [list(step_rows) for step_rows in zip(*rows)]
+        if ep >= warmup:
+            results.append(epoch_result(ep - warmup + 1, st))
+    if rank == 0:
+        params = {}
+        if lin.weight.numel() <= 4096:
+            params = {"weight": lin.weight.detach().flatten().tolist(),
+                      "bias": lin.bias.detach().tolist()}
+        with open(out_path, "w") as f:
+            json.dump({"splits": splits, "epochs": results, "final_params": params,
+                       "batches_per_epoch": len(splits)}, f)
+    dist.destroy_process_group()
+
+
+def run_point_ddp(point, per_us, world, threads):
+    """A ddp point on `world` CPU processes (torch.multiprocessing, gloo)."""
+    import socket
+    cfg = point["config"]
+    if cfg["parallel"]["device"] == "cuda":
+        raise RunError("parallel.mode ddp: the PyTorch reference runs DDP on the cpu (gloo) only")
+    if cfg["loader"]["num_workers"] > 0 and cfg["loader"]["persistent_workers"]:
+        raise RunError("parallel.mode ddp: persistent_workers is not emulated by the reference "
+                       "(its DataLoader is made per epoch over that epoch's order)")
+    if world > cfg["dataset"]["length"]:
+        raise RunError("--world-size %d: more ranks than samples" % world)
+    cost_us = cfg["dataset"]["sample_cost_us"]
+    cost_iters = max(1, round(cost_us * per_us())) if cost_us > 0 else 0
+    with socket.socket() as sock:  # a free port for the rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    fd, out_path = tempfile.mkstemp(prefix="torch-ddp-", suffix=".json")
+    os.close(fd)
+    try:
+        torch.multiprocessing.spawn(ddp_worker, args=(world, point, cost_iters, port, out_path,
+                                                      threads), nprocs=world, join=True)
+        run = read_json(out_path)
+    except torch.multiprocessing.ProcessRaisedException as e:
+        raise RunError("a DDP rank failed: %s" % str(e).strip().splitlines()[-1]) from None
+    finally:
+        os.unlink(out_path)
+    run.update({"backend": "torch-cpu", "replicas": 1, "world_size": world,
+                "shared_devices": False, "comm": "gloo"})
+    return run
+
+
 # ---- summaries and output -----------------------------------------------------
 
 def verdict(run):
@@ -689,7 +793,7 @@ def print_table(doc, threads, out=sys.stderr):
         print("# interrupted: results are partial", file=out)
 
 
-def run_export(manifest, threads):
+def run_export(manifest, threads, world=1):
     """Trains every exported point; returns the result document. A signal
     stops the run after the current batch with the points done so far."""
     torch.set_num_threads(threads)
@@ -727,7 +831,10 @@ def run_export(manifest, threads):
             if len(points) > 1:
                 print("%s: point %d/%d: %s" % (PROG, i + 1, len(points), label), file=sys.stderr)
             try:
-                run = run_point(point, per_us, stop)
+                if point["config"]["parallel"].get("mode") == "ddp":
+                    run = run_point_ddp(point, per_us, world, threads)
+                else:
+                    run = run_point(point, per_us, stop)
             except KeyboardInterrupt:
                 stop[0] = stop[0] or signal.SIGINT
                 break
@@ -765,6 +872,9 @@ def parse_args(argv):
                    help="read an existing `dpbench --export DIR` instead of running dpbench")
     p.add_argument("--out", metavar="FILE.json", help="write the JSON here (atomically) "
                    "instead of stdout")
+    p.add_argument("--world-size", type=int, default=1, metavar="N",
+                   help="ranks for parallel.mode: ddp points (torch.distributed with gloo on "
+                        "N processes; dpbench's is mpirun's -np)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch.set_num_threads (default 1, as the reference numbers)")
     args = p.parse_args(argv)
@@ -776,6 +886,8 @@ def parse_args(argv):
                 "--dpbench do not apply")
     if args.threads < 1:
         p.error("--threads: expected at least 1")
+    if args.world_size < 1:
+        p.error("--world-size: expected at least 1")
     if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
         p.error("--out %s: no such directory" % args.out)
     return args
@@ -801,7 +913,7 @@ def main(argv=None):
             if rc != 0:  # dpbench said why: a bad config is its to report
                 sys.stderr.write(err)
                 return rc if rc > 0 else 1
-        doc, stopped = run_export(read_export(folder), args.threads)
+        doc, stopped = run_export(read_export(folder), args.threads, args.world_size)
     except RunError as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 2

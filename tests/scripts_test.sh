@@ -73,6 +73,21 @@ if "$BIN" --make-dataset idx "$TMP/idx" --classes 3 --per-class 10 --gzip >/dev/
         --set loader.num_workers=1 --set loader.batch_size=5
 else bad "dpbench --make-dataset"; fi
 
+# DDP: 3 ranks under mpirun against torch.distributed (gloo) with
+# DistributedSampler and DistributedDataParallel on 3 processes; 100 samples
+# over 3 ranks pads the permutation by 2 (skipped without mpirun or MPI)
+if command -v mpirun >/dev/null && "$BIN" --version | grep -q '^comm:.*mpi'; then
+    if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 3 \
+        "$BIN" --config configs/ddp.yaml --set loader.batch_size=10 --set train.epochs=3 \
+        --format json >"$TMP/ddp.d.json" 2>"$TMP/err" &&
+       "$PY" "${REF[@]}" configs/ddp.yaml --set loader.batch_size=10 --set train.epochs=3 \
+        --world-size 3 --out "$TMP/ddp.t.json" 2>>"$TMP/err" &&
+       "$PY" scripts/compare.py "$TMP/ddp.d.json" "$TMP/ddp.t.json" >"$TMP/ddp.cmp" 2>>"$TMP/err" &&
+       grep -q '^# agreement: .*: ok$' "$TMP/ddp.cmp" &&
+       [ -z "$(awk '!/^#/ && $(NF-2) != "yes"' "$TMP/ddp.cmp")" ]; then ok
+    else bad "ddp vs torch DDP: $(cat "$TMP/ddp.cmp" 2>/dev/null) $(tail -5 "$TMP/err")"; fi
+fi
+
 # the results are in dpbench's schema, with the splits the tutorial prints
 if "$PY" - "$TMP/replicas.t.json" <<'PY'
 import json, math, sys
