@@ -4,6 +4,8 @@
 # bench_results/ddp/:
 #   dp.json, ddp.json       dpbench's results (ddp: rank table, allreduce)
 #   allreduce.txt           dpbench --allreduce-bandwidth under the same mpirun
+#   torch-ddp.json          PyTorch DDP (gloo) on the same export, N processes
+#   compare.txt             scripts/compare.py ddp.json torch-ddp.json
 #   summary.txt             median epochs side by side; the step's allreduce per
 #                           call against the bare one at the nearest size
 # N=2 by default (N=4 scripts/bench-ddp.sh for more ranks).
@@ -11,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-2}
 OUT=${OUT:-bench_results/ddp}
-PY=${PY:-python3}
+PY=${PYTHON:-/usr/bin/python3}
 mkdir -p "$OUT"
 # Open MPI refuses root unless told; more ranks than cores need --oversubscribe
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -29,10 +31,19 @@ echo "== ${cmd_ddp[*]}" >&2
 "${cmd_ddp[@]}" >"$OUT/ddp.json"
 echo "== ${cmd_bw[*]}" >&2
 "${cmd_bw[@]}" >"$OUT/allreduce.txt"
+cmd_torch=("$PY" scripts/torch_reference.py $CFG --set parallel.mode=ddp
+           --set loader.batch_size=$((GLOBAL / N)) --world-size "$N" --out "$OUT/torch-ddp.json")
+have_torch=0
+"$PY" -c 'import torch, numpy' 2>/dev/null && have_torch=1
+if [ $have_torch = 1 ]; then
+    echo "== ${cmd_torch[*]}" >&2
+    "${cmd_torch[@]}"
+    "$PY" scripts/compare.py "$OUT/ddp.json" "$OUT/torch-ddp.json" >"$OUT/compare.txt" || true
+fi
 
-"$PY" - "$OUT" "${cmd_dp[*]}" "${cmd_ddp[*]}" "${cmd_bw[*]}" >"$OUT/summary.txt" <<'PY'
-import json, sys
-out, cdp, cddp, cbw = sys.argv[1:5]
+"$PY" - "$OUT" "${cmd_dp[*]}" "${cmd_ddp[*]}" "${cmd_bw[*]}" "${cmd_torch[*]}" >"$OUT/summary.txt" <<'PY'
+import json, os, sys
+out, cdp, cddp, cbw, ctorch = sys.argv[1:6]
 dp = json.load(open(out + "/dp.json"))
 ddp = json.load(open(out + "/ddp.json"))
 r0, r1 = dp["runs"][0], ddp["runs"][0]
@@ -60,5 +71,10 @@ print("# ddp straggler ratio %.3f, busbw %.3f GB/s" % (s["straggler_ratio"], s["
 print("# allreduce in the step: %.1f us per call (%d B); bare --allreduce-bandwidth at %d B: %.1f us; ratio %.2f"
       % (1e6 * per_call, nbytes, size, 1e6 * bare, per_call / bare))
 print("# ddp epoch / dp epoch: %.2f" % (r1["summary"]["median_seconds"] / r0["summary"]["median_seconds"]))
+if os.path.exists(out + "/torch-ddp.json"):
+    t = json.load(open(out + "/torch-ddp.json"))["runs"][0]["summary"]
+    print("# torch: %s" % ctorch)
+    print("# PyTorch DDP (gloo) median epoch %.2f ms; dpbench ddp is %.1fx faster (target >= 10x)"
+          % (1e3 * t["median_seconds"], t["median_seconds"] / r1["summary"]["median_seconds"]))
 PY
 cat "$OUT/summary.txt"
