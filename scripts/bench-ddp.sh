@@ -21,6 +21,7 @@ MPIRUN=(mpirun --oversubscribe -np "$N")
 CFG=configs/dp-vs-ddp.yaml
 GLOBAL=256
 
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 cmd_dp=(./dpbench --config $CFG --set parallel.replicas=$N --set loader.batch_size=$GLOBAL --format json)
 cmd_ddp=("${MPIRUN[@]}" ./dpbench --config $CFG --set parallel.mode=ddp
          --set loader.batch_size=$((GLOBAL / N)) --format json)
@@ -41,15 +42,17 @@ if [ $have_torch = 1 ]; then
     "$PY" scripts/compare.py "$OUT/ddp.json" "$OUT/torch-ddp.json" >"$OUT/compare.txt" || true
 fi
 
-"$PY" - "$OUT" "${cmd_dp[*]}" "${cmd_ddp[*]}" "${cmd_bw[*]}" "${cmd_torch[*]}" >"$OUT/summary.txt" <<'PY'
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+"$PY" - "$OUT" "$LOAD0" "$LOAD1" "${cmd_dp[*]}" "${cmd_ddp[*]}" "${cmd_bw[*]}" "${cmd_torch[*]}" >"$OUT/summary.txt" <<'PY'
 import json, os, sys
-out, cdp, cddp, cbw, ctorch = sys.argv[1:6]
+out, load0, load1, cdp, cddp, cbw, ctorch = sys.argv[1:8]
 dp = json.load(open(out + "/dp.json"))
 ddp = json.load(open(out + "/ddp.json"))
 r0, r1 = dp["runs"][0], ddp["runs"][0]
 m = dp["machine"]
 print("# machine: %s, %d cores, %.1f GiB, %s" % (m["cpu"], m["cores"], m["memory_bytes"] / 2**30, m["kernel"]))
 print("# dpbench %s, %s" % (dp["dpbench"]["git_commit"], dp["date"]))
+print("# load average (1, 5, 15 min) at the start: %s; at the end: %s" % (load0, load1))
 print("# dp:  %s" % cdp)
 print("# ddp: %s" % cddp)
 print("# bw:  %s" % cbw)
