@@ -166,7 +166,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     const struct loss_fn *loss = loss_find(out->cfg.model.loss);
     out->loss = loss->name;
     /* DDP: rank 0's initial parameters on every rank */
-    if (cm && comm_bcast(cm, w0, (size_t)(O * F + O) * sizeof(float), e)) {
+    if (cm && comm_bcast(cm, w0, (OF + (size_t)O) * sizeof(float), e)) {
         free(w0);
         return -1;
     }
