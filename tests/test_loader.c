@@ -328,6 +328,9 @@ static void test_second_signal_cancels_in_flight(void **state)
         train_stop = 0;
         train_abort = 0;
     }
+    dataset_free(&d);
+}
+
 /* DistributedSampler (torch.utils.data.distributed): the single-process
  * permutation, padded by repeating its start to a multiple of the world (cut
  * with drop_last), rank r reading positions r, r + W, ...; all ranks read
