@@ -421,16 +421,11 @@ static int run_points(const struct config *c, const struct backends *bes, struct
             break;
         }
         snprintf(run->label, sizeof run->label, "%s", label);
-        if (run->stopped[0]) // a failed run: its complete epochs are still reported
-            rc = label[0] ? error_set(e, "sweep point %s: %s", label, run->stopped)
-                          : error_set(e, "%s", run->stopped);
         if (run->n_epochs == 0) { // stopped before a measured epoch: nothing to report
             run_result_free(run);
             break;
         }
         res->n_runs++;
-        if (rc)
-            break;
     }
     if (have_data)
         dataset_free(&d);

@@ -375,12 +375,14 @@ void report_text(FILE *f, const struct results *r)
                     100 * run->eval.accuracy, run->eval.samples);
     }
     fprintf(f, "# peak RSS %.1f MiB\n", r->peak_rss_bytes / (1 << 20));
+    /* partial results: a signal (interrupted) or an error mid-run (failed) */
+    const char *why = stop_requested() ? "interrupted" : "failed";
     if (r->interrupted && r->n_points > 1)
-        fprintf(f, "# interrupted: %d of %ld points reported, the last one %d of %ld epochs\n",
+        fprintf(f, "# %s: %d of %ld points reported, the last one %d of %ld epochs\n", why,
                 r->n_runs, r->n_points, r->runs[r->n_runs - 1].n_epochs,
                 r->runs[r->n_runs - 1].cfg.train.epochs);
     else if (r->interrupted)
-        fprintf(f, "# interrupted: %d of %ld epochs reported\n", r->runs[0].n_epochs,
+        fprintf(f, "# %s: %d of %ld epochs reported\n", why, r->runs[0].n_epochs,
                 r->runs[0].cfg.train.epochs);
 }
 

@@ -272,7 +272,9 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
                          ep < c->train.warmup_epochs ? "warmup " : "",
                          ep < c->train.warmup_epochs ? ep + 1 : ep - c->train.warmup_epochs + 1,
                          c->train.lr);
+                error_set(e, "%s", out->stopped);
                 be->release(ctx, &l, b);
+                got = -1; // a failed run: the epochs before it are kept
                 break;
             }
             if (ep == 0) {

@@ -57,7 +57,13 @@ static void test_nonfinite_loss_stops_the_run(void **state)
     struct config c;
     test_config(&c, "train.lr=1000000", "train.epochs=6", NULL);
     struct run_result r;
-    test_run(&c, &r);
+    struct dataset d;
+    struct error e;
+    assert_int_equal(dataset_init(&d, &c, &e), 0);
+    assert_int_equal(train_run(&c, &d, &backend_cpu, &r, NULL, &e), -1);
+    dataset_free(&d);
+    assert_true(r.failed);
+    assert_string_equal(e.msg, r.stopped);
     assert_non_null(strstr(r.stopped, "the loss became nan at batch"));
     assert_non_null(strstr(r.stopped, "of epoch 2 (train.lr 1e+06 diverged)"));
     assert_int_equal(r.n_epochs, 1);
