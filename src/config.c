@@ -864,6 +864,9 @@ int config_validate(const struct config *c, struct error *e)
                                 "folder)");
     } else if (!c->dataset.path[0]) {
         return error_set(e, "dataset.path: dataset.kind %s needs a path", c->dataset.kind);
+    } else if (c->dataset.sample_cost_us > 0) {
+        return error_set(e, "dataset.sample_cost_us: only for the random dataset; dataset.kind "
+                            "%s costs its real reading, decoding and transforms", c->dataset.kind);
     }
     if (c->transform.pad && !c->transform.crop)
         return error_set(e, "transform.pad: %ld needs transform.crop (the random crop it pads for)",
