@@ -25,8 +25,10 @@
 # in a mount namespace of its own. Every mount and the
 # root are removed on exit, whether it succeeded, failed or was interrupted.
 # Prints how long each phase took; logs stay in build/test-fresh-logs/.
-# `scripts/test-fresh.sh --fetch` only downloads the debootstrap tarball into
-# the cache (.ci/run does it while `make test` runs, network beside CPU).
+# The debootstrap tarball and the root it unpacks to (as a tar) are kept a
+# week in build/test-fresh-cache/. `scripts/test-fresh.sh --fetch` only
+# prepares those two (.ci/run does it while `make test` runs, which leaves a
+# core and the network idle).
 # Needs root (debootstrap, chroot, mount) and the Debian mirror
 # (DEBIAN_MIRROR, default http://deb.debian.org/debian): when the mirror
 # cannot be reached it says so and fails.
@@ -55,11 +57,11 @@ die() { printf '%s: %s\n' "$PROG" "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot and mounts): run it as root or with sudo"
 # In a mount namespace of its own: no mount is seen outside, and all of them
 # vanish with the namespace even if this script is killed outright.
-if [ -z "${DPBENCH_FRESH_NS:-}" ] && [ $FETCH_ONLY -eq 0 ]; then
+if [ -z "${DPBENCH_FRESH_NS:-}" ]; then
     DPBENCH_FRESH_NS=1 exec unshare --mount --propagation private "$SELF" "$@"
 fi
 HEAD=$(git rev-parse --short HEAD) || die "not a git checkout"
-[ -z "$(git status --porcelain --untracked-files=no)" ] ||
+[ $FETCH_ONLY -eq 1 ] || [ -z "$(git status --porcelain --untracked-files=no)" ] ||
     say "note: testing the commit $HEAD; uncommitted changes are not in it"
 
 # ---- clean-up: every mount, every process in the roots, the tmpfs ---------
@@ -68,7 +70,11 @@ PIDS=()     # background passes
 cleanup() {
     local rc=$? i p
     trap '' INT TERM
-    [ $FETCH_ONLY -eq 0 ] || exit $rc   # mounted nothing, started no root
+    if [ $FETCH_ONLY -eq 1 ]; then   # started no root; one tmpfs at most
+        for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[i]}" || umount -l "${MOUNTS[i]}" || true; done
+        mountpoint -q "$CACHE/prepare" || rm -rf "$CACHE/prepare"
+        exit $rc
+    fi
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     # whatever still runs inside a root (a test's child, a stuck make)
     for i in 1 2 3 4 5 6 7 8 9 10; do
@@ -145,45 +151,68 @@ if ! command -v debootstrap >/dev/null; then
         die "apt-get install debootstrap failed: see $LOGS/debootstrap-install.log"
 fi
 
-# ---- the debootstrap tarball: downloaded once, kept for a week -------------
+# ---- the base root: debootstrap's tarball downloaded, and the root it
+# unpacks to saved as a tar, both kept for a week --------------------------
 TARBALL=$CACHE/$SUITE-minbase.tgz
+BASE_TAR=$CACHE/$SUITE-minbase-root.tar
 INCLUDE=make,gcc,libc6-dev,git
+TAR_OPTS=(--numeric-owner --xattrs --xattrs-include='*')
 fetch_tarball() {
     local s
     s=$(date +%s)
-    exec 9>"$CACHE/lock"
-    flock 9   # a --fetch may be running
     if [ -s "$TARBALL" ] && [ "$(cat "$TARBALL.include" 2>/dev/null)" = "$INCLUDE $MIRROR" ] &&
         [ -n "$(find "$TARBALL" -mtime -7)" ]; then
-        exec 9>&-
         return 0
     fi
-    rm -rf "$TARBALL" "$TARBALL.include" "$CACHE/scratch"
+    rm -rf "$TARBALL" "$TARBALL.include" "$BASE_TAR" "$CACHE/scratch"
     debootstrap --variant=minbase --include=$INCLUDE --make-tarball="$TARBALL.tmp" \
         "$SUITE" "$CACHE/scratch" "$MIRROR" >"$LOGS/debootstrap-fetch.log" 2>&1 ||
         { tail -20 "$LOGS/debootstrap-fetch.log" >&2; die "debootstrap could not download $SUITE from $MIRROR"; }
     rm -rf "$CACHE/scratch"
     mv "$TARBALL.tmp" "$TARBALL"
     echo "$INCLUDE $MIRROR" >"$TARBALL.include"
-    exec 9>&-
     say "debootstrap download ($SUITE minbase + $INCLUDE): ok, $(($(date +%s) - s)) s"
 }
-fetch_tarball
-[ $FETCH_ONLY -eq 0 ] || exit 0
+# base_root DIR: the root in DIR (on a tmpfs): the saved one when it is newer
+# than the tarball, else unpacked by debootstrap and saved
+base_root() {
+    local dir=$1 s
+    s=$(date +%s)
+    if [ -s "$BASE_TAR" ] && [ "$BASE_TAR" -nt "$TARBALL" ]; then
+        mkdir -p "$dir"
+        if tar -C "$dir" "${TAR_OPTS[@]}" -xpf "$BASE_TAR" 2>"$LOGS/base-untar.log"; then
+            cp /etc/resolv.conf "$dir/etc/resolv.conf"
+            say "debootstrap root ($SUITE minbase + $INCLUDE, saved by an earlier run): ok, $(($(date +%s) - s)) s"
+            return 0
+        fi
+        rm -rf "$BASE_TAR" "$dir"
+    fi
+    debootstrap --variant=minbase --include=$INCLUDE --unpack-tarball="$TARBALL" \
+        "$SUITE" "$dir" "$MIRROR" >"$LOGS/debootstrap.log" 2>&1 ||
+        { tail -20 "$LOGS/debootstrap.log" >&2; die "debootstrap failed: see $LOGS/debootstrap.log"; }
+    rm -rf "$dir"/var/cache/apt/archives/*.deb
+    tar -C "$dir" "${TAR_OPTS[@]}" -cpf "$BASE_TAR.tmp" . && mv "$BASE_TAR.tmp" "$BASE_TAR"
+    cp /etc/resolv.conf "$dir/etc/resolv.conf"
+    say "debootstrap ($SUITE minbase + $INCLUDE, unpacked): ok, $(($(date +%s) - s)) s"
+}
 
-# ---- the base root, on a tmpfs ----------------------------------------------
+exec 9>"$CACHE/lock"
+flock 9   # one at a time: a --fetch may be running
+fetch_tarball
+if [ $FETCH_ONLY -eq 1 ]; then
+    mkdir -p "$CACHE/prepare"
+    mnt -t tmpfs -o mode=755 dpbench-test-fresh-prepare "$CACHE/prepare"
+    base_root "$CACHE/prepare/root"
+    exit 0
+fi
+
 rm -f "$LOGS"/pass*.log
 if mountpoint -q "$WORK"; then die "$WORK is still mounted from an earlier run: umount it first"; fi
 mkdir -p "$WORK"
 mnt -t tmpfs -o mode=755,size=${FRESH_TMPFS_SIZE:-12g} dpbench-test-fresh "$WORK"
 BASE=$WORK/base
-s=$(date +%s)
-debootstrap --variant=minbase --include=$INCLUDE --unpack-tarball="$TARBALL" \
-    "$SUITE" "$BASE" "$MIRROR" >"$LOGS/debootstrap.log" 2>&1 ||
-    { tail -20 "$LOGS/debootstrap.log" >&2; die "debootstrap failed: see $LOGS/debootstrap.log"; }
-cp /etc/resolv.conf "$BASE/etc/resolv.conf"
-rm -rf "$BASE"/var/cache/apt/archives/*.deb
-say "debootstrap ($SUITE minbase + $INCLUDE, unpacked): ok, $(($(date +%s) - s)) s"
+base_root "$BASE"
+exec 9>&-
 
 # ---- the passes -------------------------------------------------------------
 # mkroot N ARCHIVES [CUDA_DIR]: pass N's root, an overlay of the base with its
