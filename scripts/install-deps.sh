@@ -33,6 +33,7 @@ make  libjpeg-dev          pc:libjpeg
 make  libpng-dev           pc:libpng
 make  zlib1g-dev           pc:zlib
 make  python3              file:/usr/bin/python3
+make  time                 file:/usr/bin/time
 make  dataset-fashion-mnist file:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 make  openmpi-bin          cmd:mpirun
 make  libopenmpi-dev       pc:ompi-c
