@@ -5,6 +5,7 @@
  * drawn from the seed: the same command writes the same bytes. */
 #include "gen.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -275,9 +276,29 @@ static int parse(int argc, char **argv, struct gen *g, struct error *e)
     } else if (strcmp(g->kind, "idx") == 0) {
         if (!sized)
             g->w = g->h = 28;
+        if (g->w > 4096 || g->h > 4096)
+            return error_set(e, "--make-dataset idx --size: at most 4096x4096 (what dataset.kind "
+                                "idx reads), found %dx%d", g->w, g->h);
     } else if (strcmp(g->kind, "folder") == 0) {
         if (!sized)
             g->w = g->h = 32;
+        /* new images beside old ones (other classes, counts or format) would
+         * make a dataset that is neither */
+        static const char *const splits[] = {"train", "val"};
+        for (int i = 0; i < 2; i++) {
+            char dir[4200];
+            snprintf(dir, sizeof dir, "%s/%s", g->dir, splits[i]);
+            DIR *dp = opendir(dir);
+            if (!dp)
+                continue;
+            struct dirent *de;
+            while ((de = readdir(dp)) && de->d_name[0] == '.')
+                ;
+            closedir(dp);
+            if (de)
+                return error_set(e, "--make-dataset: %s is not empty: remove it or choose another "
+                                    "DIR (new images would mix with the old)", dir);
+        }
     } else {
         return error_set(e, "--make-dataset: KIND must be folder, cifar10 or idx, found '%s'",
                          g->kind);

@@ -37,6 +37,8 @@ expect 0 "--per-class N" -- --make-dataset --help
 expect 2 "KIND must be folder, cifar10 or idx" -- --make-dataset mnist "$G/x"
 expect 2 "--size: expected WxH" -- --make-dataset folder "$G/x" --size 12
 expect 2 "10 classes of 32x32" -- --make-dataset cifar10 "$G/x" --classes 3
+expect 2 "at most 4096x4096" -- --make-dataset idx "$G/x" --size 5000x5000 --per-class 1
+expect 2 "jpg/train is not empty" -- --make-dataset folder "$G/jpg" --classes 2 --per-class 1
 if [ "$(ls "$G/jpg/train")" = "$(printf 'class_00\nclass_01\nclass_02')" ] &&
     [ "$(ls "$G/jpg/train/class_01" | wc -l)" -eq 8 ] && [ "$(ls "$G/jpg/val/class_02" | wc -l)" -eq 2 ] &&
     [ "$(stat -c %s "$G/cifar/data_batch_1.bin")" -eq $((12 * 3073)) ] &&
