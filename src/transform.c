@@ -228,9 +228,9 @@ int transform_apply(const struct transform *t, const uint8_t *src, int h, int w,
             top = (int)rng_below(&r, (uint64_t)(h + 2 * t->pad - oh + 1));
             left = (int)rng_below(&r, (uint64_t)(w + 2 * t->pad - ow + 1));
             flip = t->hflip && rng_uniform(&r) < 0.5;
-        } else {
-            top = (h + 2 * t->pad - oh) / 2;
-            left = (w + 2 * t->pad - ow) / 2;
+        } else { // torchvision's CenterCrop: round((size - crop) / 2), halves to even
+            top = (int)nearbyint((h + 2 * t->pad - oh) / 2.0);
+            left = (int)nearbyint((w + 2 * t->pad - ow) / 2.0);
         }
     } else if (t->hflip && t->random) {
         struct rng r;

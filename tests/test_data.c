@@ -404,6 +404,27 @@ static void test_resize_is_pils(void **state)
             fail_msg("pixel %d: %ld, PIL %d", i, lroundf(out[i] * 255), want[i]);
 }
 
+/* Without the random transforms (the eval split) the crop is torchvision's
+ * CenterCrop: offset round((11 - 4) / 2) = round(3.5) = 4, and round(2.5) = 2. */
+static void test_eval_crop_is_centre_crop(void **state)
+{
+    (void)state;
+    uint8_t img[4 * 11];
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 11; x++)
+            img[y * 11 + x] = (uint8_t)x;
+    struct config c;
+    struct transform t;
+    struct error e;
+    float out[16];
+    test_config(&c, "dataset.kind=folder", "dataset.path=x", "transform.crop=4", NULL);
+    assert_int_equal(transform_init(&t, &c, 1, false, &e), 0);
+    assert_int_equal(transform_apply(&t, img, 4, 11, 0, 0, out, &e), 0);
+    assert_int_equal(lroundf(out[0] * 255), 4);
+    assert_int_equal(transform_apply(&t, img, 4, 9, 0, 0, out, &e), 0); // 9 wide: round(2.5)
+    assert_int_equal(lroundf(out[0] * 255), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -415,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_kinds_learn),
         cmocka_unit_test(test_png_pixels_as_pil),
         cmocka_unit_test(test_resize_is_pils),
+        cmocka_unit_test(test_eval_crop_is_centre_crop),
     };
     return cmocka_run_group_tests(tests, make_data, remove_data);
 }
