@@ -47,14 +47,34 @@ static int add_source(struct file_data *f, const char *path, struct error *e)
     return 0;
 }
 
+/* Opens a regular file for reading; anything else (a FIFO would block the
+ * open itself, hence O_NONBLOCK, which regular files ignore) is refused. */
+static int open_regular(const char *path, struct error *e)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0)
+        return error_set(e, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return error_set(e, "%s: not a regular file", path);
+    }
+    return fd;
+}
+
 /* Reads a file (gzip-compressed or plain: zlib reads both), at most `max`
  * bytes of its content, so that a small gzip file cannot expand without
  * bound (*n = max + 1 flags more). A truncated gzip stream is an error. */
 static int read_all(const char *path, size_t max, uint8_t **buf, size_t *n, struct error *e)
 {
-    gzFile g = gzopen(path, "rb");
-    if (!g)
-        return error_set(e, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    int fd = open_regular(path, e);
+    if (fd < 0)
+        return -1;
+    gzFile g = gzdopen(fd, "rb");
+    if (!g) {
+        close(fd);
+        return error_set(e, "%s: cannot open: out of memory", path);
+    }
     size_t cap = 1 << 20, len = 0;
     uint8_t *b = malloc(cap);
     for (;;) {
@@ -101,13 +121,13 @@ static int read_all(const char *path, size_t max, uint8_t **buf, size_t *n, stru
 static int read_plain(const char *path, size_t max, uint8_t **buf, size_t *n, bool *whole,
                       struct error *e)
 {
-    int fd = open(path, O_RDONLY);
+    int fd = open_regular(path, e);
     if (fd < 0)
-        return error_set(e, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
         close(fd);
-        return error_set(e, "%s: not a regular file", path);
+        return error_set(e, "%s: cannot read: %s", path, strerror(errno));
     }
     size_t size = (size_t)st.st_size, want = max && max < size ? max : size;
     uint8_t *b = malloc(want ? want : 1);
@@ -638,7 +658,7 @@ int dataset_files_drop_cache(const struct dataset *d, struct error *e)
     long n = f->kind == FILES_FOLDER ? d->length : f->n_sources;
     for (long i = 0; i < n; i++) {
         const char *path = f->kind == FILES_FOLDER ? f->paths[i] : f->sources[i];
-        int fd = open(path, O_RDONLY);
+        int fd = open(path, O_RDONLY | O_NONBLOCK);
         if (fd < 0)
             return error_set(e, "dataset.drop_cache: %s: cannot open: %s", path, strerror(errno));
         int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);

@@ -126,6 +126,20 @@ cp -r "$G/jpg/train" "$B/fake" && echo hello >"$B/fake/class_01/000003.jpg"
 expect 2 "fake/class_01/000003.jpg: not a JPEG or PNG image" -- --set dataset.kind=folder --set dataset.path="$B/fake"
 cp -r "$G/jpg/train" "$B/link" && ln -s "$B/nowhere.jpg" "$B/link/class_02/zz.jpg"
 expect 2 "link/class_02/zz.jpg: cannot open: No such file or directory" -- --set dataset.kind=folder --set dataset.path="$B/link"
+# a FIFO where a data file belongs is refused, not opened (the open would block:
+# hence the timeout)
+fifo_case() { # FRAGMENT ARGS...
+    local frag=$1; shift
+    timeout 60 "$BIN" "$@" >/dev/null 2>"$TMP/err" </dev/null
+    local rc=$?
+    if [ $rc -eq 2 ] && grep -qF -- "$frag" "$TMP/err"; then ok; else bad "FIFO: dpbench $* -> exit $rc: $(head -c 300 "$TMP/err")"; fi
+}
+cp -r "$G/jpg/train" "$B/fifo" && mkfifo "$B/fifo/class_01/zz.jpg"
+fifo_case "fifo/class_01/zz.jpg: not a regular file" --set dataset.kind=folder --set dataset.path="$B/fifo"
+mkdir -p "$B/fifo-idx" && mkfifo "$B/fifo-idx/train-images-idx3-ubyte" "$B/fifo-idx/train-labels-idx1-ubyte"
+fifo_case "fifo-idx/train-images-idx3-ubyte: not a regular file" --set dataset.kind=idx --set dataset.path="$B/fifo-idx/train-images-idx3-ubyte"
+mkdir -p "$B/fifo-cifar" && mkfifo "$B/fifo-cifar/data_batch_1.bin"
+fifo_case "data_batch_1.bin: not a regular file" --set dataset.kind=cifar10 --set dataset.path="$B/fifo-cifar"
 cp -r "$G/jpg/train" "$B/mixed" && cp "$G/png/train/class_00/000001.png" "$B/mixed/class_00/"
 expect 2 "images of different sizes need transform.resize" -- --set dataset.kind=folder --set dataset.path="$B/mixed"
 expect 0 "# data: 25 x 432" -- --set dataset.kind=folder --set dataset.path="$B/mixed" --set transform.resize=12
