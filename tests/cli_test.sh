@@ -2,15 +2,11 @@
 # End-to-end checks of the dpbench command line: outputs, exit statuses and
 # error messages, result files, and interruption. Prints "N passed, N failed".
 set -u
-python3() { "${PYTHON:-/usr/bin/python3}" "$@"; } # Debian's python3, not the first on PATH
 BIN=$(realpath "${1:-./dpbench}")
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-
-ok()   { pass=$((pass + 1)); }
-bad()  { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. tests/lib.sh
 
 # expect STATUS "FRAGMENT" -- ARGS...: exit status and a fragment of stderr
 expect() {

@@ -6,15 +6,12 @@
 # timings mean nothing; only their presence and consistency are checked.
 # Usage: tests/cuda_cli_test.sh EMULATED_DPBENCH. Prints "N passed, N failed".
 set -u
-python3() { "${PYTHON:-/usr/bin/python3}" "$@"; } # Debian's python3, not the first on PATH
 BIN=$(realpath "$1")
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export FAKE_DELAY_US=0 FAKE_ABORT=1
-pass=0 fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. tests/lib.sh
 
 # a small gpu.yaml; more --set after these override them
 small=(--config configs/gpu.yaml --set dataset.length=2048 --set dataset.features=32

@@ -8,9 +8,7 @@ BIN=$(realpath "${1:-./dpbench}")
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. tests/lib.sh
 
 # expect STATUS "FRAGMENT" -- ARGS...: exit status, a fragment of the output,
 # and exactly one line on stderr for an error

@@ -10,9 +10,7 @@ BIN=$(realpath "${1:-./dpbench}")
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. tests/lib.sh
 
 if ! command -v mpirun >/dev/null || ! "$BIN" --version | grep -q '^comm:.*mpi'; then
     echo "skipped: no mpirun or dpbench built without MPI"

@@ -12,9 +12,7 @@
 set -u
 BIN=$(realpath "${1:-./dpbench}")
 cd "$(dirname "$0")/.."
-pass=0 fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. tests/lib.sh
 
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v mpirun >/dev/null ||
    ! "$BIN" --version | grep -q '^comm:.*mpi'; then

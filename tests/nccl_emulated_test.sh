@@ -8,9 +8,7 @@
 set -u
 BIN=$(realpath "${1:?emulated dpbench}")
 cd "$(dirname "$0")/.."
-pass=0 fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. tests/lib.sh
 if ! command -v mpirun >/dev/null || ! "$BIN" --version | grep -q '^comm:.*nccl'; then
     echo "skipped: no mpirun or no nccl in this build"; echo "0 passed, 0 failed"; exit 0
 fi

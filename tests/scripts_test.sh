@@ -32,9 +32,7 @@ if [ ! -x "$BIN" ]; then
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. tests/lib.sh
 REF=(scripts/torch_reference.py --dpbench "$BIN")
 
 # side NAME CONFIG ARGS...: dpbench and torch_reference.py (given the config
