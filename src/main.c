@@ -434,6 +434,8 @@ static int run_points(const struct config *c, const struct backends *bes, struct
     return rc;
 }
 
+static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+
 /* --export DIR: every point's config, data, initial parameters and sample
  * orders, written for a reference implementation; nothing is trained. */
 static int export_points(const struct config *c, const char *dir, double max_memory)
@@ -451,7 +453,7 @@ static int export_points(const struct config *c, const char *dir, double max_mem
     long n = n_points(c);
     int rc = 0;
     bool bad_data = false; // refused as training refuses it: exit 2
-    for (long p = 0; p < n && rc == 0; p++) {
+    for (long p = 0; p < n && rc == 0 && !stop_requested(); p++) {
         struct config pc;
         char label[512];
         if ((rc = point_config(c, p, &pc, label, sizeof label, NULL, &e)))
@@ -462,11 +464,16 @@ static int export_points(const struct config *c, const char *dir, double max_mem
             error_wrap(&e, "sweep point %s", label);
         config_free(&pc);
     }
-    if (rc == 0)
+    if (rc == 0 && !stop_requested())
         rc = export_finish(&x, c, &e);
     if (have_data)
         dataset_free(&d);
     export_free(&x);
+    if (stop_requested()) { // export.json is written last: without it the export reads as incomplete
+        fprintf(stderr, "dpbench: interrupted by %s; the export in %s is incomplete (no export.json)\n",
+                signal_name(train_stop), dir);
+        return 128 + train_stop;
+    }
     if (rc) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return bad_data ? EXIT_USAGE : EXIT_RUN;
@@ -474,7 +481,6 @@ static int export_points(const struct config *c, const char *dir, double max_mem
     fprintf(stderr, "dpbench: exported %ld point%s to %s\n", n, n == 1 ? "" : "s", dir);
     return EXIT_OK;
 }
-static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
 
 /* --h2d-bandwidth: the cuda backend's copy-bandwidth table on stdout. */
 static int h2d_bandwidth(void)
@@ -547,6 +553,12 @@ int main(int argc, char **argv)
         config_free(&res.cfg);
         return h2d_bandwidth();
     }
+    /* From here on every long phase (the checks, generation, epochs) stops at
+     * a first SIGINT/SIGTERM; a second one also drops the batches in flight. */
+    struct sigaction sa = {.sa_handler = stop_request};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     if (opts.export_dir) {
         rc = export_points(&res.cfg, opts.export_dir, opts.max_memory);
         config_free(&res.cfg);
@@ -557,12 +569,6 @@ int main(int argc, char **argv)
         snprintf(res.cfg.parallel.comm, sizeof res.cfg.parallel.comm, "%s",
                  strcmp(res.cfg.parallel.comm, "auto") == 0 ? "mpi" : res.cfg.parallel.comm);
     }
-    /* From here on every long phase (the checks, generation, epochs) stops at
-     * a first SIGINT/SIGTERM; a second one also drops the batches in flight. */
-    struct sigaction sa = {.sa_handler = stop_request};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     if (res.cfg.report.out[0] && report_check_out(res.cfg.report.out, res.cfg.name, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         config_free(&res.cfg);

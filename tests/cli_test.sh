@@ -355,6 +355,19 @@ if [ $rc -eq 143 ] && [ $ms -lt 3000 ] && [ ! -s "$TMP/gen.out" ] &&
     grep -q "interrupted by SIGTERM before any epoch completed" "$TMP/gen.err"; then ok
 else bad "SIGTERM during generation: exit $rc after $ms ms: $(cat "$TMP/gen.err")"; fi
 
+# a stop during --export: exit 143, no export.json (the export reads as incomplete), no temp files
+"$BIN" --export "$TMP/ex-int" --set dataset.length=4096 --set dataset.features=4096 \
+    --set model.out_features=1024 >/dev/null 2>"$TMP/exint.err" &
+pid=$!
+sleep 1
+kill -TERM $pid
+wait $pid
+rc=$?
+if [ $rc -eq 143 ] && [ ! -e "$TMP/ex-int/export.json" ] &&
+    [ -z "$(find "$TMP/ex-int" -name '*.tmp' 2>/dev/null)" ] &&
+    grep -q "interrupted by SIGTERM; the export in .* is incomplete" "$TMP/exint.err"; then ok
+else bad "SIGTERM during --export: exit $rc: $(cat "$TMP/exint.err")"; fi
+
 # slow samples (0.3 s each, 9 s a batch): a second SIGINT ends the run at once
 "$BIN" --set dataset.sample_cost_us=300000 --set loader.num_workers=2 >"$TMP/slow.out" 2>"$TMP/slow.err" &
 pid=$!
