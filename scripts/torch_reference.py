@@ -609,7 +609,13 @@ def ddp_worker(rank, world, point, cost_iters, port, out_path, threads):
         with open(out_path, "w") as f:
             json.dump({"splits": splits, "epochs": results, "final_params": params,
                        "batches_per_epoch": len(splits)}, f)
-    dist.destroy_process_group()
+    dist.barrier()
+    # Tearing gloo down under a live DDP reducer can deadlock in torch 1.13 (the
+    # group's destructor joins a thread that waits for the GIL it holds; seen as
+    # a rank spinning forever): every rank is done, so leave without teardown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def run_point_ddp(point, per_us, world, threads):

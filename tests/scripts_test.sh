@@ -2,6 +2,8 @@
 # The Python side scripts: torch_reference.py trains on what `dpbench --export`
 # writes, and compare.py checks that dpbench and PyTorch end at the same
 # parameters and losses (within 1e-4) for several configs; plot.py draws a PNG.
+# Each PyTorch run is bounded by a timeout, so a hung rank fails the test instead of
+# hanging it.
 # Usage: tests/scripts_test.sh [./dpbench]   (PYTHON=... picks the interpreter,
 # default /usr/bin/python3). Prints "N passed, N failed"; without torch it
 # prints "skipped: no torch" and exits 0.
@@ -44,7 +46,7 @@ side() {
     if ! "$BIN" --config "$cfg" "$@" --format json >"$TMP/$name.d.json" 2>"$TMP/err"; then
         bad "$name: dpbench: $(tail -3 "$TMP/err")"; return
     fi
-    if ! "$PY" "${REF[@]}" "$cfg" "$@" --out "$TMP/$name.t.json" 2>"$TMP/err"; then
+    if ! timeout -k 10 300 "$PY" "${REF[@]}" "$cfg" "$@" --out "$TMP/$name.t.json" 2>"$TMP/err"; then
         bad "$name: torch_reference.py: $(tail -3 "$TMP/err")"; return
     fi
     if "$PY" scripts/compare.py "$TMP/$name.d.json" "$TMP/$name.t.json" >"$TMP/$name.cmp" \
@@ -75,10 +77,10 @@ else bad "dpbench --make-dataset"; fi
 # DistributedSampler and DistributedDataParallel on 3 processes; 100 samples
 # over 3 ranks pads the permutation by 2 (skipped without mpirun or MPI)
 if command -v mpirun >/dev/null && "$BIN" --version | grep -q '^comm:.*mpi'; then
-    if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 3 \
+    if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 10 120 mpirun --oversubscribe -np 3 \
         "$BIN" --config configs/ddp.yaml --set loader.batch_size=10 --set train.epochs=3 \
         --format json >"$TMP/ddp.d.json" 2>"$TMP/err" &&
-       "$PY" "${REF[@]}" configs/ddp.yaml --set loader.batch_size=10 --set train.epochs=3 \
+       timeout -k 10 300 "$PY" "${REF[@]}" configs/ddp.yaml --set loader.batch_size=10 --set train.epochs=3 \
         --world-size 3 --out "$TMP/ddp.t.json" 2>>"$TMP/err" &&
        "$PY" scripts/compare.py "$TMP/ddp.d.json" "$TMP/ddp.t.json" >"$TMP/ddp.cmp" 2>>"$TMP/err" &&
        grep -q '^# agreement: .*: ok$' "$TMP/ddp.cmp" &&
