@@ -820,11 +820,18 @@ int config_validate(const struct config *c, struct error *e)
                                 "give one or the other",
                              c->parallel.replicas, c->parallel.n_devices);
     }
-    /* PyTorch's DataLoader refuses both without workers (ValueError) */
-    if (c->loader.num_workers == 0 && c->loader.persistent_workers)
+    /* PyTorch's DataLoader refuses both without workers (ValueError). A sweep
+     * over num_workers that reaches 0 is the exception: at that point the knob
+     * has no workers to act on, and the run says so in its notes (train.c). */
+    bool workers_swept = false;
+    for (int i = 0; i < c->n_sweep; i++)
+        workers_swept |= strcmp(c->sweep[i].key, "loader.num_workers") == 0;
+    if (workers_swept)
+        ; // checked per point: each point's knobs are inert or used
+    else if (c->loader.num_workers == 0 && c->loader.persistent_workers)
         return error_set(e, "loader.persistent_workers: needs loader.num_workers > 0 "
                             "(there are no workers to keep), as in PyTorch");
-    if (c->loader.num_workers == 0 && config_is_explicit(c, "loader.prefetch_factor"))
+    else if (c->loader.num_workers == 0 && config_is_explicit(c, "loader.prefetch_factor"))
         return error_set(e, "loader.prefetch_factor: can only be given with "
                             "loader.num_workers > 0 (batches are prefetched by workers), as "
                             "in PyTorch");

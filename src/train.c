@@ -149,6 +149,12 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     if (strcmp(be->name, "cpu") == 0 && (c->loader.pin_memory || c->loader.async_copy))
         snprintf(out->notes, sizeof out->notes,
                  "pin_memory and async_copy have no effect on the cpu backend");
+    if (c->loader.num_workers == 0 &&
+        (c->loader.persistent_workers || config_is_explicit(c, "loader.prefetch_factor"))) {
+        size_t used = strlen(out->notes); // a num_workers sweep's point without workers
+        snprintf(out->notes + used, sizeof out->notes - used, "%spersistent_workers and "
+                 "prefetch_factor have no effect with num_workers 0", used ? "; " : "");
+    }
 
     long device_ids[CONFIG_MAX_DEVICES];
     for (int i = 0; i < n && i < CONFIG_MAX_DEVICES; i++)

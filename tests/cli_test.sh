@@ -271,8 +271,14 @@ expect 2 "fifo: not a regular file" -- --config "$TMP/fifo"
 [ $(( $(date +%s) - start )) -lt 5 ] && ok || bad "--config on a FIFO blocked"
 expect 2 "loader.persistent_workers: needs loader.num_workers > 0" -- --set loader.persistent_workers=true
 expect 2 "loader.prefetch_factor: can only be given with loader.num_workers > 0" -- --set loader.prefetch_factor=2
-expect 2 "sweep point loader.num_workers=0: loader.persistent_workers" -- \
+# a sweep over num_workers that reaches 0: the knob is inert there, and said so
+expect 0 "loader.num_workers=0: persistent_workers and prefetch_factor have no effect with num_workers 0" -- \
     --set loader.persistent_workers=true --sweep loader.num_workers=0,2
+expect 0 "have no effect with num_workers 0" -- --sweep loader.num_workers=0,1 \
+    --sweep loader.prefetch_factor=2,4
+# ... but a sweep of the knob itself at num_workers 0 is refused, point by point
+expect 2 "sweep point loader.persistent_workers=true: loader.persistent_workers" -- \
+    --sweep loader.persistent_workers=false,true
 expect 0 "verdict" -- --set loader.prefetch_factor=3 --set loader.num_workers=1
 expect 0 "loader.pin_memory=true: pin_memory and async_copy have no effect" -- --sweep loader.pin_memory=false,true
 expect 2 "train.lr: '1e-310' is too small: expected 0 or a magnitude of at least 1.17549e-38" -- --set train.lr=1e-310
