@@ -10,8 +10,10 @@
  *
  * The hand-off spins briefly before it blocks (a condition variable costs
  * ~10 us each way, more than a tutorial batch's math), but only when every
- * replica thread has a core of its own: with more replica and loader threads
- * than cores a spinning thread would take the core the others need. */
+ * replica thread has a core of its own, and then each replica thread is
+ * pinned to a core other than the training thread's: with more replica and
+ * loader threads than cores a spinning thread would take the core the
+ * others need. */
 #include <cblas.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -60,6 +62,8 @@ struct cpu_dp {
     pthread_mutex_t mu;
     pthread_cond_t cv_go, cv_done;
     atomic_int pending;      // threads still working on this phase
+    atomic_int sleepers;     // threads blocked (or about to block) on cv_go or cv_done:
+                             // only then does a hand-off touch the mutex
     bool exit;
     int threads;             // replica threads started
 };
@@ -176,36 +180,41 @@ static void run_list(struct replica *r)
         op_run(r->dp, &r->ops[k]);
 }
 
-/* Spins up to SPIN_SECONDS (when allowed) until *v != old; 1 if it changed. */
-static bool spin_until_changed(struct cpu_dp *dp, atomic_long *v, long old)
+static inline void cpu_relax(void)
 {
-    if (!dp->spin)
-        return false;
-    double t0 = now_seconds();
-    for (int k = 1;; k++) {
-        if (atomic_load_explicit(v, memory_order_acquire) != old)
-            return true;
-        if (k % 64 == 0) {
-            if (now_seconds() - t0 > SPIN_SECONDS)
-                return false;
-            sched_yield(); // a thread this core owes time to goes first
-        }
-    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
 }
 
-static bool spin_until_zero(struct cpu_dp *dp, atomic_int *v)
+static bool changed(const void *v, long old)
+{
+    return atomic_load_explicit((atomic_long *)v, memory_order_acquire) != old;
+}
+
+static bool all_done(const void *v, long unused)
+{
+    (void)unused;
+    return atomic_load_explicit((atomic_int *)v, memory_order_acquire) == 0;
+}
+
+/* Spins up to SPIN_SECONDS (when allowed) until done(v, arg); false if it
+ * timed out and the caller must block. Spinning is allowed only when every
+ * replica thread has a core of its own (pinned by pin_replicas). */
+static bool spin_until(const struct cpu_dp *dp, bool (*done)(const void *, long), const void *v,
+                       long arg)
 {
     if (!dp->spin)
         return false;
     double t0 = now_seconds();
     for (int k = 1;; k++) {
-        if (atomic_load_explicit(v, memory_order_acquire) == 0)
+        if (done(v, arg))
             return true;
-        if (k % 64 == 0) {
-            if (now_seconds() - t0 > SPIN_SECONDS)
-                return false;
-            sched_yield(); // a thread this core owes time to goes first
-        }
+        cpu_relax();
+        if (k % 256 == 0 && now_seconds() - t0 > SPIN_SECONDS)
+            return false;
     }
 }
 
@@ -215,19 +224,23 @@ static void *replica_main(void *arg)
     struct cpu_dp *dp = r->dp;
     long seen = 0;
     for (;;) {
-        if (!spin_until_changed(dp, &r->go, seen)) {
+        if (!spin_until(dp, changed, &r->go, seen)) {
             pthread_mutex_lock(&dp->mu);
+            atomic_fetch_add(&dp->sleepers, 1);
             while (atomic_load(&r->go) == seen)
                 pthread_cond_wait(&dp->cv_go, &dp->mu);
+            atomic_fetch_sub(&dp->sleepers, 1);
             pthread_mutex_unlock(&dp->mu);
         }
         seen = atomic_load_explicit(&r->go, memory_order_acquire);
         if (dp->exit)
             break;
         run_list(r);
-        if (atomic_fetch_sub_explicit(&dp->pending, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&dp->mu); // the waiter is spinning or in cond_wait
-            pthread_cond_signal(&dp->cv_done);
+        /* seq_cst on both sides: a waiter that counted itself in sleepers
+         * before reading pending is seen here, or sees pending reach 0 */
+        if (atomic_fetch_sub(&dp->pending, 1) == 1 && atomic_load(&dp->sleepers) > 0) {
+            pthread_mutex_lock(&dp->mu);
+            pthread_cond_broadcast(&dp->cv_done);
             pthread_mutex_unlock(&dp->mu);
         }
     }
@@ -238,11 +251,13 @@ static void *replica_main(void *arg)
  * without a chunk of this batch, sleep on. */
 static void wake(struct cpu_dp *dp, int n)
 {
-    pthread_mutex_lock(&dp->mu);
     for (int i = 1; i < n; i++)
-        atomic_fetch_add_explicit(&dp->reps[i].go, 1, memory_order_release);
-    pthread_cond_broadcast(&dp->cv_go);
-    pthread_mutex_unlock(&dp->mu);
+        atomic_fetch_add(&dp->reps[i].go, 1);
+    if (atomic_load(&dp->sleepers) > 0) { // else every thread is spinning
+        pthread_mutex_lock(&dp->mu);
+        pthread_cond_broadcast(&dp->cv_go);
+        pthread_mutex_unlock(&dp->mu);
+    }
 }
 
 /* Runs the recorded lists: threads 1..n-1, replica 0 here, then waits. */
@@ -256,16 +271,39 @@ static int cpu_join(void *ctx, int n, struct error *e)
         wake(dp, n);
     }
     run_list(&dp->reps[0]);
-    if (n > 1 && !spin_until_zero(dp, &dp->pending)) {
+    if (n > 1 && !spin_until(dp, all_done, &dp->pending, 0)) {
         pthread_mutex_lock(&dp->mu);
+        atomic_fetch_add(&dp->sleepers, 1);
         while (atomic_load(&dp->pending) > 0)
             pthread_cond_wait(&dp->cv_done, &dp->mu);
+        atomic_fetch_sub(&dp->sleepers, 1);
         pthread_mutex_unlock(&dp->mu);
     }
     return 0;
 }
 
 /* ---- setup ----------------------------------------------------------------- */
+
+/* Each replica thread on a core of its own, away from the training thread's:
+ * left to the scheduler, a replica that wakes the training thread is pulled
+ * onto its core and the two take turns on one core. */
+static void pin_replicas(struct cpu_dp *dp)
+{
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return;
+    int here = sched_getcpu(), next = 0;
+    for (int i = 1; i < dp->n; i++) {
+        while (next < CPU_SETSIZE && (!CPU_ISSET(next, &allowed) || next == here))
+            next++;
+        if (next == CPU_SETSIZE)
+            return; // fewer cores than replicas: leave them to the scheduler
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(next++, &one);
+        pthread_setaffinity_np(dp->reps[i].thread, sizeof one, &one);
+    }
+}
 
 static void cpu_free(void *ctx)
 {
@@ -303,6 +341,7 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
     pthread_cond_init(&dp->cv_go, NULL);
     pthread_cond_init(&dp->cv_done, NULL);
     atomic_init(&dp->pending, 0);
+    atomic_init(&dp->sleepers, 0);
 
     /* chosen by measurement on this run's chunks, at most the replica's
      * share of the cores the loader's workers leave free */
@@ -333,6 +372,8 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
         }
         dp->threads = i;
     }
+    if (dp->spin)
+        pin_replicas(dp);
     *ctx = dp;
     return 0;
 }
