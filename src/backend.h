@@ -40,6 +40,7 @@ struct epoch_stats {
     double copy_bytes; // bytes copied host-to-device
     double hidden_s;   // copy seconds that overlapped compute (async copy)
     double allreduce_s; // seconds in the gradient allreduce's engine call (ddp)
+    double allreduce_wait_s; // of those, waiting for the last rank to arrive (ddp)
     double host_s;     // host seconds spent issuing device work in step and release,
                        // waits excluded (cuda); 0 where the step computes on the host
     double loss_sum;   // sum over batches of (mean loss * rows)

@@ -70,6 +70,24 @@ int comm_open(struct comm *c, const char *name, struct error *e)
     return 0;
 }
 
+/* Counts one timed allreduce call of n floats. */
+static int account(struct comm *c, double seconds, size_t n, struct error *e)
+{
+    c->allreduce_s += seconds;
+    c->allreduce_calls++;
+    c->allreduce_bytes += (double)n * sizeof(float);
+    if (c->n_calls == c->cap_calls) {
+        size_t cap = c->cap_calls ? 2 * c->cap_calls : 1024;
+        double *p = realloc(c->call_s, cap * sizeof *p);
+        if (!p)
+            return error_set(e, "out of memory");
+        c->call_s = p;
+        c->cap_calls = cap;
+    }
+    c->call_s[c->n_calls++] = seconds;
+    return 0;
+}
+
 int comm_allreduce(struct comm *c, float *buf, size_t n, bool stop_here, struct error *e)
 {
     if (!c->engine) {
@@ -79,11 +97,9 @@ int comm_allreduce(struct comm *c, float *buf, size_t n, bool stop_here, struct 
     if (c->engine->device_memory) { // the stop flag after it, from the host
         double t0 = now_seconds();
         int rc = c->engine->allreduce_sum(c, buf, n, e);
-        c->allreduce_s += now_seconds() - t0;
-        c->allreduce_calls++;
-        c->allreduce_bytes += (double)n * sizeof(float);
         long any = 0;
-        if (rc || c->engine->max(c, stop_here ? 1 : 0, &any, e))
+        if (rc || account(c, now_seconds() - t0, n, e) ||
+            c->engine->max(c, stop_here ? 1 : 0, &any, e))
             return -1;
         c->stop = any != 0;
         return 0;
@@ -102,14 +118,29 @@ int comm_allreduce(struct comm *c, float *buf, size_t n, bool stop_here, struct 
     c->scratch[n] = stop_here ? 1.0f : 0.0f;
     double t0 = now_seconds();
     int rc = c->engine->allreduce_sum(c, c->scratch, n + 1, e);
-    c->allreduce_s += now_seconds() - t0;
-    c->allreduce_calls++;
-    c->allreduce_bytes += (double)n * sizeof(float);
-    if (rc)
+    if (rc || account(c, now_seconds() - t0, n, e))
         return -1;
     memcpy(buf, c->scratch, n * sizeof(float));
     c->stop = c->scratch[n] > 0.5f;
     return 0;
+}
+
+int comm_allreduce_wait(struct comm *c, double *wait_s, struct error *e)
+{
+    *wait_s = 0;
+    size_t n = c->n_calls;
+    c->n_calls = 0;
+    if (!c->engine || n == 0)
+        return 0;
+    double *least = malloc(n * sizeof *least);
+    if (!least)
+        return error_set(e, "out of memory");
+    memcpy(least, c->call_s, n * sizeof *least);
+    int rc = c->engine->min(c, least, n, e);
+    for (size_t k = 0; rc == 0 && k < n; k++)
+        *wait_s += c->call_s[k] - least[k];
+    free(least);
+    return rc;
 }
 
 int comm_sum(struct comm *c, float *buf, size_t n, struct error *e)
@@ -154,4 +185,7 @@ void comm_close(struct comm *c)
     free(c->scratch);
     c->scratch = NULL;
     c->scratch_n = 0;
+    free(c->call_s);
+    c->call_s = NULL;
+    c->n_calls = c->cap_calls = 0;
 }

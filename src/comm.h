@@ -28,6 +28,8 @@ struct comm {
     double allreduce_s;               // seconds inside the allreduce
     long allreduce_calls;
     double allreduce_bytes;           // payload bytes summed, per rank
+    double *call_s;                   // (n_calls) seconds of each allreduce since the last
+    size_t n_calls, cap_calls;        // comm_allreduce_wait
     bool stop;                        // a rank asked to stop: seen by every rank at once
     float *scratch;                   // (scratch_n) the allreduce's buffer: payload, stop flag
     size_t scratch_n;
@@ -50,6 +52,11 @@ int comm_bcast(struct comm *c, void *buf, size_t bytes, struct error *e);
 /* Every rank's `bytes` bytes of send, in rank order into recv on rank 0
  * (recv may be NULL elsewhere). */
 int comm_gather(struct comm *c, const void *send, size_t bytes, void *recv, struct error *e);
+/* Of this rank's allreduce seconds since the last call, those spent waiting
+ * for the last rank to arrive: per call, this rank's time less the shortest
+ * over the ranks (the last to arrive waits for nobody, so its time is the
+ * engine's own). Every rank must call it after the same allreduces. */
+int comm_allreduce_wait(struct comm *c, double *wait_s, struct error *e);
 /* Sums n floats across ranks in place: the engine's call alone (no stop
  * flag, not timed). */
 int comm_sum(struct comm *c, float *buf, size_t n, struct error *e);
@@ -69,6 +76,7 @@ struct comm_engine {
     int (*bcast)(struct comm *c, void *buf, size_t bytes, struct error *e);
     int (*gather)(struct comm *c, const void *send, size_t bytes, void *recv, struct error *e);
     int (*max)(struct comm *c, long v, long *max, struct error *e);
+    int (*min)(struct comm *c, double *buf, size_t n, struct error *e); // in place, per element
     void (*abort)(struct comm *c, int code);
     void (*close)(struct comm *c);
 };

@@ -27,8 +27,8 @@ static struct {
     MPI_CALLS(X)
 #undef X
     MPI_Comm world;
-    MPI_Datatype f32, byte, i64;
-    MPI_Op sum, max;
+    MPI_Datatype f32, f64, byte, i64;
+    MPI_Op sum, max, min;
 } mpi;
 
 static int mpi_load(struct error *e)
@@ -55,6 +55,7 @@ static int mpi_load(struct error *e)
         {(void **)&mpi.world, "ompi_mpi_comm_world"}, {(void **)&mpi.f32, "ompi_mpi_float"},
         {(void **)&mpi.byte, "ompi_mpi_byte"},        {(void **)&mpi.i64, "ompi_mpi_long"},
         {(void **)&mpi.sum, "ompi_mpi_op_sum"},       {(void **)&mpi.max, "ompi_mpi_op_max"},
+        {(void **)&mpi.f64, "ompi_mpi_double"},       {(void **)&mpi.min, "ompi_mpi_op_min"},
     };
     for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
         if (!(*handles[i].dst = dlsym(lib, handles[i].sym)))
@@ -117,6 +118,12 @@ static int mpi_max(struct comm *c, long v, long *max, struct error *e)
     return 0;
 }
 
+static int mpi_min(struct comm *c, double *buf, size_t n, struct error *e)
+{
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, mpi.f64, mpi.min, mpi.world));
+    return 0;
+}
+
 static void mpi_abort(struct comm *c, int code)
 {
     (void)c;
@@ -138,6 +145,7 @@ const struct comm_engine comm_mpi = {
     .bcast = mpi_bcast,
     .gather = mpi_gather,
     .max = mpi_max,
+    .min = mpi_min,
     .abort = mpi_abort,
     .close = mpi_close,
 };

@@ -93,6 +93,11 @@ static void nccl_close(struct comm *c)
     comm_mpi.close(c);
 }
 
+static int nccl_min(struct comm *c, double *buf, size_t n, struct error *e)
+{
+    return comm_mpi.min(c, buf, n, e);
+}
+
 static void nccl_abort(struct comm *c, int code) { comm_mpi.abort(c, code); }
 
 static int nccl_bcast(struct comm *c, void *buf, size_t bytes, struct error *e)
@@ -119,6 +124,7 @@ const struct comm_engine comm_nccl = {
     .bcast = nccl_bcast,
     .gather = nccl_gather,
     .max = nccl_max,
+    .min = nccl_min,
     .abort = nccl_abort,
     .close = nccl_close,
 };

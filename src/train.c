@@ -262,8 +262,10 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
                 break; // interrupted while shuffling: the epochs before stand
             goto failed;
         }
-        if (cm)
+        if (cm) {
             cm->allreduce_s = 0;
+            cm->n_calls = 0;
+        }
         while ((got = be->next(ctx, &l, &b, &st, e)) == 1) {
             if (ddp ? step_ddp(&s, b, lr, cm ? &sc : NULL, &st, e) : step_dp(&s, b, lr, &st, e)) {
                 be->release(ctx, &l, b);
@@ -300,6 +302,9 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
             got = 1; // a second signal cancelled the batch in flight: a partial epoch
         if (cm)
             st.allreduce_s = cm->allreduce_s;
+        /* a whole epoch: every rank made the same allreduces */
+        if (cm && got == 0 && comm_allreduce_wait(cm, &st.allreduce_wait_s, e))
+            got = -1;
         struct error end_err;
         int end_rc = be->epoch_end(ctx, &st, got < 0 ? &end_err : e); // keep the first error
         loader_epoch_end(&l);

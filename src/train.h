@@ -39,6 +39,7 @@ struct run_summary {
     double floor_ratio;            // median / floor, NAN without report.floor
     /* ddp, several ranks (NAN otherwise) */
     double allreduce_s;            // gradient allreduce seconds per epoch, mean over ranks
+    double allreduce_wait_s;       // of those, waiting for the last rank to arrive
     double algbw_gbps, busbw_gbps; // its bandwidth, nccl-tests' definitions
     double straggler;              // slowest / fastest rank's median epoch
 };

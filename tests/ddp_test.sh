@@ -64,6 +64,13 @@ assert [x["rank"] for x in r["ranks"]] == [0, 1]
 assert all(len(x["epochs"]) == 10 and "allreduce_seconds" in x["epochs"][0] for x in r["ranks"])
 assert r["splits"] == [[15, 15], [15, 15], [15, 15], [5, 5]], r["splits"]
 assert r["summary"]["busbw_gbps"] > 0
+# the wait for the last rank: within the allreduce, and what is left of it
+# (the sum over the calls of the fastest rank's time) is the same on every rank
+for k in range(10):
+    eps = [x["epochs"][k] for x in r["ranks"]]
+    assert all(0 <= e["allreduce_wait_seconds"] <= e["allreduce_seconds"] for e in eps), eps
+    engine = [e["allreduce_seconds"] - e["allreduce_wait_seconds"] for e in eps]
+    assert max(engine) - min(engine) < 1e-9, engine
 assert all(e["samples"] == 100 for e in r["epochs"])  # the job's samples
 PY
 "${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set report.trace=true --set train.epochs=1 \
