@@ -13,8 +13,11 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation -pthread -MMD -MP
 # Libraries come from pkg-config (build/deps.mk, written after
 # scripts/install-deps.sh has checked they are installed): no fixed paths.
-# libjpeg, libpng: image decoding; zlib: gzip'd idx files
+# libjpeg, libpng: image decoding; zlib: gzip'd idx files. libxsmm (the
+# step's small products, src/hostmm.c) where Debian has it (amd64): found, it
+# adds -DDPBENCH_HAVE_XSMM; XSMM=0 builds without.
 PC_MODULES := yaml-0.1 libcjson openblas libjpeg libpng zlib
+XSMM ?= 1
 CPPFLAGS += -Isrc $(PC_CFLAGS)
 LDLIBS   += $(PC_LIBS) -lm -pthread
 GIT      := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -30,7 +33,7 @@ CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c \
-           comm.c ddp.c report_ddp.c allreduce_bw.c
+           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -85,11 +88,13 @@ NO_DEPS_GOALS := clean test-fresh
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 include $(B)/deps.mk
 endif
-$(B)/deps.mk: scripts/install-deps.sh
+$(shell mkdir -p $(B); [ "$$(cat $(B)/xsmm 2>/dev/null)" = "$(XSMM)" ] || echo $(XSMM) >$(B)/xsmm)
+$(B)/deps.mk: scripts/install-deps.sh $(B)/xsmm
 	@mkdir -p $(B)
 	@scripts/install-deps.sh make --found $@.found
-	@{ echo "PC_CFLAGS := $$(pkg-config --cflags $(PC_MODULES))"; \
-	   echo "PC_LIBS := $$(pkg-config --libs $(PC_MODULES))"; \
+	@x=$$([ "$(XSMM)" = 1 ] && pkg-config --exists libxsmm && echo libxsmm); \
+	 { echo "PC_CFLAGS := $$(pkg-config --cflags $$x $(PC_MODULES))$${x:+ -DDPBENCH_HAVE_XSMM}"; \
+	   echo "PC_LIBS := $$(pkg-config --libs $$x $(PC_MODULES))"; \
 	   echo "CMOCKA_CFLAGS := $$(pkg-config --cflags cmocka)"; \
 	   echo "CMOCKA_LIBS := $$(pkg-config --libs cmocka)"; \
 	   echo "$@: $$(tr '\n' ' ' <$@.found)"; \

@@ -14,7 +14,9 @@
 # them disappears.
 set -euo pipefail
 
-# One line per package: GROUP PACKAGE CHECK, where CHECK is
+# One line per package: GROUP PACKAGE CHECK, where GROUP@ARCH limits the
+# package to Debian architecture ARCH (libxsmm is built for amd64 only) and
+# CHECK is
 #   pc:MODULE    pkg-config knows MODULE
 #   cmd:PROGRAM  PROGRAM is on PATH
 #   file:PATH    PATH exists
@@ -37,6 +39,7 @@ make  time                 file:/usr/bin/time
 make  dataset-fashion-mnist file:/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 make  openmpi-bin          cmd:mpirun
 make  libopenmpi-dev       pc:ompi-c
+make@amd64 libxsmm-dev     pc:libxsmm
 bench python3-torch        dpkg
 bench python3-numpy        dpkg
 bench python3-matplotlib   dpkg
@@ -90,8 +93,11 @@ evidence() {
 scan() {
     need=() found=()
     local group pkg check g p
+    local arch
+    arch=$(dpkg --print-architecture 2>/dev/null || echo unknown)
     while read -r group pkg check; do
         [ -n "$group" ] || continue
+        case $group in *@*) [ "${group#*@}" = "$arch" ] || continue; group=${group%@*} ;; esac
         for g in "${groups[@]}"; do
             [ "$g" = "$group" ] || continue
             if p=$(evidence "$pkg" "$check") && [ -n "$p" ]; then

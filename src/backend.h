@@ -28,6 +28,7 @@ struct backend_setup {
     int copy_depth;         // device buffers in the async ring
     int compute_cores;      // host cores left for compute after the loader's workers
     int blas_threads;       // OpenBLAS threads per replica, measured (blas_tune.c); cpu only
+    int blas_lib;           // enum hostmm_lib: the step's products' library, measured; cpu only
     const float *w0;        // (out_features, features) initial weight
     const float *b0;        // (out_features) initial bias
     bool classify;          // labelled data: count correct predictions

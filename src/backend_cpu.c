@@ -22,6 +22,7 @@
 
 #include "backend.h"
 #include "chunk.h"
+#include "hostmm.h"
 
 #define SPIN_SECONDS 50e-6 // longest spin before blocking
 #define MAX_OPS 8          // calls one replica gets between fork and join (3 in a step)
@@ -40,16 +41,17 @@ struct cpu_op {
 struct replica {
     struct cpu_dp *dp;
     int id;
+    struct hostmm mm;           // this replica's matrix kernels
     struct cpu_op ops[MAX_OPS]; // this phase's calls, in order
     int n_ops;
-    atomic_long go;             // bumps when this replica has a phase to run (or must exit)
+    _Alignas(64) atomic_long go; // bumps when this replica has a phase to run (or must exit);
+                                 // on a cache line of its own, as are pending and sleepers
     pthread_t thread;
 };
 
 struct cpu_dp {
     int F, O, n;             // features, out_features, replicas
     long batch_max;
-    float *ones;             // (batch_max) all 1: the bias gradient
     struct replica *reps;    // (n)
     bool recording;          // between fork and join
     bool spin;               // each replica thread has a core: spin before blocking
@@ -61,8 +63,8 @@ struct cpu_dp {
     /* phase hand-off to the replica threads */
     pthread_mutex_t mu;
     pthread_cond_t cv_go, cv_done;
-    atomic_int pending;      // threads still working on this phase
-    atomic_int sleepers;     // threads blocked (or about to block) on cv_go or cv_done:
+    _Alignas(64) atomic_int pending; // threads still working on this phase
+    _Alignas(64) atomic_int sleepers; // threads blocked (or about to block) on cv_go or cv_done:
                              // only then does a hand-off touch the mutex
     bool exit;
     int threads;             // replica threads started
@@ -87,21 +89,14 @@ static void cpu_free_host(void *p, bool pinned)
 
 /* ---- the primitives -------------------------------------------------------- */
 
-static void op_run(struct cpu_dp *dp, const struct cpu_op *op)
+static void op_run(struct replica *r, const struct cpu_op *op)
 {
-    int F = dp->F, O = dp->O, rows = (int)op->rows;
     switch (op->kind) {
-    case OP_FORWARD: /* out (rows, O) = b + x (rows, F) · wᵀ (F, O) */
-        for (int i = 0; i < rows; i++)
-            memcpy(op->out + (size_t)i * O, op->y + (size_t)O * F, (size_t)O * sizeof(float));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, O, F, 1.0f, op->x, F, op->y,
-                    F, 1.0f, op->out, O);
+    case OP_FORWARD:
+        hostmm_forward(&r->mm, op->x, op->rows, op->y, op->out);
         break;
-    case OP_BACKWARD: /* gw (O, F) = alpha doutᵀ · x;  gb (O) = alpha doutᵀ · 1 */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, F, rows, op->alpha, op->y, O,
-                    op->x, F, 0.0f, op->out, F);
-        cblas_sgemv(CblasRowMajor, CblasTrans, rows, O, op->alpha, op->y, O, dp->ones, 1, 0.0f,
-                    op->out + (size_t)O * F, 1);
+    case OP_BACKWARD:
+        hostmm_backward(&r->mm, op->x, op->y, op->rows, op->alpha, op->out);
         break;
     case OP_COPY:
         memcpy(op->out, op->x, op->n * sizeof(float));
@@ -118,11 +113,11 @@ static void op_run(struct cpu_dp *dp, const struct cpu_op *op)
 /* Records the call on queue q between fork and join, else runs it now. */
 static int op_issue(struct cpu_dp *dp, int q, struct cpu_op op, struct error *e)
 {
-    if (!dp->recording) {
-        op_run(dp, &op);
+    struct replica *r = &dp->reps[q];
+    if (!dp->recording) { // at once, on this thread: replica q's thread is idle
+        op_run(r, &op);
         return 0;
     }
-    struct replica *r = &dp->reps[q];
     if (r->n_ops == MAX_OPS)
         return error_set(e, "cpu backend: more than %d calls on replica %d in one phase",
                          MAX_OPS, q);
@@ -177,7 +172,7 @@ static int cpu_fork(void *ctx, int n, struct error *e)
 static void run_list(struct replica *r)
 {
     for (int k = 0; k < r->n_ops; k++)
-        op_run(r->dp, &r->ops[k]);
+        op_run(r, &r->ops[k]);
 }
 
 static inline void cpu_relax(void)
@@ -284,27 +279,6 @@ static int cpu_join(void *ctx, int n, struct error *e)
 
 /* ---- setup ----------------------------------------------------------------- */
 
-/* Each replica thread on a core of its own, away from the training thread's:
- * left to the scheduler, a replica that wakes the training thread is pulled
- * onto its core and the two take turns on one core. */
-static void pin_replicas(struct cpu_dp *dp)
-{
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
-        return;
-    int here = sched_getcpu(), next = 0;
-    for (int i = 1; i < dp->n; i++) {
-        while (next < CPU_SETSIZE && (!CPU_ISSET(next, &allowed) || next == here))
-            next++;
-        if (next == CPU_SETSIZE)
-            return; // fewer cores than replicas: leave them to the scheduler
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(next++, &one);
-        pthread_setaffinity_np(dp->reps[i].thread, sizeof one, &one);
-    }
-}
-
 static void cpu_free(void *ctx)
 {
     struct cpu_dp *dp = ctx;
@@ -318,8 +292,9 @@ static void cpu_free(void *ctx)
         for (int i = 1; i <= dp->threads; i++)
             pthread_join(dp->reps[i].thread, NULL);
     }
+    for (int i = 0; dp->reps && i < dp->n; i++)
+        hostmm_free(&dp->reps[i].mm);
     free(dp->reps);
-    free(dp->ones);
     free(dp->x);
     free(dp->split);
     pthread_mutex_destroy(&dp->mu);
@@ -330,9 +305,10 @@ static void cpu_free(void *ctx)
 
 static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
 {
-    struct cpu_dp *dp = calloc(1, sizeof *dp);
-    if (!dp)
+    struct cpu_dp *dp = NULL;
+    if (posix_memalign((void **)&dp, 64, sizeof *dp) != 0)
         return error_set(e, "cpu backend: out of memory");
+    memset(dp, 0, sizeof *dp);
     dp->F = s->features;
     dp->O = s->out_features;
     dp->n = s->replicas;
@@ -348,20 +324,25 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
     openblas_set_num_threads(s->blas_threads > 0 ? s->blas_threads : 1);
     dp->spin = dp->n > 1 && dp->n <= s->compute_cores;
 
-    dp->reps = calloc((size_t)dp->n, sizeof *dp->reps);
-    dp->ones = malloc((size_t)dp->batch_max * sizeof(float));
+    /* cache-line aligned: each thread's hand-off counter on a line of its own */
+    if (posix_memalign((void **)&dp->reps, 64, (size_t)dp->n * sizeof *dp->reps) == 0)
+        memset(dp->reps, 0, (size_t)dp->n * sizeof *dp->reps);
+    else
+        dp->reps = NULL;
     dp->x = calloc((size_t)dp->n, sizeof *dp->x);
     dp->split = calloc((size_t)dp->n, sizeof *dp->split);
-    if (!dp->reps || !dp->ones || !dp->x || !dp->split) {
+    if (!dp->reps || !dp->x || !dp->split) {
         cpu_free(dp);
         return error_set(e, "cpu backend: out of memory for %d replicas", s->replicas);
     }
-    for (long i = 0; i < dp->batch_max; i++)
-        dp->ones[i] = 1.0f;
     for (int i = 0; i < dp->n; i++) {
         dp->reps[i].dp = dp;
         dp->reps[i].id = i;
         atomic_init(&dp->reps[i].go, 0);
+        if (hostmm_init(&dp->reps[i].mm, s->blas_lib, dp->F, dp->O, dp->batch_max, e)) {
+            cpu_free(dp);
+            return error_wrap(e, "cpu backend");
+        }
     }
     for (int i = 1; i < dp->n; i++) {
         int rc = thread_start(&dp->reps[i].thread, replica_main, &dp->reps[i]);
@@ -372,8 +353,15 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
         }
         dp->threads = i;
     }
-    if (dp->spin)
-        pin_replicas(dp);
+    if (dp->spin) {
+        /* each replica thread on a core of its own, away from the training
+         * thread's: left to the scheduler, a replica that wakes the training
+         * thread is pulled onto its core and the two take turns on one core */
+        pthread_t t[dp->n];
+        for (int i = 1; i < dp->n; i++)
+            t[i - 1] = dp->reps[i].thread;
+        threads_pin_apart(t, dp->n - 1);
+    }
     *ctx = dp;
     return 0;
 }

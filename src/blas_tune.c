@@ -1,17 +1,22 @@
-/* OpenBLAS threads chosen by measurement. Giving OpenBLAS every free core is
- * not always faster: for the large config's shapes (256-row chunks,
- * 256 -> 16) two threads run the step's sgemm calls ~1.5x slower than one on
- * a 2-core machine, because splitting so small a product costs more in
- * hand-offs than it saves. So each run times its own shapes at a few thread
- * counts before training and keeps the fastest. */
+/* The step's library and OpenBLAS threads chosen by measurement. Giving
+ * OpenBLAS every free core is not always faster: for the large config's
+ * shapes (256-row chunks, 256 -> 16) two threads ran the step's sgemm calls
+ * ~1.5x slower than one on a 2-core machine, because splitting so small a
+ * product costs more in hand-offs than it saves; and libxsmm's kernels made
+ * for the exact shape ran them faster than OpenBLAS on any thread count. So
+ * each run times its own shapes before training and keeps the fastest. */
 #include "blas_tune.h"
 
 #include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 int blas_work_init(struct blas_work *bw, int features, int out_features, long rows,
-                   struct error *e)
+                   enum hostmm_lib lib, struct error *e)
 {
     memset(bw, 0, sizeof *bw);
     bw->F = features;
@@ -22,8 +27,8 @@ int blas_work_init(struct blas_work *bw, int features, int out_features, long ro
     bw->w = malloc((O * F + O) * sizeof(float));
     bw->g = malloc((O * F + O) * sizeof(float));
     bw->out = malloc(R * O * sizeof(float));
-    bw->ones = malloc(R * sizeof(float));
-    if (!bw->x || !bw->w || !bw->g || !bw->out || !bw->ones) {
+    if (!bw->x || !bw->w || !bw->g || !bw->out ||
+        hostmm_init(&bw->mm, lib, features, out_features, bw->rows, e)) {
         blas_work_free(bw);
         return error_set(e, "out of memory for the BLAS timing buffers (%ld x %d)", rows,
                          features);
@@ -33,8 +38,6 @@ int blas_work_init(struct blas_work *bw, int features, int out_features, long ro
         bw->x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
     for (size_t i = 0; i < O * F + O; i++)
         bw->w[i] = (float)((i * 104729) % 1000) * 1e-4f;
-    for (size_t i = 0; i < R; i++)
-        bw->ones[i] = 1.0f;
     return 0;
 }
 
@@ -44,75 +47,164 @@ void blas_work_free(struct blas_work *bw)
     free(bw->w);
     free(bw->g);
     free(bw->out);
-    free(bw->ones);
+    hostmm_free(&bw->mm);
     memset(bw, 0, sizeof *bw);
 }
 
 /* The calls of one replica's step on the host backend, in its order. */
 static void step_blas(struct blas_work *bw, int rows)
 {
-    int F = bw->F, O = bw->O, P = O * F + O;
-    const float *b = bw->w + O * F;
-    for (int i = 0; i < rows; i++)
-        memcpy(bw->out + (size_t)i * O, b, (size_t)O * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, O, F, 1.0f, bw->x, F, bw->w, F,
-                1.0f, bw->out, O);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, F, rows, 1.0f, bw->out, O, bw->x, F,
-                0.0f, bw->g, F);
-    cblas_sgemv(CblasRowMajor, CblasTrans, rows, O, 1.0f, bw->out, O, bw->ones, 1, 0.0f,
-                bw->g + O * F, 1);
+    int P = bw->O * bw->F + bw->O;
+    hostmm_forward(&bw->mm, bw->x, rows, bw->w, bw->out);
+    hostmm_backward(&bw->mm, bw->x, bw->out, rows, 1.0f, bw->g);
     cblas_saxpy(P, -1e-6f, bw->g, 1, bw->w, 1);
+}
+
+/* Repetitions of the step making a group of >= 100 us, so that the clock's
+ * grain does not count. */
+static long group_reps(struct blas_work *bw, int r)
+{
+    step_blas(bw, r); // warm: caches, the library's buffers, threads, kernels
+    step_blas(bw, r);
+    double t0 = now_seconds();
+    step_blas(bw, r);
+    double one = now_seconds() - t0;
+    long reps = one > 0 ? (long)(1e-4 / one) + 1 : 1000;
+    return reps > 10000 ? 10000 : reps;
+}
+
+/* The best of 3 groups: the least disturbed by other work. With `bar`, every
+ * group starts together with the other replicas'. */
+static double best_group(struct blas_work *bw, int r, long reps, pthread_barrier_t *bar)
+{
+    double best = INFINITY;
+    for (int k = 0; k < 3; k++) {
+        if (bar)
+            pthread_barrier_wait(bar);
+        double t0 = now_seconds();
+        for (long i = 0; i < reps; i++)
+            step_blas(bw, r);
+        best = fmin(best, (now_seconds() - t0) / (double)reps);
+    }
+    return best;
 }
 
 double blas_work_seconds(struct blas_work *bw, long rows)
 {
     int r = (int)(rows < bw->rows ? rows : bw->rows);
-    step_blas(bw, r); // warm: caches, OpenBLAS's buffers and threads
-    step_blas(bw, r);
-    /* repeat in groups of >= 100 us so the clock's grain does not count,
-     * and keep the best of 3 groups: the least disturbed by other work */
-    double t0 = now_seconds();
-    step_blas(bw, r);
-    double one = now_seconds() - t0;
-    long reps = one > 0 ? (long)(1e-4 / one) + 1 : 1000;
-    if (reps > 10000)
-        reps = 10000;
-    double best = one;
-    for (int k = 0; k < 3; k++) {
-        t0 = now_seconds();
-        for (long i = 0; i < reps; i++)
-            step_blas(bw, r);
-        double t = (now_seconds() - t0) / (double)reps;
-        if (t < best)
-            best = t;
-    }
-    return best;
+    return best_group(bw, r, group_reps(bw, r), NULL);
 }
 
-int blas_choose_threads(int features, int out_features, long rows, int max_threads,
+struct side {
+    struct blas_work bw;
+    int rows;
+    long reps;
+    pthread_barrier_t *bar;
+    atomic_int *gate; // 0: wait, 1: run, -1: leave (another thread failed to start)
+    double seconds;
+};
+
+static void *side_main(void *arg)
+{
+    struct side *s = arg;
+    int g;
+    while ((g = atomic_load(s->gate)) == 0)
+        sched_yield();
+    if (g > 0) {
+        step_blas(&s->bw, s->rows); // warm this thread's kernels
+        s->seconds = best_group(&s->bw, s->rows, s->reps, s->bar);
+    }
+    return NULL;
+}
+
+/* Seconds per step of `n` replicas running the step side by side, each on
+ * its own buffers and thread, as the cpu backend runs them: the slowest one's.
+ * A library that serialises concurrent calls (OpenBLAS takes a global lock
+ * to hand out its buffers) shows here, not in a lone replica's timing. */
+static int side_by_side(int features, int out_features, long rows, enum hostmm_lib lib, int n,
+                        double *seconds, struct error *e)
+{
+    struct side s[n];
+    memset(s, 0, sizeof s);
+    pthread_t t[n];
+    pthread_barrier_t bar;
+    atomic_int gate = 0;
+    int rc = 0, started = 1;
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = blas_work_init(&s[i].bw, features, out_features, rows, lib, e);
+    if (rc == 0) {
+        pthread_barrier_init(&bar, NULL, (unsigned)n);
+        long reps = group_reps(&s[0].bw, (int)s[0].bw.rows);
+        for (int i = 0; i < n; i++) {
+            s[i].rows = (int)s[i].bw.rows;
+            s[i].reps = reps;
+            s[i].bar = n > 1 ? &bar : NULL;
+            s[i].gate = &gate;
+        }
+        for (; started < n; started++)
+            if ((rc = thread_start(&t[started], side_main, &s[started])) != 0) {
+                error_set(e, "cannot start a BLAS timing thread: %s", strerror(rc));
+                break;
+            }
+        atomic_store(&gate, rc ? -1 : 1);
+        if (rc == 0) {
+            threads_pin_apart(t + 1, n - 1);
+            side_main(&s[0]);
+        }
+        for (int i = 1; i < started; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&bar);
+    }
+    *seconds = 0;
+    for (int i = 0; i < n; i++) {
+        *seconds = fmax(*seconds, s[i].seconds);
+        blas_work_free(&s[i].bw);
+    }
+    return rc ? -1 : 0;
+}
+
+/* Times the next candidate: `threads` OpenBLAS threads and library `lib`,
+ * `side` replicas at once. */
+static int try_one(struct blas_choice *out, int features, int out_features, long rows, int side,
+                   int threads, enum hostmm_lib lib, struct error *e)
+{
+    openblas_set_num_threads(threads);
+    int n = out->n_tried;
+    if (side_by_side(features, out_features, rows, lib, side, &out->seconds[n], e))
+        return -1;
+    out->tried[n] = threads;
+    out->tried_lib[n] = lib;
+    out->n_tried++;
+    return 0;
+}
+
+int blas_choose_threads(int features, int out_features, long rows, int max_threads, int side,
                         struct blas_choice *out, struct error *e)
 {
     memset(out, 0, sizeof *out);
-    out->threads = 1;
     if (max_threads < 1)
         max_threads = 1;
-    struct blas_work bw;
-    if (blas_work_init(&bw, features, out_features, rows, e))
-        return -1;
-    int best = 0;
+    if (side < 1)
+        side = 1;
+    out->side = side;
     for (int t = 1;;) {
-        openblas_set_num_threads(t);
-        int n = out->n_tried++;
-        out->tried[n] = t;
-        out->seconds[n] = blas_work_seconds(&bw, rows);
-        if (out->seconds[n] < 0.95 * out->seconds[best])
-            best = n;
-        if (t >= max_threads || out->n_tried == BLAS_TUNE_MAX)
+        if (try_one(out, features, out_features, rows, side, t, HOSTMM_OPENBLAS, e))
+            return -1;
+        if (t >= max_threads || out->n_tried == BLAS_TUNE_MAX - 1)
             break;
         t = 2 * t < max_threads ? 2 * t : max_threads;
     }
+    if (hostmm_have_libxsmm() &&
+        try_one(out, features, out_features, rows, side, 1, HOSTMM_LIBXSMM, e))
+        return -1;
+    int best = 0;
+    for (int n = 1; n < out->n_tried; n++) {
+        bool more = out->tried[n] > out->tried[best];
+        if (out->seconds[n] < (more ? 0.95 : 1.0) * out->seconds[best])
+            best = n;
+    }
     out->threads = out->tried[best];
-    blas_work_free(&bw);
+    out->lib = out->tried_lib[best];
     openblas_set_num_threads(out->threads);
     return 0;
 }

@@ -1,12 +1,15 @@
 /* The host step's BLAS work on the run's own shapes, timed: used to choose
- * the OpenBLAS thread count per run (the fastest measured, not the core
- * count) and by floor.c for the compute part of the floor. */
+ * the library (OpenBLAS or libxsmm, hostmm.h) and OpenBLAS's thread count per
+ * run (the fastest measured, not the core count) and by floor.c for the
+ * compute part of the floor. */
 #ifndef DPBENCH_BLAS_TUNE_H
 #define DPBENCH_BLAS_TUNE_H
 
+#include "hostmm.h"
 #include "util.h"
 
-#define BLAS_TUNE_MAX 16 // thread counts tried at most: 1, 2, 4, ... and the largest
+#define BLAS_TUNE_MAX 16 // candidates at most: OpenBLAS at 1, 2, 4, ... and the largest
+                         // thread count, then libxsmm (one thread)
 
 /* Buffers for one replica's BLAS work on up to `rows` rows. */
 struct blas_work {
@@ -16,29 +19,35 @@ struct blas_work {
     float *w;        // (O, F) then (O) weight and bias
     float *g;        // (O, F) then (O) their gradient
     float *out;      // (rows, O) forward output, then its gradient
-    float *ones;     // (rows) for the bias gradient
+    struct hostmm mm;
 };
 
 int blas_work_init(struct blas_work *bw, int features, int out_features, long rows,
-                   struct error *e);
+                   enum hostmm_lib lib, struct error *e);
 void blas_work_free(struct blas_work *bw);
-/* Best seconds of one replica's step BLAS on `rows` rows (forward sgemm,
- * weight-gradient sgemm, bias-gradient sgemv, SGD saxpy), warm, at the
- * current OpenBLAS thread count. */
+/* Best seconds of one replica's step BLAS on `rows` rows (forward,
+ * backward, SGD saxpy), warm, in bw's library at the current OpenBLAS
+ * thread count. */
 double blas_work_seconds(struct blas_work *bw, long rows);
 
 struct blas_choice {
-    int threads;                      // chosen: OpenBLAS threads per replica
+    int threads;                      // chosen: threads per replica
+    enum hostmm_lib lib;              // chosen: the library
     int n_tried;
     int tried[BLAS_TUNE_MAX];         // (n_tried) thread counts measured
+    enum hostmm_lib tried_lib[BLAS_TUNE_MAX]; // (n_tried) and their library
     double seconds[BLAS_TUNE_MAX];    // (n_tried) best seconds per step at each
+    int side;                         // replicas timed side by side
 };
 
-/* Measures 1, 2, 4, ... up to max_threads (and max_threads itself) on
- * `rows`-row chunks, keeps the fastest (a larger count must be more than 5%
- * faster to win: fewer threads leave cores to the loader and the other
- * replicas) and leaves OpenBLAS set to it. */
-int blas_choose_threads(int features, int out_features, long rows, int max_threads,
+/* Measures OpenBLAS at 1, 2, 4, ... up to max_threads (and max_threads
+ * itself), then libxsmm where it is available, on `rows`-row chunks, with
+ * `side` replicas running the step side by side (each candidate's time is
+ * the slowest replica's); keeps
+ * the fastest (one with more threads must be more than 5% faster to win:
+ * fewer threads leave cores to the loader and the other replicas) and leaves
+ * OpenBLAS set to the chosen thread count. */
+int blas_choose_threads(int features, int out_features, long rows, int max_threads, int side,
                         struct blas_choice *out, struct error *e);
 
 #endif

@@ -4,7 +4,8 @@
  *            per-sample cost; the same code the run loads with, each batch
  *            position's best of up to 3 epochs;
  *   compute: the step's BLAS calls (blas_tune.c) for each batch of the epoch,
- *            on torch.chunk's chunk sizes, warm, at the run's thread count,
+ *            on torch.chunk's chunk sizes, warm, in the run's library and
+ *            thread count,
  *            with replicas side by side as far as the cores allow.
  * Without workers one thread does both in turn, so the floor is their sum;
  * with workers loading overlaps compute and spreads over min(workers, cores)
@@ -92,7 +93,7 @@ int floor_measure(const struct dataset *d, const struct floor_setup *s, struct r
             last = 0;
         long chunk = (B + s->replicas - 1) / s->replicas;
         struct blas_work bw;
-        if (blas_work_init(&bw, s->features, s->out_features, chunk, e))
+        if (blas_work_init(&bw, s->features, s->out_features, chunk, s->blas_lib, e))
             return error_wrap(e, "report.floor");
         out->compute_s = (double)full * batch_compute(&bw, s, B);
         if (last > 0)

@@ -16,6 +16,7 @@ struct floor_setup {
     int cores;                // online cores
     int compute_cores;        // cores left for compute after the workers
     int blas_threads;         // per replica; 0 = the step does not run on the host
+    int blas_lib;             // enum hostmm_lib: the library the step runs on
 };
 
 struct run_floor {

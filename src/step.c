@@ -80,19 +80,24 @@ int step_dp(struct step *s, const struct step_batch *b, float lr, struct epoch_s
         return -1;
     /* 1. scatter: torch.chunk's split, done as the batch was delivered: chunk i
      *    is already in replica i's memory (b->x[i]) */
-    /* 2. replicate: broadcast replica 0's parameters to the replicas in use */
+    /* 2. replicate: broadcast replica 0's parameters to the replicas in use.
+     *    A replica that can read replica 0's memory reads them in place (and
+     *    writes its outputs, reads its output gradient, where replica 0
+     *    keeps them): nothing writes there until the step's end. */
     if (o->fork(c, n, e))
         return -1;
     for (int i = 1; i < n; i++)
-        if (o->copy(c, i, s->w[i], i, s->w[0], 0, P, e))
+        if (!shares(s, i, 0) && o->copy(c, i, s->w[i], i, s->w[0], 0, P, e))
             return error_wrap(e, "replicate to replica %d", i);
     /* 3. parallel forward; 4. gather the outputs in replica order on replica 0
      *    (replica 0 writes its own in place) */
     for (int i = 0, row = 0; i < n; row += (int)split[i], i++) {
-        if (o->forward(c, i, b->x[i], split[i], s->w[i], s->out[i], e))
+        bool direct = i == 0 || shares(s, i, 0);
+        float *out = direct ? s->gathered + (size_t)row * O : s->out[i];
+        if (o->forward(c, i, b->x[i], split[i], direct ? s->w[0] : s->w[i], out, e))
             return error_wrap(e, "replica %d forward", i);
-        if (i > 0 && o->copy(c, i, s->gathered + (size_t)row * O, 0, s->out[i], i,
-                             (size_t)split[i] * O, e))
+        if (!direct && o->copy(c, i, s->gathered + (size_t)row * O, 0, s->out[i], i,
+                               (size_t)split[i] * O, e))
             return error_wrap(e, "gather from replica %d", i);
     }
     if (o->join(c, n, e))
@@ -106,10 +111,12 @@ int step_dp(struct step *s, const struct step_batch *b, float lr, struct epoch_s
     if (o->fork(c, n, e))
         return -1;
     for (int i = 0, row = 0; i < n; row += (int)split[i], i++) {
-        if (i > 0 && o->copy(c, i, s->dout[i], i, s->dgathered + (size_t)row * O, 0,
-                             (size_t)split[i] * O, e))
+        bool direct = i == 0 || shares(s, i, 0);
+        float *dout = direct ? s->dgathered + (size_t)row * O : s->dout[i];
+        if (!direct && o->copy(c, i, s->dout[i], i, s->dgathered + (size_t)row * O, 0,
+                               (size_t)split[i] * O, e))
             return error_wrap(e, "scatter the output gradient to replica %d", i);
-        if (o->backward(c, i, b->x[i], s->dout[i], split[i], alpha, s->g[i], e))
+        if (o->backward(c, i, b->x[i], dout, split[i], alpha, s->g[i], e))
             return error_wrap(e, "replica %d backward", i);
         if (s->g_at0[i] != s->g[i] && o->copy(c, i, s->g_at0[i], 0, s->g[i], i, P, e))
             return error_wrap(e, "replica %d gradient to replica 0", i);

@@ -211,12 +211,15 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         free(w0);
         return -1;
     }
-    if (strcmp(be->name, "cpu") == 0) { // the step's math runs on this host: OpenBLAS
+    if (strcmp(be->name, "cpu") == 0) { // the step's math runs on this host
         /* replicas run side by side: together never more threads than free cores */
         long rows = c->loader.batch_size < d->length ? c->loader.batch_size : d->length;
-        if (blas_choose_threads(F, O, (rows + n - 1) / n, setup.compute_cores / n, &out->blas, e))
+        int side = n < setup.compute_cores ? n : setup.compute_cores; // replicas at once
+        if (blas_choose_threads(F, O, (rows + n - 1) / n, setup.compute_cores / n, side,
+                                &out->blas, e))
             goto out;
         setup.blas_threads = out->blas.threads;
+        setup.blas_lib = out->blas.lib;
     }
     if (c->report.floor) {
         struct floor_setup fs = {
@@ -228,6 +231,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
             .cores = (int)sysconf(_SC_NPROCESSORS_ONLN),
             .compute_cores = setup.compute_cores,
             .blas_threads = setup.blas_threads,
+            .blas_lib = setup.blas_lib,
         };
         if (floor_measure(d, &fs, &out->floor, e))
             goto out;

@@ -1,6 +1,7 @@
 /* Shared helpers: error formatting and the monotonic clock. */
 #include "util.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,6 +49,22 @@ double now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void threads_pin_apart(const pthread_t *t, int n)
+{
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < n + 1)
+        return;
+    int here = sched_getcpu(), next = 0;
+    for (int i = 0; i < n; i++) {
+        while (!CPU_ISSET(next, &allowed) || next == here)
+            next++;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(next++, &one);
+        pthread_setaffinity_np(t[i], sizeof one, &one);
+    }
 }
 
 int thread_start(pthread_t *t, void *(*fn)(void *), void *arg)

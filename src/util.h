@@ -39,5 +39,9 @@ void stop_request(int sig);
  * SIGTERM reach the main thread only. Returns 0 or an errno value. */
 #include <pthread.h>
 int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+/* Pins threads t[0..n-1] each to a core of its own, none on the calling
+ * thread's current core; leaves them to the scheduler when there are not
+ * enough cores. */
+void threads_pin_apart(const pthread_t *t, int n);
 
 #endif

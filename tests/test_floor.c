@@ -11,26 +11,38 @@ static void test_threads_tried(void **state)
     (void)state;
     struct blas_choice b;
     struct error e;
-    assert_int_equal(blas_choose_threads(16, 3, 37, 1, &b, &e), 0);
-    assert_int_equal(b.n_tried, 1);
+    int xsmm = hostmm_have_libxsmm(); // libxsmm comes last, on one thread
+    assert_int_equal(blas_choose_threads(16, 3, 37, 1, 1, &b, &e), 0);
+    assert_int_equal(b.n_tried, 1 + xsmm);
     assert_int_equal(b.tried[0], 1);
+    assert_int_equal(b.tried_lib[0], HOSTMM_OPENBLAS);
     assert_int_equal(b.threads, 1);
     assert_true(b.seconds[0] > 0 && isfinite(b.seconds[0]));
 
-    assert_int_equal(blas_choose_threads(16, 3, 37, 5, &b, &e), 0);
-    int want[] = {1, 2, 4, 5};
-    assert_int_equal(b.n_tried, 4);
-    int chosen = -1;
-    for (int i = 0; i < 4; i++) {
-        assert_int_equal(b.tried[i], want[i]);
-        assert_true(b.seconds[i] > 0 && isfinite(b.seconds[i]));
-        if (b.tried[i] == b.threads)
-            chosen = i;
+    for (int side = 1; side <= 2; side++) { // side by side: each candidate with 2 replicas
+        assert_int_equal(blas_choose_threads(16, 3, 37, 5, side, &b, &e), 0);
+        assert_int_equal(b.side, side);
+        int want[] = {1, 2, 4, 5, 1};
+        enum hostmm_lib lib[] = {HOSTMM_OPENBLAS, HOSTMM_OPENBLAS, HOSTMM_OPENBLAS,
+                                 HOSTMM_OPENBLAS, HOSTMM_LIBXSMM};
+        assert_int_equal(b.n_tried, 4 + xsmm);
+        int chosen = -1;
+        for (int i = 0; i < b.n_tried; i++) {
+            assert_int_equal(b.tried[i], want[i]);
+            assert_int_equal(b.tried_lib[i], lib[i]);
+            assert_true(b.seconds[i] > 0 && isfinite(b.seconds[i]));
+            if (b.tried[i] == b.threads && b.tried_lib[i] == b.lib)
+                chosen = i;
+        }
+        assert_true(chosen >= 0);
+        /* no candidate beats the chosen one, except by at most 5% with more
+         * threads; more threads win only when more than 5% faster */
+        for (int i = 0; i < b.n_tried; i++)
+            assert_true(b.seconds[i] >=
+                        (b.tried[i] > b.tried[chosen] ? 0.95 : 1.0) * b.seconds[chosen]);
+        if (b.threads > 1)
+            assert_true(b.seconds[chosen] < 0.95 * b.seconds[0]);
     }
-    assert_true(chosen >= 0);
-    /* a larger count wins only when more than 5% faster than 1 thread */
-    if (b.threads > 1)
-        assert_true(b.seconds[chosen] < 0.95 * b.seconds[0]);
 }
 
 /* Replicas never get more threads between them than the free cores. */

@@ -1,0 +1,88 @@
+/* The step's products (hostmm.c): libxsmm's generated kernels and OpenBLAS
+ * give the same forward output and gradients as a plain double-precision
+ * loop, on the shapes the configs use and odd ones (a last batch of 1 row,
+ * weights below and above the size where the transpose changes method). */
+#include <stdlib.h>
+
+#include "testutil.h"
+
+#include "hostmm.h"
+
+static void check(enum hostmm_lib lib, int F, int O, long rows)
+{
+    struct hostmm k;
+    struct error e;
+    assert_int_equal(hostmm_init(&k, lib, F, O, rows, &e), 0);
+    size_t P = (size_t)O * F + O;
+    float *x = malloc(sizeof(float) * rows * F), *w = malloc(sizeof(float) * P),
+          *out = malloc(sizeof(float) * rows * O), *g = malloc(sizeof(float) * P);
+    assert_non_null(x);
+    assert_non_null(w);
+    assert_non_null(out);
+    assert_non_null(g);
+    for (long i = 0; i < rows * F; i++)
+        x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    for (size_t i = 0; i < P; i++)
+        w[i] = (float)((i * 104729) % 1000) * 1e-3f - 0.5f;
+    for (int rep = 0; rep < 2; rep++) { // the second call reuses the kernels made
+        hostmm_forward(&k, x, rows, w, out);
+        for (long r = 0; r < rows; r++)
+            for (int o = 0; o < O; o++) {
+                double s = w[(size_t)O * F + o];
+                for (int f = 0; f < F; f++)
+                    s += (double)x[r * F + f] * w[(size_t)o * F + f];
+                assert_true(fabs(s - out[r * O + o]) <= 1e-4 * (1 + fabs(s)));
+            }
+        float alpha = 0.25f;
+        hostmm_backward(&k, x, out, rows, alpha, g);
+        for (int o = 0; o < O; o++) {
+            double gb = 0;
+            for (long r = 0; r < rows; r++)
+                gb += alpha * (double)out[r * O + o];
+            assert_true(fabs(gb - g[(size_t)O * F + o]) <= 1e-4 * (1 + fabs(gb)));
+            for (int f = 0; f < F; f++) {
+                double s = 0;
+                for (long r = 0; r < rows; r++)
+                    s += alpha * (double)out[r * O + o] * x[r * F + f];
+                assert_true(fabs(s - g[(size_t)o * F + f]) <= 1e-4 * (1 + fabs(s)));
+            }
+        }
+    }
+    free(x);
+    free(w);
+    free(out);
+    free(g);
+    hostmm_free(&k);
+}
+
+static void test_products(void **state)
+{
+    (void)state;
+    const int shapes[][3] = {{5, 2, 30}, {5, 2, 15}, {5, 2, 1}, {256, 16, 256}, {256, 16, 160},
+                             {784, 10, 64}, {3, 7, 37}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        check(HOSTMM_OPENBLAS, shapes[i][0], shapes[i][1], shapes[i][2]);
+        check(HOSTMM_LIBXSMM, shapes[i][0], shapes[i][1], shapes[i][2]);
+    }
+}
+
+/* libxsmm asked for where it is not built in (or cannot run) falls back */
+static void test_library_named(void **state)
+{
+    (void)state;
+    struct hostmm k;
+    struct error e;
+    assert_int_equal(hostmm_init(&k, HOSTMM_LIBXSMM, 4, 2, 8, &e), 0);
+    assert_int_equal(k.lib, hostmm_have_libxsmm() ? HOSTMM_LIBXSMM : HOSTMM_OPENBLAS);
+    assert_string_equal(hostmm_lib_name(k.lib), k.lib == HOSTMM_LIBXSMM ? "libxsmm" : "OpenBLAS");
+    hostmm_free(&k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_products),
+        cmocka_unit_test(test_library_named),
+    };
+    return cmocka_run_group_tests_name("hostmm", tests, NULL, NULL);
+}
