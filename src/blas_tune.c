@@ -194,7 +194,13 @@ int blas_choose_threads(int features, int out_features, long rows, int max_threa
             break;
         t = 2 * t < max_threads ? 2 * t : max_threads;
     }
-    if (hostmm_have_libxsmm() &&
+    /* libxsmm's first use costs ~7 ms and ~10 MiB (its kernel registry):
+     * worth it where the step's products take long enough to matter, or
+     * where replicas call them side by side (OpenBLAS's lock) */
+    double fastest = out->seconds[0];
+    for (int n = 1; n < out->n_tried; n++)
+        fastest = fmin(fastest, out->seconds[n]);
+    if ((side > 1 || fastest >= BLAS_TUNE_XSMM_MIN_SECONDS) && hostmm_have_libxsmm() &&
         try_one(out, features, out_features, rows, side, 1, HOSTMM_LIBXSMM, e))
         return -1;
     int best = 0;

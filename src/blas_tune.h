@@ -10,6 +10,8 @@
 
 #define BLAS_TUNE_MAX 16 // candidates at most: OpenBLAS at 1, 2, 4, ... and the largest
                          // thread count, then libxsmm (one thread)
+#define BLAS_TUNE_XSMM_MIN_SECONDS 10e-6 // libxsmm is tried for steps at least this long
+                                         // on OpenBLAS, or replicas side by side
 
 /* Buffers for one replica's BLAS work on up to `rows` rows. */
 struct blas_work {
@@ -41,7 +43,8 @@ struct blas_choice {
 };
 
 /* Measures OpenBLAS at 1, 2, 4, ... up to max_threads (and max_threads
- * itself), then libxsmm where it is available, on `rows`-row chunks, with
+ * itself), then libxsmm where it is available (and worth its start-up:
+ * BLAS_TUNE_XSMM_MIN_SECONDS), on `rows`-row chunks, with
  * `side` replicas running the step side by side (each candidate's time is
  * the slowest replica's); keeps
  * the fastest (one with more threads must be more than 5% faster to win:

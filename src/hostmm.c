@@ -91,7 +91,7 @@ static void kernels_for(struct hostmm *k, long rows, void **fwd, void **bwd)
     *fwd = dispatch(O, rows, F, O, F, O, 1.0f, 'N');
     *bwd = dispatch(F, O, rows, F, O, F, 0.0f, 'T');
     if (k->n_kernels < HOSTMM_KERNELS) // libxsmm keeps every kernel it made anyway
-        k->kernels[k->n_kernels++] = (__typeof__(k->kernels[0])){rows, *fwd, *bwd};
+        k->kernels[k->n_kernels++] = (struct hostmm_kernel){rows, *fwd, *bwd};
 #else
     (void)k, (void)rows;
 #endif

@@ -18,6 +18,11 @@ enum hostmm_lib { HOSTMM_OPENBLAS, HOSTMM_LIBXSMM };
 
 #define HOSTMM_KERNELS 8 // row counts whose kernels one instance keeps
 
+struct hostmm_kernel {
+    long rows;      // the products' row count
+    void *fwd, *bwd; // libxsmm's kernels for it, NULL: CBLAS
+};
+
 /* One thread's kernels and scratch: not shared between threads. */
 struct hostmm {
     enum hostmm_lib lib;
@@ -26,10 +31,7 @@ struct hostmm {
     float *ones;       // (max_rows) all 1: the bias gradient
     float *wt;         // (F, O) the weight transposed (libxsmm's forward)
     int n_kernels;
-    struct {
-        long rows;
-        void *fwd, *bwd;
-    } kernels[HOSTMM_KERNELS];
+    struct hostmm_kernel kernels[HOSTMM_KERNELS];
 };
 
 /* True when libxsmm is built in and generates kernels on this CPU. */
