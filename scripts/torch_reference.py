@@ -23,8 +23,9 @@ memory, PIL per image for folders, each sample a PIL image through the
 configured transforms: Resize + CenterCrop, RandomCrop with padding,
 RandomHorizontalFlip, ToTensor, Normalize) and trains with
 nn.CrossEntropyLoss (the one-hot targets as class probabilities). Its random
-crops and flips come from its own generator, so with random transforms the
-two runs time the same work but do not train on the same pixels. Each epoch is timed with
+crops and flips are dpbench's own, read from the export's augment.npy (each
+sample's crop offsets and flip in each epoch), so both train on the same
+pixels. Each epoch is timed with
 time.perf_counter: `wait` is the time blocked in the DataLoader iterator's
 next(), `copy` the host-to-device copy (CUDA only), `compute` forward + loss
 + backward + optimiser step. Warmup epochs run first and are left out.
@@ -156,13 +157,16 @@ class ExportedDataset(torch.utils.data.Dataset):
 
 class ExportedOrder(torch.utils.data.Sampler):
     """Yields epoch `epoch`'s exported sample order; the DataLoader's batch
-    sampler cuts it into consecutive batches (drop_last as configured)."""
+    sampler cuts it into consecutive batches (drop_last as configured). With
+    `keyed`, each index comes as (epoch, index), for datasets whose samples
+    change with the epoch (random transforms)."""
 
-    def __init__(self, orders):
-        self.orders, self.epoch = orders, 0
+    def __init__(self, orders, keyed=False):
+        self.orders, self.epoch, self.keyed = orders, 0, keyed
 
     def __iter__(self):
-        return iter(self.orders[self.epoch].tolist())
+        order = self.orders[self.epoch].tolist()
+        return iter([(self.epoch, i) for i in order] if self.keyed else order)
 
     def __len__(self):
         return self.orders.shape[1]
@@ -189,18 +193,23 @@ class SplitRecorder(torch.nn.Module):
 class ImageTransform:
     """torchvision's Resize(N) + CenterCrop(N), RandomCrop(N, padding=P),
     RandomHorizontalFlip(), ToTensor(), Normalize(mean, std) on a PIL image,
-    as the config's transform section asks; returns the flat (C*H*W) tensor."""
+    as the config's transform section asks; returns the flat (C*H*W) tensor.
+    The random choices are dpbench's: `choices` (epochs, length, 3) holds
+    each sample's crop offsets (top, left) in the padded image and its flip."""
 
-    def __init__(self, tf, channels):
+    def __init__(self, tf, channels, choices):
         self.resize, self.crop, self.pad = tf["resize"], tf["crop"], tf["pad"]
         self.hflip = tf["hflip"]
         mean = tf["mean"] or [0.0]
         std = tf["std"] or [1.0]
         self.mean = np.array(mean * channels if len(mean) == 1 else mean, np.float32)[:, None, None]
         self.std = np.array(std * channels if len(std) == 1 else std, np.float32)[:, None, None]
-        self.rng = np.random.default_rng()
+        self.choices = choices
+        if (self.crop or self.hflip) and choices is None:
+            raise RunError("transform.crop/hflip: the export has no augment.npy (the random "
+                           "choices); export it again with this dpbench")
 
-    def __call__(self, img):
+    def __call__(self, img, epoch, index):
         if self.resize:
             n = self.resize
             w, h = img.size
@@ -214,14 +223,14 @@ class ImageTransform:
         arr = np.asarray(img)
         if arr.ndim == 2:
             arr = arr[:, :, None]
-        if self.crop:
+        if self.crop or self.hflip:
+            top, left, flip = (int(v) for v in self.choices[epoch, index])
+        if self.crop:  # RandomCrop(crop, padding=pad) at dpbench's offsets
             p, c = self.pad, self.crop
             if p:
                 arr = np.pad(arr, ((p, p), (p, p), (0, 0)))
-            top = self.rng.integers(0, arr.shape[0] - c + 1)
-            left = self.rng.integers(0, arr.shape[1] - c + 1)
             arr = arr[top:top + c, left:left + c]
-        if self.hflip and self.rng.random() < 0.5:
+        if self.hflip and flip:
             arr = arr[:, ::-1]
         x = arr.transpose(2, 0, 1).astype(np.float32) / 255.0  # ToTensor
         x = (x - self.mean) / self.std                          # Normalize
@@ -244,9 +253,10 @@ class ArrayImages(torch.utils.data.Dataset):
     def __len__(self):
         return len(self.labels)
 
-    def __getitem__(self, i):
+    def __getitem__(self, key):
+        epoch, i = key
         img = Image.fromarray(self.images[i])
-        return self.transform(img), one_hot(int(self.labels[i]), self.classes)
+        return self.transform(img, epoch, i), one_hot(int(self.labels[i]), self.classes)
 
 
 class FolderImages(torch.utils.data.Dataset):
@@ -263,11 +273,12 @@ class FolderImages(torch.utils.data.Dataset):
     def __len__(self):
         return len(self.samples)
 
-    def __getitem__(self, i):
+    def __getitem__(self, key):
+        epoch, i = key
         path, label = self.samples[i]
         with open(path, "rb") as f:
             img = Image.open(f).convert("RGB")
-        return self.transform(img), one_hot(label, self.classes)
+        return self.transform(img, epoch, i), one_hot(label, self.classes)
 
 
 def read_maybe_gz(path):
@@ -297,13 +308,17 @@ def cifar_arrays(folder):
 Image = None  # PIL.Image, imported by file_dataset: random data does not need it
 
 
-def file_dataset(cfg):
-    """The Dataset over a labelled kind's files."""
+def file_dataset(point):
+    """The Dataset over a labelled kind's files, its samples keyed by (epoch,
+    index)."""
     global Image
     Image = pyreq.require("PIL.Image")
+    cfg = point["config"]
     ds, kind, classes = cfg["dataset"], cfg["dataset"]["kind"], cfg["model"]["out_features"]
     channels = 1 if kind == "idx" else 3
-    tf = ImageTransform(cfg["transform"], channels)
+    augment = os.path.join(point["path"], "augment.npy")
+    choices = load_array(point, "augment.npy") if os.path.exists(augment) else None
+    tf = ImageTransform(cfg["transform"], channels, choices)
     if kind == "idx":
         return ArrayImages(*idx_arrays(ds["path"]), classes, tf)
     if kind == "cifar10":
@@ -315,7 +330,7 @@ def build_dataset(point, per_us):
     """The point's Dataset: the exported samples, or a labelled kind's files."""
     cfg = point["config"]
     if not point.get("data"):
-        return file_dataset(cfg)
+        return file_dataset(point)
     x = torch.from_numpy(load_array(point, "x.npy"))
     y = torch.from_numpy(load_array(point, "y.npy"))
     cost_us = cfg["dataset"]["sample_cost_us"]
@@ -491,7 +506,7 @@ def run_point(point, per_us, stop):
     recorder, forward = build_model(point, device_ids, replicas)
     step = make_step(recorder, forward, cfg["train"]["lr"], device_ids, cfg["model"]["loss"])
     pin = cuda and cfg["loader"]["pin_memory"]
-    sampler = ExportedOrder(orders)
+    sampler = ExportedOrder(orders, keyed=not point.get("data"))
     loader = make_loader(dataset, sampler, cfg, pin)
     dev = torch.device("cuda", device_ids[0]) if cuda else None
 

@@ -652,6 +652,17 @@ int dataset_files_get(const struct dataset *d, long i, long epoch, float *x, flo
     return rc;
 }
 
+bool dataset_files_choice(const struct dataset *d, long i, long epoch,
+                          struct transform_choice *ch)
+{
+    const struct file_data *f = d->files;
+    if (!f || !transform_is_random(&f->tf))
+        return false;
+    int h = f->tf.resize ? f->tf.resize : f->h, w = f->tf.resize ? f->tf.resize : f->w;
+    transform_choose(&f->tf, h, w, epoch, i, ch);
+    return true;
+}
+
 int dataset_files_drop_cache(const struct dataset *d, struct error *e)
 {
     const struct file_data *f = d->files;

@@ -7,11 +7,18 @@
 #ifndef DPBENCH_DATASET_FILES_H
 #define DPBENCH_DATASET_FILES_H
 
+#include <stdbool.h>
+
 #include "dataset.h"
+#include "transform.h"
 
 int dataset_files_load(struct dataset *d, const struct config *c, struct error *e);
 int dataset_files_get(const struct dataset *d, long i, long epoch, float *x, float *y,
                       long *bytes_read, struct error *e);
+/* Sample i's random transform choices in `epoch` (what transform_apply
+ * draws for it); false when the split's transforms draw none. */
+bool dataset_files_choice(const struct dataset *d, long i, long epoch,
+                          struct transform_choice *ch);
 int dataset_files_drop_cache(const struct dataset *d, struct error *e);
 void dataset_files_free(struct dataset *d);
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dataset_files.h"
 #include "loader.h"
 #include "train.h"
 
@@ -138,6 +139,47 @@ out:
     return rc;
 }
 
+/* augment.npy: [epoch, sample] = (top, left, flip), the random crop's
+ * offsets in the padded image and the flip that sample gets in that epoch;
+ * only when the training split's transforms are random. */
+static int write_augment(const char *dir, const struct config *c, const struct dataset *d,
+                         struct error *e)
+{
+    struct transform_choice ch;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/augment.npy", dir);
+    if (d->length == 0 || !dataset_files_choice(d, 0, 0, &ch)) { // none left from an earlier export
+        if (unlink(path) != 0 && errno != ENOENT)
+            return error_set(e, "export: %s: cannot remove: %s", path, strerror(errno));
+        return 0;
+    }
+    long epochs = c->train.warmup_epochs + c->train.epochs, length = d->length;
+    long shape[3] = {epochs, length, 3};
+    int64_t *row = malloc((size_t)length * 3 * sizeof *row);
+    struct out_file o = {0};
+    if (!row)
+        return error_set(e, "export: out of memory for the transform choices");
+    if (out_open(&o, dir, "augment.npy", e)) {
+        free(row);
+        return -1;
+    }
+    npy_header(o.f, NPY_I8, shape, 3);
+    for (long ep = 0; ep < epochs; ep++) {
+        for (long i = 0; i < length; i++) {
+            dataset_files_choice(d, i, ep, &ch);
+            row[3 * i] = ch.top, row[3 * i + 1] = ch.left, row[3 * i + 2] = ch.flip;
+        }
+        if (fwrite(row, sizeof *row, (size_t)length * 3, o.f) != (size_t)length * 3) {
+            error_set(e, "export: %s: cannot write: %s", o.path, strerror(errno));
+            out_abort(&o);
+            free(row);
+            return -1;
+        }
+    }
+    free(row);
+    return out_commit(&o, e);
+}
+
 static int write_json(const char *dir, const char *name, cJSON *doc, struct error *e)
 {
     char *text = cJSON_Print(doc);
@@ -227,7 +269,7 @@ int export_point(struct export *x, const struct config *pc, const char *label,
     long ws[2] = {O, F}, bs[1] = {O};
     rc = npy_write_floats(dir, "w0.npy", w0, ws, 2, e) ||
          npy_write_floats(dir, "b0.npy", w0 + O * F, bs, 1, e) ||
-         write_orders(dir, pc, N, e);
+         write_orders(dir, pc, N, e) || write_augment(dir, pc, d, e);
     free(w0);
     if (rc)
         return -1;

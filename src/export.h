@@ -13,6 +13,10 @@
  *   DIR/point-NNN/b0.npy        float32 (out_features) initial bias
  *   DIR/point-NNN/orders.npy    int64 (warmup_epochs + epochs, length):
  *                               row k is epoch k's sample order, warmup first
+ *   DIR/point-NNN/augment.npy   int64 (warmup_epochs + epochs, length, 3): labelled
+ *                               data with random transforms only; [k, i] = sample
+ *                               i's (top, left, flip) in epoch k: the random crop's
+ *                               offsets in the zero-padded image and the flip
  * Every file goes through a temporary name and a rename; export.json is
  * written last, so an export without it is incomplete. */
 #ifndef DPBENCH_EXPORT_H

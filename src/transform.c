@@ -202,6 +202,33 @@ out:
     return rc;
 }
 
+bool transform_is_random(const struct transform *t)
+{
+    return t->random && (t->crop || t->hflip);
+}
+
+void transform_choose(const struct transform *t, int h, int w, long epoch, long index,
+                      struct transform_choice *ch)
+{
+    /* RandomCrop then RandomHorizontalFlip, drawn in that order from one
+     * stream; without a crop, top = left = pad = 0 */
+    ch->top = ch->left = t->pad;
+    ch->flip = false;
+    if (t->crop && !t->random) { // torchvision's CenterCrop: round((size - crop) / 2), halves to even
+        ch->top = (int)nearbyint((h + 2 * t->pad - t->crop) / 2.0);
+        ch->left = (int)nearbyint((w + 2 * t->pad - t->crop) / 2.0);
+    }
+    if (!t->random || (!t->crop && !t->hflip))
+        return;
+    struct rng r;
+    rng_init(&r, t->seed, RNG_AUGMENT, ((uint64_t)epoch << 40) ^ (uint64_t)index);
+    if (t->crop) {
+        ch->top = (int)rng_below(&r, (uint64_t)(h + 2 * t->pad - t->crop + 1));
+        ch->left = (int)rng_below(&r, (uint64_t)(w + 2 * t->pad - t->crop + 1));
+    }
+    ch->flip = t->hflip && rng_uniform(&r) < 0.5;
+}
+
 int transform_apply(const struct transform *t, const uint8_t *src, int h, int w, long epoch,
                     long index, float *out, struct error *e)
 {
@@ -216,27 +243,10 @@ int transform_apply(const struct transform *t, const uint8_t *src, int h, int w,
         src = tmp;
         h = w = t->resize;
     }
-    /* RandomCrop then RandomHorizontalFlip, drawn in that order */
-    int oh = h, ow = w, top = 0, left = 0;
-    bool flip = false;
-    if (t->crop) {
-        oh = ow = t->crop;
-        top = left = t->pad; // centred when not random
-        if (t->random) {
-            struct rng r;
-            rng_init(&r, t->seed, RNG_AUGMENT, ((uint64_t)epoch << 40) ^ (uint64_t)index);
-            top = (int)rng_below(&r, (uint64_t)(h + 2 * t->pad - oh + 1));
-            left = (int)rng_below(&r, (uint64_t)(w + 2 * t->pad - ow + 1));
-            flip = t->hflip && rng_uniform(&r) < 0.5;
-        } else { // torchvision's CenterCrop: round((size - crop) / 2), halves to even
-            top = (int)nearbyint((h + 2 * t->pad - oh) / 2.0);
-            left = (int)nearbyint((w + 2 * t->pad - ow) / 2.0);
-        }
-    } else if (t->hflip && t->random) {
-        struct rng r;
-        rng_init(&r, t->seed, RNG_AUGMENT, ((uint64_t)epoch << 40) ^ (uint64_t)index);
-        flip = rng_uniform(&r) < 0.5;
-    }
+    struct transform_choice ch;
+    transform_choose(t, h, w, epoch, index, &ch);
+    int oh = t->crop ? t->crop : h, ow = t->crop ? t->crop : w, top = ch.top, left = ch.left;
+    bool flip = ch.flip;
     /* ToTensor + Normalize: (v / 255 - mean) / std, channel-major, through a
      * table of the 256 values (padding reads 0) */
     for (int k = 0; k < c; k++) {

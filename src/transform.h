@@ -32,6 +32,23 @@ int transform_init(struct transform *t, const struct config *c, int channels, bo
 int transform_shape(const struct transform *t, int h, int w, int *out_h, int *out_w,
                     struct error *e);
 
+/* One sample's random choices: the crop's offsets in the padded image (as
+ * torchvision's RandomCrop draws i, j) and the flip. */
+struct transform_choice {
+    int top, left; // 0 <= top <= h + 2 pad - crop; = pad without a crop
+    bool flip;
+};
+
+/* The choices for sample `index` in `epoch` of an h x w input (after the
+ * resize): a splitmix64/xoshiro256** stream for (seed, RNG_AUGMENT,
+ * epoch << 40 ^ index) draws top = below(h + 2 pad - crop + 1), then left =
+ * below(w + 2 pad - crop + 1) (crop only), then flip = uniform() < 0.5
+ * (hflip only). Not random (evaluation): the centre crop, no flip. */
+void transform_choose(const struct transform *t, int h, int w, long epoch, long index,
+                      struct transform_choice *ch);
+/* Whether the transforms draw random choices (crop or hflip on a training split). */
+bool transform_is_random(const struct transform *t);
+
 /* Applies the transforms to src (h, w, channels) into out (channels, oh, ow)
  * for sample `index` of epoch `epoch`. Returns -1 only when out of memory. */
 int transform_apply(const struct transform *t, const uint8_t *src, int h, int w, long epoch,

@@ -72,6 +72,29 @@ if "$BIN" --make-dataset idx "$TMP/idx" --classes 3 --per-class 10 --gzip >/dev/
     side png $T --set dataset.kind=folder --set dataset.path="$TMP/png/train" \
         --set loader.num_workers=1 --set loader.batch_size=5
 else bad "dpbench --make-dataset"; fi
+# random transforms: torch_reference.py applies dpbench's own crop offsets and
+# flips (the export's augment.npy), so the losses agree; workers 0 and 2 too
+AUG=(--set dataset.kind=cifar10 --set dataset.path="$TMP/cifar" --set transform.crop=32
+     --set transform.pad=4 --set transform.hflip=true --set transform.mean=0.5
+     --set transform.std=0.25 --set loader.batch_size=10 --set train.lr=0.02
+     --set train.warmup_epochs=0 --set train.epochs=2)
+if "$BIN" --make-dataset cifar10 "$TMP/cifar" --per-class 6 --eval-per-class 1 >/dev/null; then
+    side augment $T "${AUG[@]}" --sweep loader.num_workers=0,2
+    # ... and other choices than dpbench's would exceed the tolerance: every flip inverted
+    "$BIN" --config $T "${AUG[@]}" --sweep loader.num_workers=0,2 --export "$TMP/aug" 2>/dev/null
+    if "$PY" -c '
+import numpy as np, sys
+for path in sys.argv[1:]:
+    a = np.load(path)
+    assert a.shape == (2, 60, 3) and a[..., :2].min() >= 0 and a[..., :2].max() <= 8, a.shape
+    assert 0.2 < a[..., 2].mean() < 0.8 and (a[0] != a[1]).any()  # both flips; epochs differ
+    a[..., 2] = 1 - a[..., 2]
+    np.save(path, a)' "$TMP"/aug/point-00[01]/augment.npy &&
+        "$PY" scripts/torch_reference.py --export-dir "$TMP/aug" --out "$TMP/aug.t.json" 2>"$TMP/err" &&
+        ! "$PY" scripts/compare.py "$TMP/augment.d.json" "$TMP/aug.t.json" >"$TMP/cmp" 2>&1 &&
+        grep -q "EXCEEDED" "$TMP/cmp"; then ok
+    else bad "inverted flips must exceed the tolerance: $(cat "$TMP/cmp" "$TMP/err")"; fi
+else bad "dpbench --make-dataset cifar10"; fi
 
 # DDP: 3 ranks under mpirun against torch.distributed (gloo) with
 # DistributedSampler and DistributedDataParallel on 3 processes; 100 samples
