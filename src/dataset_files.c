@@ -620,6 +620,80 @@ int dataset_files_load(struct dataset *d, const struct config *c, struct error *
     return 0;
 }
 
+/* ---- sizes before loading --------------------------------------------------- */
+
+/* One split's bytes: kept (pixels and labels) and the transient read
+ * buffers while loading (idx: read_all's buffer grows by doubling, so up to
+ * twice the content; cifar10: every file at once). */
+static bool split_size(const struct config *c, const char *path, bool train, long *n, int *h,
+                       int *w, int *ch, int *classes, size_t *kept, size_t *transient)
+{
+    struct error e;
+    if (strcmp(c->dataset.kind, "idx") == 0) {
+        char labels[PATH_MAX];
+        uint8_t *hd = NULL, *lb = NULL;
+        size_t hn = 0, ln = 0;
+        if (idx_labels_path(path, labels, sizeof labels, &e) || read_all(path, 16, &hd, &hn, &e))
+            return false;
+        bool ok = hn >= 16 && be32(hd) == 0x00000803 && be32(hd + 8) - 1 < 4096 &&
+                  be32(hd + 12) - 1 < 4096 && be32(hd + 4) > 0;
+        if (ok) {
+            *n = be32(hd + 4), *h = (int)be32(hd + 8), *w = (int)be32(hd + 12), *ch = 1;
+            ok = read_all(labels, 8 + (size_t)*n, &lb, &ln, &e) == 0 && ln == 8 + (size_t)*n;
+        }
+        free(hd);
+        *classes = 0;
+        for (size_t i = 8; ok && i < ln; i++)
+            if (lb[i] >= *classes)
+                *classes = lb[i] + 1;
+        free(lb);
+        size_t px = (size_t)*n * (size_t)*h * (size_t)*w;
+        *kept = px + (size_t)*n * sizeof(int32_t);
+        *transient = 2 * (16 + px) + 8 + (size_t)*n;
+        return ok;
+    }
+    if (strcmp(c->dataset.kind, "cifar10") != 0)
+        return false;
+    struct stat st;
+    size_t bytes = 0;
+    bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    for (int k = 1; k <= (train ? 5 : 1); k++) {
+        char file[PATH_MAX];
+        if (train)
+            snprintf(file, sizeof file, "%s/data_batch_%d.bin", path, k);
+        else
+            snprintf(file, sizeof file, dir ? "%s/test_batch.bin" : "%s", path);
+        if (stat(file, &st) != 0 || !S_ISREG(st.st_mode))
+            return false;
+        bytes += (size_t)st.st_size;
+    }
+    *n = (long)(bytes / CIFAR_RECORD), *h = *w = 32, *ch = 3, *classes = 10;
+    *kept = (size_t)*n * (3072 + sizeof(int32_t));
+    *transient = bytes;
+    return true;
+}
+
+bool dataset_files_size(const struct config *c, struct files_size *s)
+{
+    long n, vn;
+    int h, w, ch, classes, vh, vw, vch, vclasses, oh, ow;
+    size_t kept, transient, vkept = 0, vtransient = 0;
+    char ev[PATH_MAX];
+    struct transform tf;
+    struct error e;
+    if (!split_size(c, c->dataset.path, true, &n, &h, &w, &ch, &classes, &kept, &transient) ||
+        transform_init(&tf, c, ch, true, &e) || transform_shape(&tf, h, w, &oh, &ow, &e))
+        return false;
+    eval_path(c, ev, sizeof ev);
+    if (ev[0] && !split_size(c, ev, false, &vn, &vh, &vw, &vch, &vclasses, &vkept, &vtransient))
+        vkept = vtransient = 0; // loading reports a bad eval split
+    s->length = n;
+    s->features = ch * oh * ow;
+    s->classes = classes;
+    s->bytes = kept + vkept + (transient > vtransient ? transient : vtransient);
+    return true;
+}
+
 /* ---- samples --------------------------------------------------------------- */
 
 int dataset_files_get(const struct dataset *d, long i, long epoch, float *x, float *y,

@@ -12,6 +12,20 @@
 #include "dataset.h"
 #include "transform.h"
 
+/* What a labelled dataset will hold in memory, found from its headers alone
+ * (idx: the header's count and dims, so a gzip file's decompressed size;
+ * cifar10: the files' sizes), both splits, for the memory estimate before
+ * anything is loaded. */
+struct files_size {
+    long length;   // training samples
+    int features;  // floats per sample after the transforms
+    int classes;
+    size_t bytes;  // peak host bytes of loading both splits and keeping them
+};
+/* false when the sizes cannot be found (folder, or a file missing or
+ * malformed: loading reports why). */
+bool dataset_files_size(const struct config *c, struct files_size *s);
+
 int dataset_files_load(struct dataset *d, const struct config *c, struct error *e);
 int dataset_files_get(const struct dataset *d, long i, long epoch, float *x, float *y,
                       long *bytes_read, struct error *e);

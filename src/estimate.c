@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "dataset_files.h"
 #include "loader.h"
 #include "train.h"
 
@@ -36,15 +37,24 @@ int estimate_host(const struct config *c, struct estimate *est)
     memset(est, 0, sizeof *est);
     size_t L = (size_t)c->dataset.length, F = (size_t)c->dataset.features;
     size_t O = (size_t)c->model.out_features, B = (size_t)c->loader.batch_size;
+    /* labelled data decides the shapes; idx and cifar10 are held in memory,
+     * counted from their headers (a folder holds only its file names) */
+    struct files_size fs;
+    bool files = strcmp(c->dataset.kind, "random") != 0 && dataset_files_size(c, &fs);
+    if (files)
+        L = (size_t)fs.length, F = (size_t)fs.features, O = (size_t)fs.classes;
     size_t R = (size_t)(c->parallel.n_devices ? c->parallel.n_devices : c->parallel.replicas);
     size_t W = (size_t)c->loader.num_workers;
     size_t E = (size_t)c->train.epochs, C = (B + R - 1) / R;
     size_t batches = c->loader.drop_last ? L / B : (L + B - 1) / B;
     size_t P = 0, FO = 0;
     bool ok = add_mul(&FO, F, O) && add_mul(&P, F, O) && add_mul(&P, O, 1);
-    /* dataset: x, y, the teacher */
-    ok = ok && add_mul(&est->dataset, L, (F + O) * sizeof(float)) &&
-         add_mul(&est->dataset, P, sizeof(float));
+    /* dataset: x, y, the teacher; or the labelled arrays */
+    if (files)
+        est->dataset = fs.bytes;
+    else if (strcmp(c->dataset.kind, "random") == 0)
+        ok = ok && add_mul(&est->dataset, L, (F + O) * sizeof(float)) &&
+             add_mul(&est->dataset, P, sizeof(float));
     /* loader: the epoch's order and the batch pool (samples and their ids) */
     struct loader_options lo = {.num_workers = (int)W, .prefetch_factor = (int)c->loader.prefetch_factor,
                                 .extra_buffers = c->loader.async_copy ? (int)c->loader.copy_depth : 0};

@@ -7,7 +7,8 @@
 struct config;
 
 struct estimate {       // bytes
-    size_t dataset;     // x, y, the teacher's weights
+    size_t dataset;     // x, y, the teacher's weights; idx/cifar10: their arrays,
+                        // both splits, and the read buffers while loading
     size_t loader;      // sample order, batch pool
     size_t model;       // initial parameters; on the cpu, replicas' parameters,
                         // gradients, gathered outputs and chunk buffers

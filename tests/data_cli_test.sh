@@ -107,6 +107,16 @@ expect 2 "more than 7856 bytes, expected 7856" -- --set dataset.kind=idx --set d
 if /usr/bin/time -f %M -o "$TMP/rss" "$BIN" --set dataset.kind=idx --set dataset.path="$B/bomb/train-images-idx3-ubyte.gz" >/dev/null 2>&1; [ "$(tail -n 1 "$TMP/rss")" -lt 200000 ]; then ok; else bad "the idx gzip bomb took $(tail -n 1 "$TMP/rss") KiB"; fi
 printf '\x00\x00\x08\x03\xff\xff\xff\xff\x00\x00\x10\x00\x00\x00\x10\x00' >"$B/bomb/big-images-idx3-ubyte" && cp "$B/bomb/train-labels-idx1-ubyte" "$B/bomb/big-labels-idx1-ubyte"
 expect 2 "more than this machine's memory" -- --set dataset.kind=idx --set dataset.path="$B/bomb/big-images-idx3-ubyte"
+# the memory estimate counts the arrays idx and cifar10 load, from the headers
+# (a gzip file's decompressed size from the idx dims) and file sizes, before
+# reading them: 100000 images of 64x64 (0.38 GiB, read through a buffer up to
+# twice that) and 5 sparse CIFAR batches of 10000 records
+mkdir -p "$B/est-idx" "$B/est-cifar"
+printf '\x00\x00\x08\x03\x00\x01\x86\xa0\x00\x00\x00\x40\x00\x00\x00\x40' | gzip >"$B/est-idx/train-images-idx3-ubyte.gz"
+{ printf '\x00\x00\x08\x01\x00\x01\x86\xa0'; head -c 100000 /dev/zero; } | gzip >"$B/est-idx/train-labels-idx1-ubyte.gz"
+expect 2 "GiB of host memory (dataset 1.14," -- --set dataset.kind=idx --set dataset.path="$B/est-idx/train-images-idx3-ubyte.gz" --max-memory 1G
+for k in 1 2 3 4 5; do truncate -s $((10000 * 3073)) "$B/est-cifar/data_batch_$k.bin"; done
+expect 2 "GiB of host memory (dataset 0.29," -- --set dataset.kind=cifar10 --set dataset.path="$B/est-cifar" --max-memory 256M
 head -c 40 "$G/idx/train-images-idx3-ubyte.gz" >"$B/bomb/cut-images-idx3-ubyte.gz" && cp "$B/bomb/train-labels-idx1-ubyte" "$B/bomb/cut-labels-idx1-ubyte"
 expect 2 "cut-images-idx3-ubyte.gz: truncated gzip data" -- --set dataset.kind=idx --set dataset.path="$B/bomb/cut-images-idx3-ubyte.gz"
 # --export over an earlier export: bad data exits 2 as training does, and the
