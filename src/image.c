@@ -60,13 +60,28 @@ static void jpeg_message(j_common_ptr cinfo, int level)
 
 static void jpeg_quiet(j_common_ptr cinfo) { (void)cinfo; }
 
+/* PIL's convert("RGB") of a CMYK JPEG: PIL reads every 4-channel JPEG as
+ * Adobe's inverted CMYK (rawmode "CMYK;I": c = 255 - sample), then per pixel
+ * nk = 255 - k and out = nk - c * nk / 255, that product rounded as PIL's
+ * MULDIV255: (t + (t >> 8)) >> 8 with t = c * nk + 128. */
+static void cmyk_to_rgb(const uint8_t *in, uint8_t *out, size_t n)
+{
+    for (size_t x = 0; x < n; x++, in += 4, out += 3) {
+        unsigned nk = in[3]; // 255 - (255 - sample)
+        for (int k = 0; k < 3; k++) {
+            unsigned t = (255u - in[k]) * nk + 128;
+            out[k] = (uint8_t)(nk - ((t + (t >> 8)) >> 8));
+        }
+    }
+}
+
 /* Reads the header, and the pixels too when rgb is not NULL. */
 static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, int *h,
                      struct error *e)
 {
     struct jpeg_decompress_struct cinfo;
     struct jpeg_err je;
-    uint8_t *volatile out = NULL;
+    uint8_t *volatile out = NULL, *volatile line = NULL;
     cinfo.err = jpeg_std_error(&je.mgr);
     je.mgr.error_exit = jpeg_fail;
     je.mgr.emit_message = jpeg_message;
@@ -74,15 +89,13 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
     if (setjmp(je.jump)) {
         jpeg_destroy_decompress(&cinfo);
         free(out);
+        free(line);
         return error_set(e, "corrupt JPEG: %s", je.msg);
     }
     jpeg_create_decompress(&cinfo);
     jpeg_mem_src(&cinfo, buf, (unsigned long)n);
     jpeg_read_header(&cinfo, TRUE);
-    if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
-        jpeg_destroy_decompress(&cinfo);
-        return error_set(e, "CMYK JPEG not supported (convert it to RGB)");
-    }
+    bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
     *w = (int)cinfo.image_width;
     *h = (int)cinfo.image_height;
     if (too_big(*w, *h, e)) {
@@ -93,19 +106,31 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
         jpeg_destroy_decompress(&cinfo);
         return 0;
     }
-    cinfo.out_color_space = JCS_RGB;
+    cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB; // libjpeg turns YCCK into CMYK
     jpeg_start_decompress(&cinfo);
     size_t stride = (size_t)cinfo.output_width * 3;
     out = malloc(stride * cinfo.output_height);
-    if (!out) {
+    if (cmyk)
+        line = malloc((size_t)cinfo.output_width * 4); // one CMYK row
+    if (!out || (cmyk && !line)) {
+        free(out);
+        free(line);
         jpeg_destroy_decompress(&cinfo);
         return error_set(e, "out of memory decoding a %ux%u JPEG", cinfo.output_width,
                          cinfo.output_height);
     }
     while (cinfo.output_scanline < cinfo.output_height) {
         JSAMPROW row = out + stride * cinfo.output_scanline;
-        jpeg_read_scanlines(&cinfo, &row, 1);
+        if (!cmyk) {
+            jpeg_read_scanlines(&cinfo, &row, 1);
+            continue;
+        }
+        JSAMPROW raw = line;
+        jpeg_read_scanlines(&cinfo, &raw, 1);
+        cmyk_to_rgb(line, row, cinfo.output_width);
     }
+    free(line);
+    line = NULL;
     jpeg_finish_decompress(&cinfo);
     jpeg_destroy_decompress(&cinfo);
     *rgb = out;

@@ -379,6 +379,41 @@ static void test_png_pixels_as_pil(void **state)
     }
 }
 
+/* Images in the modes PIL reads differently (a CMYK JPEG, a grey JPEG,
+ * palettes of 8 and 2 bits, one with a transparent entry, 1-bit, grey +
+ * alpha, 16-bit grey), each decoded to exactly the bytes of PIL's
+ * Image.open(f).convert("RGB") written beside it (tests/images/make_images.py,
+ * Pillow 9.4). Run from the repository root, as make does. */
+static void test_modes_as_pil(void **state)
+{
+    (void)state;
+    const char *names[] = {"cmyk.jpg", "gray.jpg", "palette.png", "palette2.png",
+                           "palette-trns.png", "bilevel.png", "la.png", "gray16.png"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char path[256], want_path[256];
+        snprintf(path, sizeof path, "tests/images/%s", names[i]);
+        snprintf(want_path, sizeof want_path, "%s.rgb", path);
+        uint8_t buf[4096], want[4096], *rgb;
+        FILE *f = fopen(path, "rb"), *g = fopen(want_path, "rb");
+        if (!f || !g)
+            fail_msg("%s: missing (run from the repository root)", f ? want_path : path);
+        size_t n = fread(buf, 1, sizeof buf, f), nw = fread(want, 1, sizeof want, g);
+        fclose(f);
+        fclose(g);
+        int w, h, worst = 0;
+        struct error e = {0};
+        if (image_decode(buf, n, &rgb, &w, &h, &e))
+            fail_msg("%s: %s", names[i], e.msg);
+        assert_int_equal((size_t)w * (size_t)h * 3, nw);
+        for (size_t k = 0; k < nw; k++)
+            if (abs(rgb[k] - want[k]) > worst)
+                worst = abs(rgb[k] - want[k]);
+        free(rgb);
+        if (worst)
+            fail_msg("%s: differs from PIL by up to %d", names[i], worst);
+    }
+}
+
 /* The resize is PIL's Image.resize(BILINEAR) to the pixel (values from PIL
  * 9.4 for this 23x9 grey image resized to 15x6), then the centre crop from
  * column round(4.5) = 4. Float weights were one level off in places. */
@@ -435,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_replicas_match_one_cross_entropy),
         cmocka_unit_test(test_kinds_learn),
         cmocka_unit_test(test_png_pixels_as_pil),
+        cmocka_unit_test(test_modes_as_pil),
         cmocka_unit_test(test_resize_is_pils),
         cmocka_unit_test(test_eval_crop_is_centre_crop),
     };
