@@ -260,14 +260,21 @@ class ArrayImages(torch.utils.data.Dataset):
 
 
 class FolderImages(torch.utils.data.Dataset):
-    """ImageFolder: root/<class>/<image>, classes the sorted folder names,
-    files sorted; each image read and decoded by PIL when its sample loads."""
+    """ImageFolder: root/<class>/.../<image>, each image read and decoded by
+    PIL when its sample loads. The samples in torchvision's order (its
+    find_classes and make_dataset): classes the sorted folders of root;
+    each class's tree walked by os.walk(followlinks=True), the walk sorted,
+    each folder's files sorted, kept by IMG_EXTENSIONS."""
+
+    EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
 
     def __init__(self, root, classes, transform):
-        names = sorted(n for n in os.listdir(root)
-                       if not n.startswith(".") and os.path.isdir(os.path.join(root, n)))
-        self.samples = [(os.path.join(root, c, f), k) for k, c in enumerate(names)
-                        for f in sorted(os.listdir(os.path.join(root, c))) if not f.startswith(".")]
+        names = sorted(e.name for e in os.scandir(root) if e.is_dir())
+        self.samples = []
+        for k, c in enumerate(names):
+            for folder, _, files in sorted(os.walk(os.path.join(root, c), followlinks=True)):
+                self.samples += [(os.path.join(folder, f), k) for f in sorted(files)
+                                 if f.lower().endswith(self.EXTENSIONS)]
         self.classes, self.transform = classes, transform
 
     def __len__(self):

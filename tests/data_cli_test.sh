@@ -128,20 +128,29 @@ cp -r "$G/cifar" "$B/cifar" && truncate -s -1 "$B/cifar/data_batch_4.bin"
 expect 2 "data_batch_4.bin: 36875 bytes is not a multiple of 3073" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar"
 cp -r "$G/jpg/train" "$B/empty" && mkdir "$B/empty/class_03"
 expect 2 "empty/class_03: empty class folder" -- --set dataset.kind=folder --set dataset.path="$B/empty"
+# ImageFolder skips names without an image extension, refuses (here) those it
+# would load but dpbench cannot decode, and walks the folders below a class
 cp -r "$G/jpg/train" "$B/txt" && echo hello >"$B/txt/class_01/notes.txt"
-expect 2 "txt/class_01/notes.txt: not an image" -- --set dataset.kind=folder --set dataset.path="$B/txt"
+expect 0 "# data: 24 x 3024 -> 3" -- --set dataset.kind=folder --set dataset.path="$B/txt" --set train.epochs=1
+cp -r "$G/jpg/train" "$B/bmp" && echo BM >"$B/bmp/class_01/x.BMP"
+expect 2 "bmp/class_01/x.BMP: torchvision's ImageFolder would load this image, but dpbench decodes only JPEG and PNG" -- --set dataset.kind=folder --set dataset.path="$B/bmp"
+cp -r "$G/jpg/train" "$B/deep" && mkdir -p "$B/deep/class_02/a/b" && mv "$B/deep/class_00/000000.jpg" "$B/deep/class_02/a/b/"
+expect 0 "# data: 24 x 3024 -> 3" -- --set dataset.kind=folder --set dataset.path="$B/deep" --set train.epochs=1
+# a symlink loop below a class folder is an error, not an endless walk
+cp -r "$G/jpg/train" "$B/loop" && mkdir "$B/loop/class_01/sub" && ln -s .. "$B/loop/class_01/sub/up"
+fifo_case() { # FRAGMENT ARGS...: exit 2 with the fragment, within a timeout
+    local frag=$1; shift
+    timeout 60 "$BIN" "$@" >/dev/null 2>"$TMP/err" </dev/null
+    local rc=$?
+    if [ $rc -eq 2 ] && grep -qF -- "$frag" "$TMP/err"; then ok; else bad "dpbench $* -> exit $rc: $(head -c 300 "$TMP/err")"; fi
+}
+fifo_case "loop/class_01/sub/up: a symlink loop (it is $B/loop/class_01 again)" --set dataset.kind=folder --set dataset.path="$B/loop"
 cp -r "$G/jpg/train" "$B/fake" && echo hello >"$B/fake/class_01/000003.jpg"
 expect 2 "fake/class_01/000003.jpg: not a JPEG or PNG image" -- --set dataset.kind=folder --set dataset.path="$B/fake"
 cp -r "$G/jpg/train" "$B/link" && ln -s "$B/nowhere.jpg" "$B/link/class_02/zz.jpg"
 expect 2 "link/class_02/zz.jpg: cannot open: No such file or directory" -- --set dataset.kind=folder --set dataset.path="$B/link"
 # a FIFO where a data file belongs is refused, not opened (the open would block:
 # hence the timeout)
-fifo_case() { # FRAGMENT ARGS...
-    local frag=$1; shift
-    timeout 60 "$BIN" "$@" >/dev/null 2>"$TMP/err" </dev/null
-    local rc=$?
-    if [ $rc -eq 2 ] && grep -qF -- "$frag" "$TMP/err"; then ok; else bad "FIFO: dpbench $* -> exit $rc: $(head -c 300 "$TMP/err")"; fi
-}
 cp -r "$G/jpg/train" "$B/fifo" && mkfifo "$B/fifo/class_01/zz.jpg"
 fifo_case "fifo/class_01/zz.jpg: not a regular file" --set dataset.kind=folder --set dataset.path="$B/fifo"
 mkdir -p "$B/fifo-idx" && mkfifo "$B/fifo-idx/train-images-idx3-ubyte" "$B/fifo-idx/train-labels-idx1-ubyte"

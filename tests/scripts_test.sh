@@ -71,6 +71,18 @@ if "$BIN" --make-dataset idx "$TMP/idx" --classes 3 --per-class 10 --gzip >/dev/
         --set transform.mean=0.5 --set transform.std=0.25 --set parallel.replicas=2
     side png $T --set dataset.kind=folder --set dataset.path="$TMP/png/train" \
         --set loader.num_workers=1 --set loader.batch_size=5
+    # ImageFolder's order on a tree: nested folders ("a b" sorts before "a/z",
+    # as the walk's paths compare), upper-case and hidden names, a hidden class
+    # folder, a symlinked folder, a file without an image extension (skipped)
+    P=$TMP/png/train R=$TMP/tree
+    mkdir -p "$R/class_00/a/z" "$R/class_00/a b" "$R/class_01" "$R/class_02" "$R/.extra"
+    cp "$P/class_00/000000.png" "$R/class_00/a/z/"; cp "$P/class_00/000001.png" "$R/class_00/a b/x.PNG"
+    cp "$P/class_00/000002.png" "$R/class_00/a/"; cp "$P/class_00/000003.png" "$R/class_00/.h.png"
+    cp "$P"/class_01/* "$R/class_01/"; echo notes >"$R/class_01/notes.txt"
+    ln -s "$P/class_02" "$R/class_02/linked"; cp "$P/class_01/000001.png" "$R/class_02/zz.png"
+    cp "$P/class_02/000003.png" "$R/.extra/"
+    side tree $T --set dataset.kind=folder --set dataset.path="$R" --set loader.batch_size=3 \
+        --set train.epochs=3
 else bad "dpbench --make-dataset"; fi
 # random transforms: torch_reference.py applies dpbench's own crop offsets and
 # flips (the export's augment.npy), so the losses agree; workers 0 and 2 too
