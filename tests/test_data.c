@@ -379,7 +379,7 @@ static void test_png_pixels_as_pil(void **state)
     }
 }
 
-/* Images in the modes PIL reads differently (a CMYK JPEG, a grey JPEG,
+/* Images in the modes PIL reads differently (a CMYK and a YCCK JPEG, a grey JPEG,
  * palettes of 8 and 2 bits, one with a transparent entry, 1-bit, grey +
  * alpha, 16-bit grey), each decoded to exactly the bytes of PIL's
  * Image.open(f).convert("RGB") written beside it (tests/images/make_images.py,
@@ -387,7 +387,7 @@ static void test_png_pixels_as_pil(void **state)
 static void test_modes_as_pil(void **state)
 {
     (void)state;
-    const char *names[] = {"cmyk.jpg", "gray.jpg", "palette.png", "palette2.png",
+    const char *names[] = {"cmyk.jpg", "ycck.jpg", "gray.jpg", "palette.png", "palette2.png",
                            "palette-trns.png", "bilevel.png", "la.png", "gray16.png"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char path[256], want_path[256];

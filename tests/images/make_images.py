@@ -6,7 +6,9 @@ what torchvision's ImageFolder loader hands to its transforms.
 
     /usr/bin/python3 tests/images/make_images.py tests/images
 
-Run with Debian's python3-pil; the committed files came from Pillow 9.4."""
+Run with Debian's python3-pil; the committed files came from Pillow 9.4.
+ycck.jpg (YCCK, which PIL cannot write) comes from write_ycck.c; this script
+writes its .rgb when the file is there."""
 import os
 import sys
 
@@ -42,8 +44,10 @@ def main(out):
     trns.info["transparency"] = 2
     images["palette-trns.png"] = (trns, dict(transparency=2))
     for name, (im, opts) in images.items():
+        im.save(os.path.join(out, name), **opts)
+    names = list(images) + (["ycck.jpg"] if os.path.exists(os.path.join(out, "ycck.jpg")) else [])
+    for name in names:
         path = os.path.join(out, name)
-        im.save(path, **opts)
         with Image.open(path) as f:
             rgb = np.asarray(f.convert("RGB"))
         assert rgb.shape == (H, W, 3), (name, rgb.shape)
