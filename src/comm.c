@@ -88,7 +88,7 @@ static int account(struct comm *c, double seconds, size_t n, struct error *e)
     return 0;
 }
 
-int comm_allreduce(struct comm *c, float *buf, size_t n, bool stop_here, struct error *e)
+int comm_allreduce(struct comm *c, float *buf, size_t n, int stop_here, struct error *e)
 {
     if (!c->engine) {
         c->stop = stop_here;
@@ -97,31 +97,32 @@ int comm_allreduce(struct comm *c, float *buf, size_t n, bool stop_here, struct 
     if (c->engine->device_memory) { // the stop flag after it, from the host
         double t0 = now_seconds();
         int rc = c->engine->allreduce_sum(c, buf, n, e);
-        long any = 0;
-        if (rc || account(c, now_seconds() - t0, n, e) ||
-            c->engine->max(c, stop_here ? 1 : 0, &any, e))
+        long most = 0;
+        if (rc || account(c, now_seconds() - t0, n, e) || c->engine->max(c, stop_here, &most, e))
             return -1;
-        c->stop = any != 0;
+        c->stop = (int)most;
         return 0;
     }
-    /* The stop flag rides in one more float, so that every rank leaves the
-     * loop after the same step and none waits in an allreduce alone. The
-     * timed part is the engine's call. */
-    if (n + 1 > c->scratch_n) {
+    /* The stop flags ride in two more floats (how many ranks asked to stop,
+     * how many cannot go on), so that every rank leaves the loop after the
+     * same step and none waits in an allreduce alone. The timed part is the
+     * engine's call. */
+    if (n + 2 > c->scratch_n) {
         free(c->scratch);
         c->scratch_n = 0;
-        if (!(c->scratch = malloc((n + 1) * sizeof(float))))
+        if (!(c->scratch = malloc((n + 2) * sizeof(float))))
             return error_set(e, "out of memory");
-        c->scratch_n = n + 1;
+        c->scratch_n = n + 2;
     }
     memcpy(c->scratch, buf, n * sizeof(float));
-    c->scratch[n] = stop_here ? 1.0f : 0.0f;
+    c->scratch[n] = stop_here >= COMM_STOP ? 1.0f : 0.0f;
+    c->scratch[n + 1] = stop_here >= COMM_FAIL ? 1.0f : 0.0f;
     double t0 = now_seconds();
-    int rc = c->engine->allreduce_sum(c, c->scratch, n + 1, e);
+    int rc = c->engine->allreduce_sum(c, c->scratch, n + 2, e);
     if (rc || account(c, now_seconds() - t0, n, e))
         return -1;
     memcpy(buf, c->scratch, n * sizeof(float));
-    c->stop = c->scratch[n] > 0.5f;
+    c->stop = c->scratch[n + 1] > 0.5f ? COMM_FAIL : c->scratch[n] > 0.5f ? COMM_STOP : COMM_GO;
     return 0;
 }
 

@@ -30,11 +30,17 @@ struct comm {
     double allreduce_bytes;           // payload bytes summed, per rank
     double *call_s;                   // (n_calls) seconds of each allreduce since the last
     size_t n_calls, cap_calls;        // comm_allreduce_wait
-    bool stop;                        // a rank asked to stop: seen by every rank at once
-    float *scratch;                   // (scratch_n) the allreduce's buffer: payload, stop flag
+    int stop;                         // the largest comm_stop any rank asked for, seen by
+                                      // every rank at once
+    float *scratch;                   // (scratch_n) the allreduce's buffer: payload, stop flags
     size_t scratch_n;
     void *impl;                       // the engine's
 };
+
+/* A rank's wish, carried by every gradient allreduce: go on, stop after this
+ * step (a signal), or stop because this rank cannot go on (its loss is not
+ * finite). Every rank learns the largest over the ranks in the same call. */
+enum comm_stop { COMM_GO, COMM_STOP, COMM_FAIL };
 
 /* Space-separated engines compiled in ("mpi", "mpi nccl", "" for none). */
 const char *comm_engines(void);
@@ -44,9 +50,9 @@ bool comm_launched(void);
 /* Opens the engine `name` ("mpi") when launched by mpirun, else a world of
  * one. Fails (exit 2 material) for an engine not compiled in. */
 int comm_open(struct comm *c, const char *name, struct error *e);
-/* Sums n floats across ranks, in place. `stop_here` is this rank's wish to
- * stop; after the call c->stop says whether any rank had it. Timed. */
-int comm_allreduce(struct comm *c, float *buf, size_t n, bool stop_here, struct error *e);
+/* Sums n floats across ranks, in place. `stop_here` is this rank's
+ * enum comm_stop; after the call c->stop is the largest over the ranks. Timed. */
+int comm_allreduce(struct comm *c, float *buf, size_t n, int stop_here, struct error *e);
 /* Rank 0's `bytes` bytes of buf to every rank. */
 int comm_bcast(struct comm *c, void *buf, size_t bytes, struct error *e);
 /* Every rank's `bytes` bytes of send, in rank order into recv on rank 0

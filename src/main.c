@@ -499,35 +499,37 @@ static int h2d_bandwidth(void)
     return EXIT_OK;
 }
 
-/* Results on stdout first, then the result files: a file that cannot be
- * written never costs the results already printed. */
+/* The result files first, then stdout: a file that cannot be written never
+ * costs the results on stdout, and a stdout nobody reads any more (mpirun
+ * stops forwarding its ranks' output once told to end the job) never costs
+ * the files. */
 static int emit(const struct results *res, struct error *e)
 {
+    int rc = 0;
+    if (res->cfg.report.out[0]) {
+        char path[4400];
+        if (report_write_files(res, res->cfg.report.out, path, sizeof path, e))
+            rc = error_wrap(e, "result files not written (results are on stdout)");
+        else
+            fprintf(stderr, "dpbench: results written to %s (and .csv)\n", path);
+    }
     const char *fmt = res->cfg.report.format;
-    if (strcmp(fmt, "json") == 0) {
-        char *json = report_json(res);
-        if (!json)
-            return error_set(e, "out of memory rendering JSON");
+    char *json = strcmp(fmt, "json") == 0 ? report_json(res) : NULL;
+    if (json) {
         puts(json);
         free(json);
     } else if (strcmp(fmt, "csv") == 0) {
         report_csv(stdout, res);
-    } else {
+    } else if (strcmp(fmt, "text") == 0) {
         report_text(stdout, res);
     }
-    int rc = 0;
-    if (fflush(stdout) != 0)
-        rc = error_set(e, "cannot write results to stdout: %s", strerror(errno));
-    if (res->cfg.report.out[0]) {
-        char path[4400];
-        struct error fe;
-        if (report_write_files(res, res->cfg.report.out, path, sizeof path, &fe)) {
-            if (rc)
-                fprintf(stderr, "dpbench: %s\n", e->msg);
-            *e = fe;
-            return error_wrap(e, "result files not written (results are on stdout)");
-        }
-        fprintf(stderr, "dpbench: results written to %s (and .csv)\n", path);
+    const char *fail = strcmp(fmt, "json") == 0 && !json ? "out of memory rendering JSON"
+                       : fflush(stdout) != 0             ? strerror(errno)
+                                                         : NULL;
+    if (fail) {
+        if (rc)
+            fprintf(stderr, "dpbench: %s\n", e->msg);
+        rc = error_set(e, "cannot write results to stdout: %s", fail);
     }
     return rc;
 }
@@ -638,15 +640,20 @@ int main(int argc, char **argv)
         train_progress = false;
     rc = run_points(&res.cfg, &bes, &res, &e);
     int status = EXIT_OK;
-    if (rc && comm.world > 1) { // the other ranks wait in a collective: end the job
+    /* a failure every rank had after the same step leaves the ranks in step:
+     * rank 0 reports the job as a single process does; any other failure
+     * leaves the other ranks waiting in a collective: end the job */
+    bool together = rc && res.n_runs > 0 && res.runs[res.n_runs - 1].together;
+    if (rc && comm.world > 1 && !together) {
         fprintf(stderr, "dpbench: rank %d (%s): %s\n", comm.rank, comm.host, e.msg);
         fflush(stderr);
         comm_abort(&comm, EXIT_RUN);
     }
-    if (rc) {
+    if (rc && comm.rank == 0) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
-        status = rc == -2 ? EXIT_USAGE : EXIT_RUN;
     }
+    if (rc)
+        status = rc == -2 ? EXIT_USAGE : EXIT_RUN;
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         res.peak_rss_bytes = (double)ru.ru_maxrss * 1024; // Linux reports KiB
@@ -658,7 +665,9 @@ int main(int argc, char **argv)
         }
     }
     if (res.interrupted && train_stop) {
-        if (res.n_runs == 0)
+        if (comm.rank > 0)
+            ; // rank 0 says it, once
+        else if (res.n_runs == 0)
             fprintf(stderr, "dpbench: interrupted by %s before any epoch completed; no results\n",
                     signal_name(train_stop));
         else

@@ -16,10 +16,20 @@
 bool train_progress;
 struct comm *train_comm;
 
+/* What the DDP step's allreduce needs besides the gradient: the comm, and
+ * this rank's epoch so far, whose loss (host losses are summed before the
+ * allreduce) says whether this rank can go on. */
+struct grad_arg {
+    struct comm *cm;
+    const struct epoch_stats *st;
+};
+
 /* The DDP step's allreduce; this rank's wish to stop travels with it. */
 static int grad_allreduce(void *arg, float *buf, size_t n, struct error *e)
 {
-    return comm_allreduce(arg, buf, n, stop_requested(), e);
+    const struct grad_arg *g = arg;
+    int wish = !isfinite(g->st->loss_sum) ? COMM_FAIL : stop_requested() ? COMM_STOP : COMM_GO;
+    return comm_allreduce(g->cm, buf, n, wish, e);
 }
 
 /* Whether to stop after this batch: a signal here, or (several ranks) one
@@ -73,6 +83,37 @@ static int compute_cores(long num_workers, int local_ranks)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN) / local_ranks;
     return cores - num_workers > 1 ? (int)(cores - num_workers) : 1;
+}
+
+/* out->stopped for a loss that became nan (or infinite) at batch index k of
+ * epoch ep (warmup included), on `rank` of a ddp job (-1: this process). */
+static void diverged(struct run_result *out, const struct config *c, int rank, bool nan, long k,
+                     long ep)
+{
+    char where[32] = "";
+    if (rank >= 0)
+        snprintf(where, sizeof where, " on rank %d", rank);
+    long warm = c->train.warmup_epochs;
+    snprintf(out->stopped, sizeof out->stopped,
+             "the loss became %s%s at batch %ld of %sepoch %ld (train.lr %g diverged); "
+             "stopped, the epochs before it are kept",
+             nan ? "nan" : "infinite", where, k + 1, ep < warm ? "warmup " : "",
+             ep < warm ? ep + 1 : ep - warm + 1, c->train.lr);
+}
+
+/* After an allreduce that said some rank's loss is not finite: the lowest
+ * such rank and whether its loss is nan, on every rank (one more collective,
+ * which every rank makes after the same step). */
+static int diverged_rank(struct comm *cm, const struct epoch_stats *st, int *rank, bool *nan,
+                         struct error *e)
+{
+    long code = isfinite(st->loss_sum) ? 0 : 2L * (cm->world - cm->rank) + isnan(st->loss_sum);
+    long most;
+    if (comm_max(cm, code, &most, e))
+        return -1;
+    *rank = cm->world - (int)(most / 2);
+    *nan = most % 2;
+    return 0;
 }
 
 /* Loss and accuracy of the final parameters w (O, F), b (O) over the eval
@@ -207,6 +248,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     struct loader l;
     struct step s = {0};
     int rc = -1;
+    bool together = false; // a failure every rank had after the same step
     if (loader_init(&l, d, &lo, e)) {
         free(w0);
         return -1;
@@ -252,9 +294,11 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     }
 
     float lr = (float)c->train.lr;
-    struct step_comm sc = {.world = world, .allreduce = grad_allreduce, .arg = cm};
+    struct epoch_stats st;
+    struct grad_arg ga = {cm, &st};
+    struct step_comm sc = {.world = world, .allreduce = grad_allreduce, .arg = &ga};
     for (long ep = 0; ep < total_epochs && !stopping(cm); ep++) {
-        struct epoch_stats st = {0};
+        st = (struct epoch_stats){0};
         if (c->dataset.drop_cache && dataset_drop_cache(d, e))
             goto failed;
         double t0 = now_seconds();
@@ -276,17 +320,21 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
                 got = -1;
                 break;
             }
-            if (!isfinite(st.loss_sum)) { // diverged: no later step means anything
-                snprintf(out->stopped, sizeof out->stopped,
-                         "the loss became %s at batch %ld of %sepoch %ld (train.lr %g diverged); "
-                         "stopped, the epochs before it are kept",
-                         isnan(st.loss_sum) ? "nan" : "infinite", b->index + 1,
-                         ep < c->train.warmup_epochs ? "warmup " : "",
-                         ep < c->train.warmup_epochs ? ep + 1 : ep - c->train.warmup_epochs + 1,
-                         c->train.lr);
+            /* diverged (on any rank, which every rank learnt in this step's
+             * allreduce): no later step means anything */
+            if (world > 1 ? cm->stop == COMM_FAIL : !isfinite(st.loss_sum)) {
+                int rank = -1;
+                bool nan = isnan(st.loss_sum);
+                if (world > 1 && diverged_rank(cm, &st, &rank, &nan, e)) {
+                    be->release(ctx, &l, b);
+                    got = -1;
+                    break;
+                }
+                diverged(out, c, rank, nan, b->index, ep);
                 error_set(e, "%s", out->stopped);
                 be->release(ctx, &l, b);
                 got = -1; // a failed run: the epochs before it are kept
+                together = world > 1; // every rank stops here: the job can report
                 break;
             }
             if (ep == 0) {
@@ -348,6 +396,12 @@ failed: /* mid-run: keep the measured epochs, as an interrupted run does */
     out->failed = out->interrupted = true;
     if (step_params(&s, out->w, out->b, &(struct error){{0}}))
         memset(out->w, 0, OF * sizeof(float));
+    struct error ge;
+    if (together && ddp_gather(cm, out, &ge)) {
+        *e = ge; // the ranks are out of step after all
+        together = false;
+    }
+    out->together = together;
 out:
     step_free(&s);
     loader_free(&l);

@@ -69,6 +69,8 @@ struct run_result {
     float *w, *b;           // (out, in), (out) final parameters
     bool interrupted;       // stopped (signal, or a failure mid-run) before all epochs ran
     bool failed;            // stopped by an error mid-run; the epochs before it are kept
+    bool together;          // ddp, failed: every rank stopped after the same step (a loss
+                            // not finite) and rank 0 holds the job's figures: no rank waits
     const char *loss;       // the loss trained with (mse, cross_entropy)
     struct {
         bool done;          // an eval split was evaluated

@@ -2,8 +2,8 @@
 # DDP over MPI on this machine (mpirun, ranks as processes): W ranks x batch B
 # learn what one process learns with batch W*B and what DataParallel learns
 # with W replicas; rank 0 alone prints; a rank whose config differs stops the
-# job with one message naming it; bad ddp input exits 2; dp runs never map
-# libmpi. Prints "N passed, N failed"; skips (0 failed) without mpirun or
+# job with one message naming it; SIGINT to mpirun and a diverging loss keep
+# rank 0's complete epochs; bad ddp input exits 2; dp runs never map libmpi. Prints "N passed, N failed"; skips (0 failed) without mpirun or
 # without MPI compiled in.
 set -u
 BIN=$(realpath "${1:-./dpbench}")
@@ -91,6 +91,58 @@ rc=$?
 if [ "$rc" -ne 0 ] && [ "$(grep -c '^dpbench: ' "$TMP/err")" = 1 ] &&
    grep -q "rank 1 (.*): its config differs from rank 0's at loader.batch_size" "$TMP/err" &&
    ! grep -q '^# dpbench' "$TMP/out"; then ok; else bad "config mismatch -> exit $rc: $(cat "$TMP/err")"; fi
+
+# ---- SIGINT to mpirun: it sends SIGTERM to every rank and SIGKILL a second
+# later; every rank stops after the same step and rank 0 writes its result
+# files first (mpirun stops forwarding output): they parse, are marked
+# interrupted and hold only complete epochs; mpirun ends promptly, no rank
+# is left behind
+mark=ddp-sigint-$$
+"${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set name=$mark --set dataset.length=2000 \
+    --set dataset.sample_cost_us=50 --set train.epochs=100000 --out "$TMP/int" --format json \
+    >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+sleep 3
+kill -INT $pid
+t0=$(date +%s%N)
+timeout 20 tail --pid=$pid -f /dev/null || kill -KILL $pid
+wait $pid
+rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+sleep 0.2
+left=$(pgrep -f -- "name=$mark" || true)
+if [ "$rc" -ne 0 ] && [ "$ms" -lt 10000 ] && [ -z "$left" ] && python3 - "$TMP/int" <<'PY'; then ok; else
+import csv, glob, json, sys
+j, = glob.glob(sys.argv[1] + "/*.json")
+c, = glob.glob(sys.argv[1] + "/*.csv")
+d = json.load(open(j))
+assert d["interrupted"] is True, d["interrupted"]
+r = d["runs"][0]
+n = len(r["epochs"])
+assert 0 < n < 100000, n
+assert all(e["samples"] == 2000 for e in r["epochs"])  # complete epochs of the job
+assert all(len(x["epochs"]) == n for x in r["ranks"])
+rows = list(csv.DictReader(open(c)))
+assert [int(x["epoch"]) for x in rows] == list(range(1, n + 1)), rows[-1:]
+PY
+    bad "SIGINT to mpirun: exit $rc after $ms ms, left: '$left': $(head -c 400 "$TMP/err")"
+    [ -n "$left" ] && kill $left 2>/dev/null
+fi
+
+# ---- a loss that becomes nan on a rank: every rank stops after that step,
+# rank 0 reports the job as diverged naming the rank, keeps the epochs before
+"${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set train.lr=1e6 --set train.warmup_epochs=0 \
+    --set train.epochs=20 --out "$TMP/nan" --format json >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(grep -c 'the loss became' "$TMP/err")" = 1 ] &&
+   grep -q "the loss became nan on rank 0 at batch 4 of epoch 2 (train.lr 1e+06 diverged)" "$TMP/err" &&
+   python3 - "$TMP/out" "$TMP/nan" <<'PY'; then ok; else bad "ddp divergence -> exit $rc: $(head -c 400 "$TMP/err")"; fi
+import glob, json, sys
+for d in (json.load(open(sys.argv[1])), json.load(open(glob.glob(sys.argv[2] + "/*.json")[0]))):
+    r = d["runs"][0]
+    assert d["interrupted"] is True and "on rank 0 at batch 4 of epoch 2" in r["stopped"], r["stopped"]
+    assert len(r["epochs"]) == 1 and r["epochs"][0]["samples"] == 100, r["epochs"]
+    assert all(len(x["epochs"]) == 1 for x in r["ranks"])
+PY
 
 # ---- bad ddp input: exit 2, one line
 expect2() {
