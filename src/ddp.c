@@ -185,9 +185,10 @@ int ddp_gather(struct comm *c, struct run_result *run, struct error *e)
     rc = 0;
     if (c->rank > 0)
         goto out;
-    for (int k = 0; k < n; k++) { // the job's samples and loss, rank 0's clock
+    for (int k = 0; k < n; k++) { // the job's samples, loss and accuracy, rank 0's clock
         run->epochs[k].st.samples = 0;
         run->epochs[k].st.loss_sum = 0;
+        run->epochs[k].st.correct = 0;
     }
     for (int q = 0; q < W && !rc; q++) {
         const char *p = all + (size_t)q * rec;
@@ -210,12 +211,15 @@ int ddp_gather(struct comm *c, struct run_result *run, struct error *e)
         for (int k = 0; k < n; k++) {
             run->epochs[k].st.samples += ep[k].st.samples;
             run->epochs[k].st.loss_sum += ep[k].st.loss_sum;
+            run->epochs[k].st.correct += ep[k].st.correct;
         }
     }
     for (int k = 0; k < n && !rc; k++) {
         struct epoch_result *er = &run->epochs[k];
         er->samples_per_s = (double)er->st.samples / er->seconds;
         er->loss = er->st.samples ? er->st.loss_sum / (double)er->st.samples : NAN;
+        if (!isnan(er->accuracy)) // labelled data
+            er->accuracy = (double)er->st.correct / (double)er->st.samples;
     }
     if (!rc) {
         free(run->splits);

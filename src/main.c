@@ -647,7 +647,7 @@ int main(int argc, char **argv)
     if (rc && comm.world > 1 && !together) {
         fprintf(stderr, "dpbench: rank %d (%s): %s\n", comm.rank, comm.host, e.msg);
         fflush(stderr);
-        comm_abort(&comm, EXIT_RUN);
+        comm_abort(&comm, rc == -2 ? EXIT_USAGE : EXIT_RUN); // mpirun's exit status
     }
     if (rc && comm.rank == 0) {
         fprintf(stderr, "dpbench: %s\n", e.msg);

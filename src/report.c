@@ -396,7 +396,8 @@ void report_text(FILE *f, const struct results *r)
 void report_csv(FILE *f, const struct results *r)
 {
     fprintf(f, "run,point,epoch,seconds,samples_per_second,loss,wait_seconds,copy_seconds,"
-               "compute_seconds,copy_bytes,hidden_copy_seconds,host_seconds,accuracy,read_bytes\n");
+               "compute_seconds,copy_bytes,hidden_copy_seconds,host_seconds,accuracy,read_bytes,"
+               "world_size,allreduce_seconds,allreduce_wait_seconds,busbw_gbps\n");
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
         for (int k = 0; k < run->n_epochs; k++) {
@@ -407,7 +408,15 @@ void report_csv(FILE *f, const struct results *r)
                     ep->st.hidden_s, ep->st.host_s);
             if (!isnan(ep->accuracy))
                 fprintf(f, "%.6g", ep->accuracy);
-            fprintf(f, ",%.0f\n", ep->read_bytes);
+            fprintf(f, ",%.0f,%d", ep->read_bytes, run->world_size > 0 ? run->world_size : 1);
+            double ar, wait, busbw; // ddp with several ranks: the epoch's allreduce
+            if (report_ddp_epoch(run, k, &ar, &wait, &busbw))
+                fprintf(f, ",%.6g,%.6g,", ar, wait);
+            else
+                fprintf(f, ",,,");
+            if (!isnan(busbw))
+                fprintf(f, "%.6g", busbw);
+            fputc('\n', f);
         }
     }
 }

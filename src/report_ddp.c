@@ -30,6 +30,36 @@ static double median_epoch(const struct epoch_result *ep, int n)
     return m;
 }
 
+/* algbw and busbw (GB/s) of a run's gradient allreduce at `seconds` per
+ * epoch (n_batches calls); NAN without a measured time. */
+static void bandwidth(const struct run_result *run, double seconds, double *algbw, double *busbw)
+{
+    int W = run->world_size;
+    double calls = (double)run->n_batches;
+    *algbw = *busbw = NAN;
+    if (calls > 0 && seconds > 0) {
+        *algbw = run->allreduce_bytes / (seconds / calls) / 1e9;
+        *busbw = *algbw * 2.0 * (W - 1) / W;
+    }
+}
+
+bool report_ddp_epoch(const struct run_result *run, int k, double *seconds, double *wait,
+                      double *busbw)
+{
+    *seconds = *wait = *busbw = NAN;
+    if (run->world_size <= 1 || !run->ranks || k >= run->n_epochs)
+        return false;
+    double ar = 0, w = 0, algbw;
+    for (int r = 0; r < run->world_size; r++) {
+        ar += run->ranks[r].epochs[k].st.allreduce_s;
+        w += run->ranks[r].epochs[k].st.allreduce_wait_s;
+    }
+    *seconds = ar / run->world_size;
+    *wait = w / run->world_size;
+    bandwidth(run, *seconds, &algbw, busbw);
+    return true;
+}
+
 void report_ddp_summarize(struct run_result *run)
 {
     struct run_summary *s = &run->sum;
@@ -50,12 +80,7 @@ void report_ddp_summarize(struct run_result *run)
     s->straggler = slow / fast;
     s->allreduce_s = ar / W / n; // per epoch, mean over ranks
     s->allreduce_wait_s = wait / W / n;
-    double calls = (double)run->n_batches;
-    double bytes = (double)run->allreduce_bytes;
-    if (calls > 0 && s->allreduce_s > 0) {
-        s->algbw_gbps = bytes / (s->allreduce_s / calls) / 1e9;
-        s->busbw_gbps = s->algbw_gbps * 2.0 * (W - 1) / W;
-    }
+    bandwidth(run, s->allreduce_s, &s->algbw_gbps, &s->busbw_gbps);
 }
 
 void report_ddp_text(FILE *f, const struct run_result *run)

@@ -3,6 +3,7 @@
 #ifndef DPBENCH_REPORT_DDP_H
 #define DPBENCH_REPORT_DDP_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "train.h"
@@ -10,6 +11,11 @@
 struct cJSON;
 
 void report_ddp_summarize(struct run_result *run);
+/* Measured epoch k's gradient allreduce, mean over the ranks: seconds, the
+ * part of them spent waiting for the last rank, and its busbw (GB/s). False
+ * (all NAN) for a run without several ranks. */
+bool report_ddp_epoch(const struct run_result *run, int k, double *seconds, double *wait,
+                      double *busbw);
 void report_ddp_text(FILE *f, const struct run_result *run);
 /* Adds world_size (always), ranks[] and the ddp summary fields to a run's
  * JSON object o and its summary object. */

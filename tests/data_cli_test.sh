@@ -73,7 +73,7 @@ else bad "idx gzip with mse: $(head -c 400 "$TMP/err")"; fi
 expect 0 "accuracy" -- --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz"
 expect 0 "# eval: loss" -- --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz"
 "$BIN" --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz" --format csv >"$TMP/c.csv"
-if head -1 "$TMP/c.csv" | grep -q ',accuracy,read_bytes$' && sed -n 2p "$TMP/c.csv" | grep -qE ',0\.[0-9]+,0$'; then ok
+if head -1 "$TMP/c.csv" | grep -q ',accuracy,read_bytes,world_size,' && sed -n 2p "$TMP/c.csv" | grep -qE ',0\.[0-9]+,0,1,,,$'; then ok
 else bad "CSV accuracy/read_bytes: $(head -2 "$TMP/c.csv")"; fi
 
 # ---- config errors

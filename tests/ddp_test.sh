@@ -2,8 +2,9 @@
 # DDP over MPI on this machine (mpirun, ranks as processes): W ranks x batch B
 # learn what one process learns with batch W*B and what DataParallel learns
 # with W replicas; rank 0 alone prints; a rank whose config differs stops the
-# job with one message naming it; SIGINT to mpirun and a diverging loss keep
-# rank 0's complete epochs; bad ddp input exits 2; dp runs never map libmpi. Prints "N passed, N failed"; skips (0 failed) without mpirun or
+# job with one message naming it, as does a rank that fails alone; SIGINT to
+# mpirun and a diverging loss keep rank 0's complete epochs; labelled data
+# learns as one process does; bad ddp input exits 2; dp runs never map libmpi. Prints "N passed, N failed"; skips (0 failed) without mpirun or
 # without MPI compiled in.
 set -u
 BIN=$(realpath "${1:-./dpbench}")
@@ -142,6 +143,55 @@ for d in (json.load(open(sys.argv[1])), json.load(open(glob.glob(sys.argv[2] + "
     assert d["interrupted"] is True and "on rank 0 at batch 4 of epoch 2" in r["stopped"], r["stopped"]
     assert len(r["epochs"]) == 1 and r["epochs"][0]["samples"] == 100, r["epochs"]
     assert all(len(x["epochs"]) == 1 for x in r["ranks"])
+PY
+
+# ---- a rank that fails alone (its dataset file missing on its host: here a
+# relative path in another working directory) ends the job at once with a
+# message naming the rank and its host; no rank is left behind
+"$BIN" --make-dataset idx "$TMP/idx" --classes 4 --per-class 15 --eval-per-class 5 >/dev/null ||
+    bad "--make-dataset idx"
+mkdir -p "$TMP/empty"
+S=(--set parallel.mode=ddp --set dataset.kind=idx --set dataset.path=train-images-idx3-ubyte
+   --set loader.batch_size=8 --set name=ddp-lost-$$)
+t0=$(date +%s%N)
+timeout 30 "${MPIRUN[@]}" 1 -wdir "$TMP/idx" "$BIN" "${S[@]}" : -np 1 -wdir "$TMP/empty" "$BIN" "${S[@]}" \
+    >"$TMP/out" 2>"$TMP/err"
+rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+left=$(pgrep -f -- "name=ddp-lost-$$" || true)
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ -z "$left" ] &&
+   grep -q "^dpbench: rank 1 ($(hostname)): train-images-idx3-ubyte: " "$TMP/err"; then ok; else
+    bad "a rank without its data -> exit $rc after $ms ms, left '$left': $(head -c 400 "$TMP/err")"; fi
+
+# ---- labelled data (cross-entropy): W ranks x B == 1 process x W*B; the
+# job's accuracy (every rank's samples) and eval; CSV's ddp columns
+IDX=(--set dataset.kind=idx --set dataset.path="$TMP/idx/train-images-idx3-ubyte" --set model.loss=cross_entropy
+     --set train.epochs=3 --format json)
+"${MPIRUN[@]}" 2 "$BIN" "${IDX[@]}" --set parallel.mode=ddp --set loader.batch_size=8 \
+    --out "$TMP/ce" >"$TMP/ce-ddp.json" 2>"$TMP/err"
+"$BIN" "${IDX[@]}" --set loader.batch_size=16 >"$TMP/ce-one.json" 2>>"$TMP/err"
+if python3 - "$TMP/ce-ddp.json" "$TMP/ce-one.json" "$TMP/ce" <<'PY'; then ok; else bad "ddp cross_entropy: $(head -c 300 "$TMP/err")"; fi
+import csv, glob, json, sys
+a, b = (json.load(open(p))["runs"][0] for p in sys.argv[1:3])
+flat = lambda r: r["final_params"]["weight"] + r["final_params"]["bias"]
+pa, pb = flat(a), flat(b)
+assert len(pa) == len(pb) == 4 * 784 + 4
+d = max(abs(x - y) / max(abs(y), 1e-3) for x, y in zip(pa, pb))
+assert d < 1e-5, d
+assert a["loss"] == "cross_entropy" and a["world_size"] == 2
+for ea, eb in zip(a["epochs"], b["epochs"]):
+    assert ea["samples"] == eb["samples"] == 60, (ea["samples"], eb["samples"])
+    assert abs(ea["accuracy"] - eb["accuracy"]) < 1e-9, (ea["accuracy"], eb["accuracy"])
+    assert abs(ea["loss"] - eb["loss"]) < 1e-5 * eb["loss"]
+assert a["eval"]["samples"] == 20 and abs(a["eval"]["accuracy"] - b["eval"]["accuracy"]) < 1e-9
+# CSV: the ddp columns after the usual ones, the JSON's figures per epoch
+rows = list(csv.DictReader(open(glob.glob(sys.argv[3] + "/*.csv")[0])))
+assert len(rows) == 3
+for k, row in enumerate(rows):
+    ar = [x["epochs"][k] for x in a["ranks"]]
+    assert row["world_size"] == "2"
+    assert abs(float(row["allreduce_seconds"]) - sum(e["allreduce_seconds"] for e in ar) / 2) < 1e-6
+    assert abs(float(row["allreduce_wait_seconds"]) - sum(e["allreduce_wait_seconds"] for e in ar) / 2) < 1e-6
+    assert float(row["busbw_gbps"]) > 0
 PY
 
 # ---- bad ddp input: exit 2, one line
