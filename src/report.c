@@ -602,8 +602,8 @@ static void result_base(const char *name, const char *stamp, char *buf, size_t n
 int report_check_out(const char *dir, const char *name, struct error *e)
 {
     struct stat st;
-    if (stat(dir, &st) != 0) {
-        if (errno != ENOENT || mkdir(dir, 0777) != 0 || stat(dir, &st) != 0)
+    if (stat(dir, &st) != 0) { // made by another process meanwhile (a ddp rank): fine
+        if (errno != ENOENT || (mkdir(dir, 0777) != 0 && errno != EEXIST) || stat(dir, &st) != 0)
             return error_set(e, "report.out %s: cannot create directory: %s", dir,
                              strerror(errno));
     }

@@ -129,6 +129,33 @@ PY
     [ -n "$left" ] && kill $left 2>/dev/null
 fi
 
+# ---- a rank killed mid-run: mpirun ends the job within seconds, naming the
+# rank and its host; no rank is left behind
+"${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set name=ddp-kill-$$ --set dataset.length=2000 \
+    --set dataset.sample_cost_us=50 --set train.epochs=100000 >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+victim=""
+for _ in $(seq 100); do # up to 10 s for rank 1 to start
+    for p in $(pgrep -f -- "name=ddp-kill-$$"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
+    done
+    [ -n "$victim" ] && break
+    sleep 0.1
+done
+sleep 1 # training
+[ -n "$victim" ] && kill -9 "$victim"
+t0=$(date +%s%N)
+timeout 20 tail --pid=$pid -f /dev/null || kill -KILL $pid
+wait $pid
+rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+sleep 0.2
+left=$(pgrep -f -- "name=ddp-kill-$$" || true)
+if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$ms" -lt 10000 ] && [ -z "$left" ] &&
+   grep -q "rank 1 .*on node $(hostname)" "$TMP/err"; then ok; else
+    bad "killed rank 1 (pid '$victim'): exit $rc after $ms ms, left '$left': $(head -c 400 "$TMP/err")"
+    [ -n "$left" ] && kill $left 2>/dev/null
+fi
+
 # ---- a loss that becomes nan on a rank: every rank stops after that step,
 # rank 0 reports the job as diverged naming the rank, keeps the epochs before
 "${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set train.lr=1e6 --set train.warmup_epochs=0 \
