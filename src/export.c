@@ -123,7 +123,7 @@ static int write_orders(const char *dir, const struct config *c, long length, st
         goto out;
     npy_header(o.f, NPY_I8, shape, 2);
     for (long ep = 0; ep < epochs; ep++) {
-        loader_order(order, length, c->loader.shuffle, (unsigned long)c->seed, ep);
+        loader_order(order, length, c->loader.shuffle, (unsigned long)c->seed, ep, true);
         for (long i = 0; i < length; i++)
             row[i] = order[i];
         if (fwrite(row, sizeof *row, (size_t)length, o.f) != (size_t)length) {

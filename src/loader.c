@@ -181,7 +181,8 @@ static void join_workers(struct loader *l)
     l->stop = false;
 }
 
-bool loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch)
+bool loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch,
+                  bool stoppable)
 {
     enum { CHECK_EVERY = 1 << 20 }; // a shuffle of 1e9 samples takes seconds
     for (long i = 0; i < length; i++)
@@ -191,7 +192,7 @@ bool loader_order(long *order, long length, bool shuffle, unsigned long seed, lo
     struct rng r; // Fisher-Yates from a stream of its own per epoch
     rng_init(&r, seed, RNG_SHUFFLE, (uint64_t)epoch);
     for (long i = length - 1; i > 0; i--) {
-        if (i % CHECK_EVERY == 0 && stop_requested())
+        if (stoppable && i % CHECK_EVERY == 0 && stop_requested())
             return false;
         long j = (long)rng_below(&r, (uint64_t)i + 1);
         long t = order[i];
@@ -204,7 +205,10 @@ bool loader_order(long *order, long length, bool shuffle, unsigned long seed, lo
 int loader_epoch_begin(struct loader *l, long epoch, struct error *e)
 {
     l->epoch = epoch;
-    if (!loader_order(l->perm, l->data->length, l->opt.shuffle, l->opt.seed, epoch))
+    /* one of several ranks shuffles to the end: the others would wait for it
+     * in the step's allreduce, which carries the stop to every rank */
+    if (!loader_order(l->perm, l->data->length, l->opt.shuffle, l->opt.seed, epoch,
+                      l->opt.world <= 1))
         return error_set(e, "loader: interrupted while shuffling");
     /* DistributedSampler: positions rank, rank + world, ... of the permutation
      * padded (repeated from its start) to n_samples * world */

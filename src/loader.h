@@ -99,8 +99,10 @@ void loader_free(struct loader *l);
 
 /* Epoch `epoch`'s sample order (length entries): 0..length-1, shuffled with
  * the seed's own stream for that epoch when `shuffle` is set. The loader and
- * `dpbench --export` both take their orders from here. */
-bool loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch);
+ * `dpbench --export` both take their orders from here. With `stoppable`, a
+ * stop request ends a long shuffle early (false returned). */
+bool loader_order(long *order, long length, bool shuffle, unsigned long seed, long epoch,
+                  bool stoppable);
 /* Samples per rank under DistributedSampler's rule (length without one). */
 long loader_samples(long length, int world, bool drop_last);
 

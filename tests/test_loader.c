@@ -60,7 +60,7 @@ static void check_epochs(const struct dataset *d, struct loader_options o, int e
     long *order = malloc((size_t)d->length * sizeof *order);
     for (int ep = 0; ep < epochs; ep++) {
         memset(seen, 0, (size_t)d->length);
-        loader_order(order, d->length, o.shuffle, o.seed, ep);
+        loader_order(order, d->length, o.shuffle, o.seed, ep, true);
         assert_int_equal(loader_epoch_begin(&l, ep, &e), 0);
         struct batch *b;
         long k = 0, total = 0;
