@@ -211,8 +211,8 @@ static int idx_load(struct dataset *d, struct file_data *f, const char *images, 
     int rc = -1;
     /* the header first, then no more content than it declares (plus one byte
      * to tell a longer file), and never more than this machine's memory */
-    if (idx_labels_path(images, labels, sizeof labels, e) || read_all(images, 16, &ib, &in, e))
-        goto out;
+    if (read_all(images, 16, &ib, &in, e) || idx_labels_path(images, labels, sizeof labels, e))
+        goto out; // a missing images file named as such, before its labels
     if (in >= 16 && be32(ib) == 0x00000803 && be32(ib + 8) <= 4096 && be32(ib + 12) <= 4096) {
         uint32_t n = be32(ib + 4);
         unsigned long long want = 16ULL + (unsigned long long)n * be32(ib + 8) * be32(ib + 12),

@@ -79,6 +79,8 @@ else bad "CSV accuracy/read_bytes: $(head -2 "$TMP/c.csv")"; fi
 # ---- config errors
 expect 2 "cross_entropy needs labelled data" -- --set model.loss=cross_entropy
 expect 2 "dataset.kind folder needs a path" -- --set dataset.kind=folder
+expect 2 "$G/none-images-idx3-ubyte: cannot open: No such file" -- --set dataset.kind=idx \
+    --set dataset.path="$G/none-images-idx3-ubyte" # the images file named, not its labels
 expect 2 "transform: only for image data" -- --set transform.hflip=true
 expect 2 "dataset.sample_cost_us: only for the random dataset" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set dataset.sample_cost_us=5
 expect 2 "transform.pad: 4 needs transform.crop" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set transform.pad=4
