@@ -179,15 +179,21 @@ static int try_one(struct blas_choice *out, int features, int out_features, long
 }
 
 int blas_choose_threads(int features, int out_features, long rows, int max_threads, int side,
-                        struct blas_choice *out, struct error *e)
+                        const char *only, struct blas_choice *out, struct error *e)
 {
+    bool openblas = !only || strcmp(only, "libxsmm") != 0;
+    bool xsmm = !only || strcmp(only, "openblas") != 0;
+    if (xsmm && !openblas && !hostmm_have_libxsmm())
+        return error_set(e, "parallel.blas: libxsmm is not built into this dpbench or makes no "
+                            "kernels on this CPU (build with libxsmm-dev installed, or use "
+                            "openblas or auto)");
     memset(out, 0, sizeof *out);
     if (max_threads < 1)
         max_threads = 1;
     if (side < 1)
         side = 1;
     out->side = side;
-    for (int t = 1;;) {
+    for (int t = 1; openblas;) {
         if (try_one(out, features, out_features, rows, side, t, HOSTMM_OPENBLAS, e))
             return -1;
         if (t >= max_threads || out->n_tried == BLAS_TUNE_MAX - 1)
@@ -197,10 +203,11 @@ int blas_choose_threads(int features, int out_features, long rows, int max_threa
     /* libxsmm's first use costs ~7 ms and ~10 MiB (its kernel registry):
      * worth it where the step's products take long enough to matter, or
      * where replicas call them side by side (OpenBLAS's lock) */
-    double fastest = out->seconds[0];
-    for (int n = 1; n < out->n_tried; n++)
+    double fastest = INFINITY;
+    for (int n = 0; n < out->n_tried; n++)
         fastest = fmin(fastest, out->seconds[n]);
-    if ((side > 1 || fastest >= BLAS_TUNE_XSMM_MIN_SECONDS) && hostmm_have_libxsmm() &&
+    if (xsmm && (!openblas || side > 1 || fastest >= BLAS_TUNE_XSMM_MIN_SECONDS) &&
+        hostmm_have_libxsmm() &&
         try_one(out, features, out_features, rows, side, 1, HOSTMM_LIBXSMM, e))
         return -1;
     int best = 0;

@@ -49,8 +49,9 @@ struct blas_choice {
  * the slowest replica's); keeps
  * the fastest (one with more threads must be more than 5% faster to win:
  * fewer threads leave cores to the loader and the other replicas) and leaves
- * OpenBLAS set to the chosen thread count. */
+ * OpenBLAS set to the chosen thread count. `only` ("openblas", "libxsmm";
+ * NULL or "auto" for both) limits the candidates to one library. */
 int blas_choose_threads(int features, int out_features, long rows, int max_threads, int side,
-                        struct blas_choice *out, struct error *e);
+                        const char *only, struct blas_choice *out, struct error *e);
 
 #endif

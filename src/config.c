@@ -103,6 +103,9 @@ static const struct key keys[] = {
      "process (mpirun -np N)"},
     {"parallel.comm", KEY_ENUM, OFF(parallel.comm), "auto", 0, 0, "auto|mpi|nccl",
      "ddp's gradient allreduce: mpi (cpu), nccl (cuda); auto = nccl on cuda, mpi on cpu"},
+    {"parallel.blas", KEY_ENUM, OFF(parallel.blas), "auto", 0, 0, "auto|openblas|libxsmm",
+     "cpu: the library of the step's products; auto = the faster measured (results can differ "
+     "in the last bits between libraries)"},
     {"parallel.replicas", KEY_INT, OFF(parallel.replicas), "1", 1, 1024, NULL,
      "DataParallel replicas (cuda: the first N devices)"},
     {"parallel.devices", KEY_INT_LIST, OFF(parallel.devices), "[]", 0, 1023, NULL,

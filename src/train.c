@@ -258,6 +258,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         long rows = c->loader.batch_size < d->length ? c->loader.batch_size : d->length;
         int side = n < setup.compute_cores ? n : setup.compute_cores; // replicas at once
         if (blas_choose_threads(F, O, (rows + n - 1) / n, setup.compute_cores / n, side,
+                                c->parallel.blas,
                                 &out->blas, e))
             goto out;
         setup.blas_threads = out->blas.threads;

@@ -12,7 +12,7 @@ static void test_threads_tried(void **state)
     struct blas_choice b;
     struct error e;
     int xsmm = hostmm_have_libxsmm(); // libxsmm comes last, on one thread
-    assert_int_equal(blas_choose_threads(16, 3, 37, 1, 1, &b, &e), 0);
+    assert_int_equal(blas_choose_threads(16, 3, 37, 1, 1, NULL, &b, &e), 0);
     /* so small a step is not worth libxsmm's start-up on its own (unless this
      * machine, or valgrind, makes it slow) */
     assert_int_equal(b.n_tried, 1 + (xsmm && b.seconds[0] >= BLAS_TUNE_XSMM_MIN_SECONDS));
@@ -23,7 +23,7 @@ static void test_threads_tried(void **state)
 
     for (int side = 1; side <= 2; side++) { // side by side: each candidate with 2 replicas
         /* 256 -> 64 on 300 rows: long enough for libxsmm to be tried */
-        assert_int_equal(blas_choose_threads(256, 64, 300, 5, side, &b, &e), 0);
+        assert_int_equal(blas_choose_threads(256, 64, 300, 5, side, "auto", &b, &e), 0);
         assert_int_equal(b.side, side);
         int want[] = {1, 2, 4, 5, 1};
         enum hostmm_lib lib[] = {HOSTMM_OPENBLAS, HOSTMM_OPENBLAS, HOSTMM_OPENBLAS,
@@ -45,6 +45,27 @@ static void test_threads_tried(void **state)
                         (b.tried[i] > b.tried[chosen] ? 0.95 : 1.0) * b.seconds[chosen]);
         if (b.threads > 1)
             assert_true(b.seconds[chosen] < 0.95 * b.seconds[0]);
+    }
+}
+
+/* parallel.blas names one library: only its candidates are timed */
+static void test_library_named(void **state)
+{
+    (void)state;
+    struct blas_choice b;
+    struct error e;
+    assert_int_equal(blas_choose_threads(256, 64, 300, 2, 1, "openblas", &b, &e), 0);
+    for (int i = 0; i < b.n_tried; i++)
+        assert_int_equal(b.tried_lib[i], HOSTMM_OPENBLAS);
+    assert_int_equal(b.lib, HOSTMM_OPENBLAS);
+    int rc = blas_choose_threads(16, 3, 37, 2, 1, "libxsmm", &b, &e);
+    if (hostmm_have_libxsmm()) { // even for a step too small to try it on its own
+        assert_int_equal(rc, 0);
+        assert_int_equal(b.n_tried, 1);
+        assert_int_equal(b.lib, HOSTMM_LIBXSMM);
+    } else {
+        assert_int_equal(rc, -1);
+        assert_non_null(strstr(e.msg, "parallel.blas"));
     }
 }
 
@@ -95,6 +116,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_tried),
+        cmocka_unit_test(test_library_named),
         cmocka_unit_test(test_replicas_share_cores),
         cmocka_unit_test(test_floor_parts),
     };
