@@ -23,10 +23,10 @@ int blas_work_init(struct blas_work *bw, int features, int out_features, long ro
     bw->O = out_features;
     bw->rows = rows > 0 ? rows : 1;
     size_t F = (size_t)features, O = (size_t)out_features, R = (size_t)bw->rows;
-    bw->x = malloc(R * F * sizeof(float));
-    bw->w = malloc((O * F + O) * sizeof(float));
-    bw->g = malloc((O * F + O) * sizeof(float));
-    bw->out = malloc(R * O * sizeof(float));
+    bw->x = floats_alloc(R * F);
+    bw->w = floats_alloc(O * F + O);
+    bw->g = floats_alloc(O * F + O);
+    bw->out = floats_alloc(R * O);
     if (!bw->x || !bw->w || !bw->g || !bw->out ||
         hostmm_init(&bw->mm, lib, features, out_features, bw->rows, e)) {
         blas_work_free(bw);

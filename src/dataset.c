@@ -163,6 +163,16 @@ static float cost_loop(long iters, float seed)
  * shared sink would be a data race (and a contended cache line). */
 static _Thread_local volatile float cost_sink;
 
+void dataset_prefetch(const struct dataset *d, long i)
+{
+    if (d->files)
+        return; // the files' samples are decoded from their own buffers
+    const char *x = (const char *)(d->x + i * d->features);
+    for (size_t off = 0; off < (size_t)d->features * sizeof(float); off += 64)
+        __builtin_prefetch(x + off);
+    __builtin_prefetch(d->y + i * d->out_features);
+}
+
 int dataset_get(const struct dataset *d, long i, long epoch, float *x_out, float *y_out,
                 long *bytes_read, struct error *e)
 {

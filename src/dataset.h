@@ -40,6 +40,10 @@ size_t dataset_bytes(long length, long features, long out_features);
 /* Copies sample `i` (as seen in `epoch`: random transforms) into x_out/y_out,
  * spending the configured per-sample cost first; adds the bytes read from
  * files to *bytes_read. Fails only for file data (a corrupt image). */
+/* Asks the CPU to start loading sample i's rows (random data held in memory):
+ * the loader names the sample it will copy a few samples ahead, so the copy
+ * of one shuffled row overlaps the memory latency of the next ones. */
+void dataset_prefetch(const struct dataset *d, long i);
 int dataset_get(const struct dataset *d, long i, long epoch, float *x_out, float *y_out,
                 long *bytes_read, struct error *e);
 

@@ -55,8 +55,8 @@ int hostmm_init(struct hostmm *k, enum hostmm_lib lib, int features, int out_fea
     k->F = features;
     k->O = out_features;
     k->max_rows = max_rows > 0 ? max_rows : 1;
-    k->ones = malloc((size_t)k->max_rows * sizeof(float));
-    k->wt = malloc((size_t)features * (size_t)out_features * sizeof(float));
+    k->ones = floats_alloc((size_t)k->max_rows);
+    k->wt = floats_alloc((size_t)features * (size_t)out_features);
     if (!k->ones || !k->wt) {
         hostmm_free(k);
         return error_set(e, "out of memory for the matrix kernels (%ld rows)", max_rows);

@@ -96,6 +96,8 @@ static int fill(struct loader *l, struct batch *b, long k, struct error *e)
             return 1;
         long id = l->order[start + i];
         b->ids[i] = id;
+        if (i + 4 < rows)
+            dataset_prefetch(d, l->order[start + i + 4]);
         long bytes = 0;
         if (dataset_get(d, id, l->epoch, b->x + i * d->features, b->y + i * d->out_features,
                         &bytes, e))

@@ -39,6 +39,10 @@ void stop_request(int sig);
  * SIGTERM reach the main thread only. Returns 0 or an errno value. */
 #include <pthread.h>
 int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+/* n floats on a 64-byte boundary (a cache line, an AVX-512 vector), for
+ * free(); NULL when out of memory. Matrix kernels load whole vectors: an
+ * operand off that boundary splits loads across cache lines. */
+float *floats_alloc(size_t n);
 /* Pins threads t[0..n-1] each to a core of its own, none on the calling
  * thread's current core; leaves them to the scheduler when there are not
  * enough cores. */
