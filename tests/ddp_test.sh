@@ -103,14 +103,14 @@ mark=ddp-sigint-$$
     --set dataset.sample_cost_us=50 --set train.epochs=100000 --out "$TMP/int" --format json \
     >"$TMP/out" 2>"$TMP/err" &
 pid=$!
-sleep 3
+wait_busy "name=$mark" 2 100 # both ranks training (a second of cpu each); start-up may be slow under load
 kill -INT $pid
 t0=$(date +%s%N)
 timeout 20 tail --pid=$pid -f /dev/null || kill -KILL $pid
-wait $pid
+{ wait $pid; } 2>/dev/null # Debian 12's mpirun may crash in its own PMIx finalize (exit 139): rc != 0 is all we ask
 rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 sleep 0.2
-left=$(pgrep -f -- "name=$mark" || true)
+left=$(pids_matching "name=$mark")
 if [ "$rc" -ne 0 ] && [ "$ms" -lt 10000 ] && [ -z "$left" ] && python3 - "$TMP/int" <<'PY'; then ok; else
 import csv, glob, json, sys
 j, = glob.glob(sys.argv[1] + "/*.json")
@@ -135,21 +135,17 @@ fi
     --set dataset.sample_cost_us=50 --set train.epochs=100000 >"$TMP/out" 2>"$TMP/err" &
 pid=$!
 victim=""
-for _ in $(seq 100); do # up to 10 s for rank 1 to start
-    for p in $(pgrep -f -- "name=ddp-kill-$$"); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
-    done
-    [ -n "$victim" ] && break
-    sleep 0.1
+wait_busy "name=ddp-kill-$$" 2 100 # both ranks training
+for p in $(pids_matching "name=ddp-kill-$$"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
 done
-sleep 1 # training
 [ -n "$victim" ] && kill -9 "$victim"
 t0=$(date +%s%N)
 timeout 20 tail --pid=$pid -f /dev/null || kill -KILL $pid
-wait $pid
+{ wait $pid; } 2>/dev/null # Debian 12's mpirun may crash in its own PMIx finalize (exit 139): rc != 0 is all we ask
 rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 sleep 0.2
-left=$(pgrep -f -- "name=ddp-kill-$$" || true)
+left=$(pids_matching "name=ddp-kill-$$")
 if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$ms" -lt 10000 ] && [ -z "$left" ] &&
    grep -q "rank 1 .*on node $(hostname)" "$TMP/err"; then ok; else
     bad "killed rank 1 (pid '$victim'): exit $rc after $ms ms, left '$left': $(head -c 400 "$TMP/err")"
@@ -184,7 +180,7 @@ t0=$(date +%s%N)
 timeout 30 "${MPIRUN[@]}" 1 -wdir "$TMP/idx" "$BIN" "${S[@]}" : -np 1 -wdir "$TMP/empty" "$BIN" "${S[@]}" \
     >"$TMP/out" 2>"$TMP/err"
 rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-left=$(pgrep -f -- "name=ddp-lost-$$" || true)
+left=$(pids_matching "name=ddp-lost-$$")
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ -z "$left" ] &&
    grep -q "^dpbench: rank 1 ($(hostname)): train-images-idx3-ubyte: " "$TMP/err"; then ok; else
     bad "a rank without its data -> exit $rc after $ms ms, left '$left': $(head -c 400 "$TMP/err")"; fi

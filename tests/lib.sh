@@ -5,3 +5,34 @@ python3() { "${PYTHON:-/usr/bin/python3}" "$@"; }
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+# pids whose command line holds $1: pgrep -f without procps (a clean Debian
+# root has none); bash alone reads /proc, so no helper process matches itself
+pids_matching() {
+    local p s a
+    for p in /proc/[0-9]*; do
+        mapfile -d '' a 2>/dev/null <"$p/cmdline" || continue
+        s="${a[*]}"
+        [[ $s == *"$1"* ]] && echo "${p#/proc/}"
+    done
+    return 0
+}
+# cpu seconds x100 (user + system clock ticks) process $1 has used; 0 if gone
+cpu_ticks() {
+    local f
+    read -r -a f 2>/dev/null <"/proc/$1/stat" || { echo 0; return; }
+    echo $((f[13] + f[14]))
+}
+# wait_busy PATTERN N TICKS: up to 60 s for N processes matching PATTERN to
+# have used TICKS clock ticks each (past start-up: MPI, data, tuning); 1 if not
+wait_busy() {
+    local i p n
+    for i in $(seq 600); do
+        n=0
+        for p in $(pids_matching "$1"); do
+            [ "$(cpu_ticks "$p")" -ge "$3" ] && n=$((n + 1))
+        done
+        [ "$n" -ge "$2" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
