@@ -6,7 +6,8 @@
 #   scripts/install-deps.sh [GROUP...] [--found FILE]
 #
 # GROUP is `make` (the default: what `make`, `make run` and `make test` build
-# and test with) or `bench` (what `make bench` adds). Installs what is missing
+# and test with, PyTorch for the side-by-side tests included) or `bench` (what
+# `make bench` adds). Installs what is missing
 # with apt-get when run as root (or with password-less sudo), otherwise prints
 # the exact command and exits 1. With --found FILE it writes into FILE one
 # path per line that shows each package is there (a .pc file, a program, the
@@ -21,7 +22,8 @@ set -euo pipefail
 #   cmd:PROGRAM  PROGRAM is on PATH
 #   file:PATH    PATH exists
 #   clang-rt:LIB clang finds its runtime libclang_rt.LIB-<arch>.a
-#   dpkg         the package itself is installed
+#   dpkg         the package itself is installed (not for a Multi-Arch: same
+#                package, whose dpkg list PACKAGE:ARCH.list make cannot take)
 PACKAGES='
 make  pkg-config           cmd:pkg-config
 make  libyaml-dev          pc:yaml-0.1
@@ -40,9 +42,10 @@ make  dataset-fashion-mnist file:/usr/share/datasets/fashion-mnist/train-images-
 make  openmpi-bin          cmd:mpirun
 make  libopenmpi-dev       pc:ompi-c
 make@amd64 libxsmm-dev     pc:libxsmm
-bench python3-torch        dpkg
-bench python3-numpy        dpkg
-bench python3-matplotlib   dpkg
+make  python3-torch        dpkg
+make  python3-numpy        dpkg
+make  python3-pil          file:/usr/lib/python3/dist-packages/PIL/Image.py
+make  python3-matplotlib   dpkg
 bench python3-yaml         dpkg
 '
 
@@ -136,6 +139,14 @@ if [ ${#need[@]} -gt 0 ]; then
     fi
 fi
 if [ -n "$found_file" ]; then
+    # the Makefile lists these paths as prerequisites: a ':' or a blank would
+    # break it (a multi-arch package's dpkg list is PACKAGE:ARCH.list)
+    for p in "${found[@]}"; do
+        case $p in *[:[:space:]]*)
+            echo "install-deps.sh: '$p' cannot be a make prerequisite: give its package a pc:, cmd: or file: check" >&2
+            exit 2 ;;
+        esac
+    done
     printf '%s\n' "${found[@]}" >"$found_file"
 fi
 exit 0
