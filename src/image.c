@@ -121,8 +121,13 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
     }
     while (cinfo.output_scanline < cinfo.output_height) {
         JSAMPROW row = out + stride * cinfo.output_scanline;
-        if (!cmyk) {
-            jpeg_read_scanlines(&cinfo, &row, 1);
+        if (!cmyk) { // as many rows as the decoder has at once (its output buffer's height)
+            JSAMPROW rows[16];
+            JDIMENSION k = cinfo.output_height - cinfo.output_scanline;
+            k = k < 16 ? k : 16;
+            for (JDIMENSION i = 0; i < k; i++)
+                rows[i] = row + stride * i;
+            jpeg_read_scanlines(&cinfo, rows, k);
             continue;
         }
         JSAMPROW raw = line;

@@ -75,6 +75,20 @@ int transform_shape(const struct transform *t, int h, int w, int *out_h, int *ou
  * resize from `in` to `out` samples: for output i, taps [lo[i], lo[i] + n[i]). */
 enum { PRECISION_BITS = 32 - 8 - 2 }; // PIL's, for 8-bit samples
 
+/* On x86-64 the resize is compiled twice, for AVX2 and the baseline, and the
+ * loader picks one at start-up (an ifunc). Not under ThreadSanitizer, whose
+ * instrumented resolver would run before its runtime is up. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DPBENCH_TSAN 1
+#endif
+#endif
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(DPBENCH_TSAN)
+#define RESIZE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define RESIZE_CLONES
+#endif
+
 struct taps {
     int *lo, *n;  // (count)
     int32_t *w;   // (count, width), in 1 << PRECISION_BITS units
@@ -127,43 +141,59 @@ static void taps_free(struct taps *tp)
     free(tp->w);
 }
 
-/* acc started at half a unit: the shift rounds */
-static uint8_t clamp8(int64_t acc)
+/* The sums are int32, as PIL's: a tap's weight is at most 1 << 22 and the
+ * weights of an output add up to about that, so 255 times their sum plus the
+ * half unit stays below 2^31. acc started at half a unit: the shift rounds. */
+static uint8_t clamp8(int32_t acc)
 {
-    int64_t v = acc >> PRECISION_BITS;
+    int32_t v = acc >> PRECISION_BITS;
     return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v;
 }
 
-/* One output row of the horizontal pass: out (n, c) from in (w, c). */
-static void resample_row(const struct taps *th, const uint8_t *in, int n, int c, uint8_t *out)
+/* out[i] = the rounded sum over taps j of w[j] * rows[lo + j][i], i < len:
+ * one output line of either pass, over whole lines of `stride` bytes so the
+ * loops over i vectorise. */
+static inline __attribute__((always_inline)) void combine_rows(const uint8_t *rows, size_t stride, int lo, int taps, const int32_t *w,
+                         size_t len, int32_t *acc, uint8_t *out)
 {
-    const int64_t half = 1 << (PRECISION_BITS - 1);
-    for (int x = 0; x < n; x++) {
-        const int32_t *wt = th->w + (size_t)x * (size_t)th->width;
-        const uint8_t *p = in + (size_t)th->lo[x] * (size_t)c;
-        int taps = th->n[x];
-        if (c == 3) {
-            int64_t a0 = half, a1 = half, a2 = half;
-            for (int j = 0; j < taps; j++, p += 3) {
-                a0 += (int64_t)wt[j] * p[0];
-                a1 += (int64_t)wt[j] * p[1];
-                a2 += (int64_t)wt[j] * p[2];
-            }
-            out[3 * x] = clamp8(a0), out[3 * x + 1] = clamp8(a1), out[3 * x + 2] = clamp8(a2);
-        } else {
-            for (int k = 0; k < c; k++) {
-                int64_t a = half;
-                for (int j = 0; j < taps; j++)
-                    a += (int64_t)wt[j] * p[(size_t)j * (size_t)c + (size_t)k];
-                out[(size_t)x * (size_t)c + (size_t)k] = clamp8(a);
-            }
+    for (size_t i = 0; i < len; i++)
+        acc[i] = 1 << (PRECISION_BITS - 1);
+    for (int j = 0; j < taps; j++) {
+        const uint8_t *r = rows + (size_t)(lo + j) * stride;
+        int32_t wj = w[j];
+        for (size_t i = 0; i < len; i++)
+            acc[i] += wj * r[i];
+    }
+    for (size_t i = 0; i < len; i++)
+        out[i] = clamp8(acc[i]);
+}
+
+/* dst (cols, rows, c) = src (rows, cols, c) transposed; src rows `stride` bytes apart */
+static inline __attribute__((always_inline)) void transpose(const uint8_t *src, size_t stride,
+                                                            int rows, int cols, int c, uint8_t *dst)
+{
+    size_t dcol = (size_t)rows * (size_t)c;
+    for (int y = 0; y < rows; y++) {
+        const uint8_t *s = src + (size_t)y * stride;
+        uint8_t *d = dst + (size_t)y * (size_t)c;
+        for (int x = 0; x < cols; x++, s += c, d += dcol) {
+            if (c == 3) // spelt out: a loop over k becomes a memcpy call per pixel
+                d[0] = s[0], d[1] = s[1], d[2] = s[2];
+            else if (c == 1)
+                d[0] = s[0];
+            else
+                for (int k = 0; k < c; k++)
+                    d[k] = s[k];
         }
     }
 }
 
 /* Resize so the shorter side is t->resize and keep the centre crop of that
- * size: dst (n, n, c). The horizontal pass runs only over the source rows
- * the vertical pass reads; the vertical pass adds whole rows. */
+ * size: dst (n, n, c). PIL's order: the horizontal pass (over the source
+ * rows the vertical pass reads), rounding to 8 bits, then the vertical pass.
+ * The horizontal pass runs on the transposed image, so that both passes add
+ * whole lines. */
+RESIZE_CLONES
 static int resize_centre(const struct transform *t, const uint8_t *src, int h, int w,
                          uint8_t *dst)
 {
@@ -173,28 +203,32 @@ static int resize_centre(const struct transform *t, const uint8_t *src, int h, i
     /* Python's round(): halves to even, as torchvision's centre crop */
     int top = (int)nearbyint((rh - n) / 2.0), left = (int)nearbyint((rw - n) / 2.0);
     struct taps th = {0}, tv = {0};
-    uint8_t *mid = malloc((size_t)h * row); // (h, n, c) after the horizontal pass
-    int64_t *acc = malloc(row * sizeof(int64_t)); // (n, c) one output row's sums
     int rc = -1;
-    if (!mid || !acc || taps_init(&th, w, rw, left, n) || taps_init(&tv, h, rh, top, n))
+    uint8_t *srcT = NULL, *midT = NULL, *mid = NULL;
+    int32_t *acc = NULL;
+    if (taps_init(&th, w, rw, left, n) || taps_init(&tv, h, rh, top, n))
         goto out;
-    int y0 = tv.lo[0], y1 = tv.lo[n - 1] + tv.n[n - 1]; // the source rows read
-    for (int y = y0; y < y1; y++)
-        resample_row(&th, src + (size_t)y * (size_t)w * (size_t)c, n, c, mid + (size_t)y * row);
-    for (int y = 0; y < n; y++) {
-        const int32_t *wt = tv.w + (size_t)y * (size_t)tv.width;
-        for (size_t i = 0; i < row; i++)
-            acc[i] = 1 << (PRECISION_BITS - 1);
-        for (int j = 0; j < tv.n[y]; j++) {
-            const uint8_t *m = mid + (size_t)(tv.lo[y] + j) * row;
-            for (size_t i = 0; i < row; i++)
-                acc[i] += (int64_t)wt[j] * m[i];
-        }
-        for (size_t i = 0; i < row; i++)
-            dst[(size_t)y * row + i] = clamp8(acc[i]);
-    }
+    int y0 = tv.lo[0], y1 = tv.lo[n - 1] + tv.n[n - 1], ny = y1 - y0; // the source rows read
+    size_t col = (size_t)ny * (size_t)c; // a column of those rows
+    srcT = malloc((size_t)w * col);      // (w, ny, c)
+    midT = malloc((size_t)n * col);      // (n, ny, c) after the horizontal pass
+    mid = malloc((size_t)ny * row);      // (ny, n, c)
+    acc = malloc((col > row ? col : row) * sizeof(int32_t));
+    if (!srcT || !midT || !mid || !acc)
+        goto out;
+    size_t stride = (size_t)w * (size_t)c;
+    transpose(src + (size_t)y0 * stride, stride, ny, w, c, srcT);
+    for (int x = 0; x < n; x++)
+        combine_rows(srcT, col, th.lo[x], th.n[x], th.w + (size_t)x * (size_t)th.width, col, acc,
+                     midT + (size_t)x * col);
+    transpose(midT, col, n, ny, c, mid);
+    for (int y = 0; y < n; y++)
+        combine_rows(mid, row, tv.lo[y] - y0, tv.n[y], tv.w + (size_t)y * (size_t)tv.width, row,
+                     acc, dst + (size_t)y * row);
     rc = 0;
 out:
+    free(srcT);
+    free(midT);
     free(mid);
     free(acc);
     taps_free(&th);
