@@ -47,6 +47,7 @@ make  python3-numpy        dpkg
 make  python3-pil          file:/usr/lib/python3/dist-packages/PIL/Image.py
 make  python3-matplotlib   dpkg
 bench python3-yaml         dpkg
+bench hyperfine            cmd:hyperfine
 '
 
 groups=()

@@ -73,8 +73,8 @@ int dataset_build(struct dataset *d, const struct config *c, int threads, struct
     d->out_features = (int)c->model.out_features;
     d->noise = c->dataset.noise;
     long n = d->length, f = d->features, o = d->out_features;
-    d->x = malloc((size_t)n * (size_t)f * sizeof(float));
-    d->y = malloc((size_t)n * (size_t)o * sizeof(float));
+    d->x = huge_alloc((size_t)n * (size_t)f * sizeof(float)); // overflow: checked by the config
+    d->y = huge_alloc((size_t)n * (size_t)o * sizeof(float));
     d->w_teacher = malloc((size_t)(o * f) * sizeof(float));
     d->b_teacher = malloc((size_t)o * sizeof(float));
     if (!d->x || !d->y || !d->w_teacher || !d->b_teacher) {

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,6 +57,18 @@ float *floats_alloc(size_t n)
 {
     void *p = NULL;
     return posix_memalign(&p, 64, (n ? n : 1) * sizeof(float)) == 0 ? p : NULL;
+}
+
+void *huge_alloc(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < huge)
+        return malloc(bytes ? bytes : 1);
+    void *p = NULL;
+    if (posix_memalign(&p, huge, bytes) != 0)
+        return NULL;
+    (void)madvise(p, bytes, MADV_HUGEPAGE); // advice: where the kernel has no THP it is refused, harmlessly
+    return p;
 }
 
 void threads_pin_apart(const pthread_t *t, int n)

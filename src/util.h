@@ -43,6 +43,11 @@ int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
  * free(); NULL when out of memory. Matrix kernels load whole vectors: an
  * operand off that boundary splits loads across cache lines. */
 float *floats_alloc(size_t n);
+
+/* A large array read at random for the whole run (the dataset): from 2 MiB
+ * up, 2 MiB-aligned and advised to transparent huge pages, so a random row
+ * costs no TLB miss. Freed with free(). */
+void *huge_alloc(size_t bytes);
 /* Pins threads t[0..n-1] each to a core of its own, none on the calling
  * thread's current core; leaves them to the scheduler when there are not
  * enough cores. */
