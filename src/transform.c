@@ -191,8 +191,10 @@ static inline __attribute__((always_inline)) void transpose(const uint8_t *src, 
 /* Resize so the shorter side is t->resize and keep the centre crop of that
  * size: dst (n, n, c). PIL's order: the horizontal pass (over the source
  * rows the vertical pass reads), rounding to 8 bits, then the vertical pass.
- * The horizontal pass runs on the transposed image, so that both passes add
- * whole lines. */
+ * The horizontal pass runs on transposed blocks of BLOCK source rows, so that
+ * both passes add whole lines and the extra memory stays a few blocks'. */
+enum { BLOCK = 64 };
+
 RESIZE_CLONES
 static int resize_centre(const struct transform *t, const uint8_t *src, int h, int w,
                          uint8_t *dst)
@@ -209,19 +211,23 @@ static int resize_centre(const struct transform *t, const uint8_t *src, int h, i
     if (taps_init(&th, w, rw, left, n) || taps_init(&tv, h, rh, top, n))
         goto out;
     int y0 = tv.lo[0], y1 = tv.lo[n - 1] + tv.n[n - 1], ny = y1 - y0; // the source rows read
-    size_t col = (size_t)ny * (size_t)c; // a column of those rows
-    srcT = malloc((size_t)w * col);      // (w, ny, c)
-    midT = malloc((size_t)n * col);      // (n, ny, c) after the horizontal pass
-    mid = malloc((size_t)ny * row);      // (ny, n, c)
-    acc = malloc((col > row ? col : row) * sizeof(int32_t));
+    size_t bcol = (size_t)(ny < BLOCK ? ny : BLOCK) * (size_t)c; // a column of a block
+    srcT = malloc((size_t)w * bcol); // (w, block, c)
+    midT = malloc((size_t)n * bcol); // (n, block, c) after the horizontal pass
+    mid = malloc((size_t)ny * row);  // (ny, n, c)
+    acc = malloc((bcol > row ? bcol : row) * sizeof(int32_t));
     if (!srcT || !midT || !mid || !acc)
         goto out;
     size_t stride = (size_t)w * (size_t)c;
-    transpose(src + (size_t)y0 * stride, stride, ny, w, c, srcT);
-    for (int x = 0; x < n; x++)
-        combine_rows(srcT, col, th.lo[x], th.n[x], th.w + (size_t)x * (size_t)th.width, col, acc,
-                     midT + (size_t)x * col);
-    transpose(midT, col, n, ny, c, mid);
+    for (int b = 0; b < ny; b += BLOCK) {
+        int bn = ny - b < BLOCK ? ny - b : BLOCK;
+        size_t col = (size_t)bn * (size_t)c;
+        transpose(src + (size_t)(y0 + b) * stride, stride, bn, w, c, srcT);
+        for (int x = 0; x < n; x++)
+            combine_rows(srcT, col, th.lo[x], th.n[x], th.w + (size_t)x * (size_t)th.width, col,
+                         acc, midT + (size_t)x * col);
+        transpose(midT, col, n, bn, c, mid + (size_t)b * row);
+    }
     for (int y = 0; y < n; y++)
         combine_rows(mid, row, tv.lo[y] - y0, tv.n[y], tv.w + (size_t)y * (size_t)tv.width, row,
                      acc, dst + (size_t)y * row);
