@@ -71,6 +71,12 @@ if "$BIN" --make-dataset idx "$TMP/idx" --classes 3 --per-class 10 --gzip >/dev/
         --set transform.mean=0.5 --set transform.std=0.25 --set parallel.replicas=2
     side png $T --set dataset.kind=folder --set dataset.path="$TMP/png/train" \
         --set loader.num_workers=1 --set loader.batch_size=5
+    # PIL's resize on the PyTorch side: 150 x 100 to 40 reads all 100 rows (more
+    # than one of the resize's 64-row blocks), a non-square source, centre crop
+    if "$BIN" --make-dataset folder "$TMP/big" --classes 3 --per-class 3 --format png --size 150x100 >/dev/null
+    then side resize $T --set dataset.kind=folder --set dataset.path="$TMP/big/train" \
+        --set transform.resize=40 --set loader.batch_size=3
+    else bad "dpbench --make-dataset folder 150x100"; fi
     # ImageFolder's order on a tree: nested folders ("a b" sorts before "a/z",
     # as the walk's paths compare), upper-case and hidden names, a hidden class
     # folder, a symlinked folder, a file without an image extension (skipped)
