@@ -20,6 +20,8 @@
 # PyTorch comes from Debian's python3-torch (/usr/bin/python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROUNDS=${DECODE_ROUNDS:-3}
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "data-bench.sh: DECODE_ROUNDS must be a whole number >= 1, not '$ROUNDS'" >&2; exit 2; }
 OUT=${OUT:-bench_results/data}
 PY=${PYTHON:-/usr/bin/python3}
 BIN=./dpbench
@@ -36,7 +38,7 @@ $BIN "${SWEEP[@]}" --format json >"$OUT/folder-jpeg.dpbench.json"
 echo "+ dpbench ${FM[*]}" >&2
 $BIN "${FM[@]}" --format json >"$OUT/fashion-mnist.dpbench.json"
 rm -f "$OUT"/decode.*.json
-for r in $(seq "${DECODE_ROUNDS:-3}"); do
+for r in $(seq "$ROUNDS"); do
     echo "+ round $r: dpbench ${DEC[*]}" >&2
     $BIN "${DEC[@]}" --format json >"$OUT/decode.$r.dpbench.json"
     echo "+ round $r: torch_reference.py ${DEC[*]}" >&2
