@@ -153,8 +153,9 @@ static uint8_t clamp8(int32_t acc)
 /* out[i] = the rounded sum over taps j of w[j] * rows[lo + j][i], i < len:
  * one output line of either pass, over whole lines of `stride` bytes so the
  * loops over i vectorise. */
-static inline __attribute__((always_inline)) void combine_rows(const uint8_t *rows, size_t stride, int lo, int taps, const int32_t *w,
-                         size_t len, int32_t *acc, uint8_t *out)
+static inline __attribute__((always_inline)) void
+combine_rows(const uint8_t *rows, size_t stride, int lo, int taps, const int32_t *w, size_t len,
+             int32_t *acc, uint8_t *out)
 {
     for (size_t i = 0; i < len; i++)
         acc[i] = 1 << (PRECISION_BITS - 1);
