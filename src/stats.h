@@ -1,0 +1,54 @@
+/* Statistics over a sample of timings (epoch times of one point), as the
+ * benchmark tools users trust report them: mean ± standard deviation, median,
+ * min, max, p90, p99 (hyperfine, torch.utils.benchmark), a 95% confidence
+ * interval of the median from order statistics, outliers by hyperfine's rule,
+ * and a decision whether sample B is faster than, slower than or the same as
+ * sample A (Mann-Whitney U with a bootstrap interval of the ratio of medians).
+ * Pure functions of their inputs: the bootstrap draws from a fixed seed, so
+ * the same samples always give the same answer. */
+#ifndef DPBENCH_STATS_H
+#define DPBENCH_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct stats {
+    long n;             // samples
+    double mean, stddev; // sample standard deviation (n - 1); 0 when n < 2
+    double median, min, max;
+    double p90, p99;    // linear interpolation between order statistics
+    double ci95[2];     // [low, high] 95% interval of the median (order statistics)
+    bool ci_exact;      // false when n < 6: no pair of order statistics covers 95%,
+                        // ci95 is then [min, max] (covering 1 - 2^(1-n))
+    int outliers;       // samples whose modified z-score exceeds 14 (hyperfine's rule)
+    double cv;          // stddev / mean: the spread relative to the mean
+};
+
+/* Fills s from x[0..n-1] (any order; x is not changed). n == 0 gives NaNs. */
+void stats_compute(const double *x, size_t n, struct stats *s);
+
+/* p-th quantile (0 <= p <= 1) of sorted[0..n-1], linear interpolation. */
+double stats_quantile(const double *sorted, size_t n, double p);
+
+/* Why a sample is too noisy to trust, or NULL: a coefficient of variation over
+ * 10% or outliers. The text says what to do. */
+const char *stats_noise_warning(const struct stats *s, char *buf, size_t n);
+
+enum verdict { VERDICT_SAME, VERDICT_FASTER, VERDICT_SLOWER };
+const char *verdict_name(enum verdict v); // "same", "faster", "slower"
+
+struct comparison {
+    double ratio;       // median(B) / median(A): below 1 means B takes less time
+    double ci95[2];     // 95% bootstrap percentile interval of that ratio
+    double p_value;     // two-sided Mann-Whitney U, normal approximation with
+                        // tie correction
+    enum verdict verdict; // B against A: faster / slower only when p < 0.05 AND
+                          // the ratio's interval excludes 1; else same
+};
+
+/* Compares timings b against a (each at least 1 sample; with fewer than 3 in
+ * either the verdict is always "same": no test can decide). */
+void stats_compare(const double *a, size_t na, const double *b, size_t nb,
+                   struct comparison *c);
+
+#endif

@@ -1,0 +1,171 @@
+/* Statistics over timing samples (src/stats.c): figures against values worked
+ * out by hand, the median interval's coverage and the compare test's error
+ * rates on simulated samples. Every random sample comes from a fixed seed, so
+ * each test gives the same numbers on every run and machine. */
+#include "testutil.h"
+
+#include "rng.h"
+#include "stats.h"
+
+static void test_known_sample(void **state)
+{
+    (void)state;
+    double x[10] = {7, 3, 10, 1, 5, 9, 2, 8, 4, 6}; // 1..10 shuffled
+    struct stats s;
+    stats_compute(x, 10, &s);
+    assert_int_equal(s.n, 10);
+    assert_float_equal(s.mean, 5.5, 1e-12);
+    assert_float_equal(s.stddev, sqrt(82.5 / 9), 1e-12); // sum of squares 82.5, n - 1
+    assert_float_equal(s.median, 5.5, 1e-12);
+    assert_float_equal(s.min, 1, 0);
+    assert_float_equal(s.max, 10, 0);
+    assert_float_equal(s.p90, 9.1, 1e-12); // position 0.9 * 9 = 8.1 between 9 and 10
+    assert_float_equal(s.p99, 9.91, 1e-12);
+    /* Binomial(10, 1/2): 2 P(X <= 1) = 22/1024 <= 0.05 < 2 P(X <= 2) = 112/1024,
+     * so the interval is the 2nd and 9th order statistics */
+    assert_true(s.ci_exact);
+    assert_float_equal(s.ci95[0], 2, 0);
+    assert_float_equal(s.ci95[1], 9, 0);
+    assert_int_equal(s.outliers, 0);
+    assert_float_equal(s.cv, s.stddev / 5.5, 1e-12);
+    double one = 4;
+    stats_compute(&one, 1, &s);
+    assert_float_equal(s.median, 4, 0);
+    assert_float_equal(s.stddev, 0, 0);
+    assert_false(s.ci_exact);
+    assert_float_equal(s.ci95[0], 4, 0);
+    stats_compute(NULL, 0, &s);
+    assert_true(isnan(s.median));
+}
+
+static void test_small_samples_interval(void **state)
+{
+    (void)state;
+    double x[6] = {6, 5, 4, 3, 2, 1};
+    struct stats s;
+    /* n = 5: even [min, max] covers only 1 - 2/32 = 93.75% */
+    stats_compute(x, 5, &s);
+    assert_false(s.ci_exact);
+    assert_float_equal(s.ci95[0], 2, 0);
+    assert_float_equal(s.ci95[1], 6, 0);
+    /* n = 6: [min, max] covers 1 - 2/64 = 96.9% */
+    stats_compute(x, 6, &s);
+    assert_true(s.ci_exact);
+    assert_float_equal(s.ci95[0], 1, 0);
+    assert_float_equal(s.ci95[1], 6, 0);
+}
+
+static void normal_sample(struct rng *r, double *x, int n, double mean, double sd)
+{
+    for (int i = 0; i < n; i++)
+        x[i] = mean + sd * rng_normal(r);
+}
+
+static void test_median_interval_coverage(void **state)
+{
+    (void)state;
+    /* n = 15: the interval is [x_(3), x_(11)] (0-based), coverage
+     * 1 - 2 P(X <= 3) = 96.5%. Over 4000 seeded trials the observed rate has a
+     * standard error of 0.3%, so [94%, 98.5%] is about 5 of them either side. */
+    struct rng r;
+    rng_init(&r, 7, 0, 0);
+    int hit = 0, trials = 4000;
+    for (int t = 0; t < trials; t++) {
+        double x[15];
+        normal_sample(&r, x, 15, 0, 1);
+        struct stats s;
+        stats_compute(x, 15, &s);
+        hit += s.ci95[0] <= 0 && 0 <= s.ci95[1];
+    }
+    double rate = (double)hit / trials;
+    if (rate < 0.94 || rate > 0.985)
+        fail_msg("median interval covered the true median in %.3f of trials, want ~0.965", rate);
+}
+
+static void test_outliers_and_warning(void **state)
+{
+    (void)state;
+    struct rng r;
+    rng_init(&r, 11, 0, 0);
+    double x[21];
+    normal_sample(&r, x, 20, 10, 0.05);
+    char buf[256];
+    struct stats s;
+    stats_compute(x, 20, &s);
+    assert_int_equal(s.outliers, 0);
+    assert_null(stats_noise_warning(&s, buf, sizeof buf));
+    x[20] = 30; // one epoch disturbed: 400 MADs away
+    stats_compute(x, 21, &s);
+    assert_int_equal(s.outliers, 1);
+    assert_non_null(stats_noise_warning(&s, buf, sizeof buf));
+    assert_non_null(strstr(buf, "--repeat"));
+    /* spread without outliers: a coefficient of variation of ~30% */
+    normal_sample(&r, x, 20, 10, 3);
+    stats_compute(x, 20, &s);
+    assert_true(s.cv > 0.10);
+    assert_non_null(stats_noise_warning(&s, buf, sizeof buf));
+}
+
+static void test_compare_verdicts(void **state)
+{
+    (void)state;
+    struct rng r;
+    rng_init(&r, 3, 0, 0);
+    double a[20], b[20];
+    struct comparison c;
+    normal_sample(&r, a, 20, 10, 0.3);
+    normal_sample(&r, b, 20, 8, 0.3);
+    stats_compare(a, 20, b, 20, &c);
+    assert_int_equal(c.verdict, VERDICT_FASTER);
+    assert_true(c.ci95[0] < c.ratio && c.ratio < c.ci95[1]);
+    assert_true(c.ci95[0] < 0.8 + 0.05 && c.ci95[1] > 0.8 - 0.05);
+    stats_compare(b, 20, a, 20, &c);
+    assert_int_equal(c.verdict, VERDICT_SLOWER);
+    assert_string_equal(verdict_name(c.verdict), "slower");
+    stats_compare(a, 20, a, 20, &c); // the same sample: ratio 1, p 1
+    assert_int_equal(c.verdict, VERDICT_SAME);
+    assert_float_equal(c.ratio, 1, 0);
+    stats_compare(a, 2, b, 20, &c); // too few to test
+    assert_int_equal(c.verdict, VERDICT_SAME);
+}
+
+static void test_compare_error_rates(void **state)
+{
+    (void)state;
+    /* 1000 seeded pairs from one distribution (n = 10 each): a verdict other
+     * than "same" is a false positive; the test's level is 5% and the interval
+     * condition only removes some, so 8% bounds it with 3 standard errors to
+     * spare. Pairs 5% apart with a 1% spread must be told apart nearly always. */
+    struct rng r;
+    rng_init(&r, 5, 0, 0);
+    int wrong = 0, missed = 0;
+    for (int t = 0; t < 1000; t++) {
+        double a[10], b[10];
+        struct comparison c;
+        normal_sample(&r, a, 10, 10, 0.5);
+        normal_sample(&r, b, 10, 10, 0.5);
+        stats_compare(a, 10, b, 10, &c);
+        wrong += c.verdict != VERDICT_SAME;
+        normal_sample(&r, b, 10, 10.5, 0.1);
+        normal_sample(&r, a, 10, 10, 0.1);
+        stats_compare(a, 10, b, 10, &c);
+        missed += c.verdict != VERDICT_SLOWER;
+    }
+    if (wrong > 80)
+        fail_msg("%d of 1000 pairs from one distribution were called different", wrong);
+    if (missed > 10)
+        fail_msg("%d of 1000 pairs 5%% apart were not called slower", missed);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_known_sample),
+        cmocka_unit_test(test_small_samples_interval),
+        cmocka_unit_test(test_median_interval_coverage),
+        cmocka_unit_test(test_outliers_and_warning),
+        cmocka_unit_test(test_compare_verdicts),
+        cmocka_unit_test(test_compare_error_rates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
