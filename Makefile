@@ -14,11 +14,20 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation 
 # Libraries come from pkg-config (build/deps.mk, written after
 # scripts/install-deps.sh has checked they are installed): no fixed paths.
 # libjpeg, libpng: image decoding; zlib: gzip'd idx files. libxsmm (the
-# step's small products, src/hostmm.c) where Debian has it (amd64): found, it
+# step's small products, src/backends/hostmm.c) where Debian has it (amd64): found, it
 # adds -DDPBENCH_HAVE_XSMM; XSMM=0 builds without.
 PC_MODULES := yaml-0.1 libcjson openblas libjpeg libpng zlib
 XSMM ?= 1
-CPPFLAGS += -Isrc $(PC_CFLAGS)
+# src/ is grouped by layer (docs/architecture.md): core/ data/ comm/ backends/
+# train/ report/ under main.c. Sources are named without their folder (objects
+# stay flat under build/); vpath and src_path find them.
+SRC_DIRS := src $(addprefix src/,core data comm backends train report)
+SRC_INC  := $(addprefix -I,$(SRC_DIRS))
+vpath %.c $(SRC_DIRS)
+src_path = $(foreach f,$(1),$(firstword $(wildcard $(addsuffix /$(f),$(SRC_DIRS)))))
+# Dependency files written before src/ had folders name sources that moved: drop them once.
+$(shell [ -f build/layout-2 ] || { mkdir -p build; find build -name '*.d' -delete; touch build/layout-2; })
+CPPFLAGS += $(SRC_INC) $(PC_CFLAGS)
 LDLIBS   += $(PC_LIBS) -lm -pthread
 GIT      := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 CPPFLAGS += -DDPBENCH_GIT='"$(GIT)"'
@@ -107,7 +116,7 @@ $(B)/deps.mk: scripts/install-deps.sh $(B)/xsmm
 $(B)/deps.stamp: $(B)/deps.mk
 	@touch $@
 
-$(B)/%.o: src/%.c $(B)/deps.stamp $(FLAVOUR)
+$(B)/%.o: %.c $(B)/deps.stamp $(FLAVOUR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -143,7 +152,7 @@ test-data-cli: dpbench
 # loader and replica tests under TSan, and a bounded libFuzzer run on the
 # config reader. CPU sources only: no GPU runs here.
 SAN_CC    := clang
-SAN_FLAGS  = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -pthread -Isrc \
+SAN_FLAGS  = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -pthread $(SRC_INC) \
              $(PC_CFLAGS) $(CMOCKA_CFLAGS)
 ASAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN      := -fsanitize=thread
@@ -152,11 +161,11 @@ FUZZ_SECONDS ?= 30
 # The CPU sources are compiled once per sanitizer and linked into each test.
 ASAN_OBJ := $(CPU_SRC:%.c=$(B)/asan-obj/%.o)
 TSAN_OBJ := $(CPU_SRC:%.c=$(B)/tsan-obj/%.o)
-$(B)/asan-obj/%.o: src/%.c $(B)/deps.stamp
+$(B)/asan-obj/%.o: %.c $(B)/deps.stamp
 	@mkdir -p $(dir $@)
 	$(SAN_CC) $(SAN_FLAGS) $(ASAN) -MMD -MP -c $< -o $@
 
-$(B)/tsan-obj/%.o: src/%.c $(B)/deps.stamp
+$(B)/tsan-obj/%.o: %.c $(B)/deps.stamp
 	@mkdir -p $(dir $@)
 	$(SAN_CC) $(SAN_FLAGS) $(TSAN) -MMD -MP -c $< -o $@
 
@@ -168,8 +177,8 @@ $(B)/tsan/%: tests/%.c $(TSAN_OBJ) tests/testutil.h $(B)/deps.stamp
 	@mkdir -p $(dir $@)
 	$(SAN_CC) $(SAN_FLAGS) $(TSAN) $< $(TSAN_OBJ) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
-$(B)/fuzz_config: tests/fuzz_config.c src/config.c src/util.c $(B)/deps.stamp
-	$(SAN_CC) $(SAN_FLAGS) -fsanitize=fuzzer,address,undefined $< src/config.c src/util.c \
+$(B)/fuzz_config: tests/fuzz_config.c $(call src_path,config.c util.c) $(B)/deps.stamp
+	$(SAN_CC) $(SAN_FLAGS) -fsanitize=fuzzer,address,undefined $< $(call src_path,config.c util.c) \
 	    $(PC_LIBS) -lm -o $@
 
 test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
@@ -180,10 +189,10 @@ test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step $(B)/t
 
 # dpbench itself under UBSan: size arithmetic over odd shapes, replicas and
 # workers must not overflow (an int product would abort the run)
-$(B)/ubsan/dpbench: src/main.c $(CPU_SRC:%=src/%) $(B)/deps.stamp
+$(B)/ubsan/dpbench: src/main.c $(call src_path,$(CPU_SRC)) $(B)/deps.stamp
 	@mkdir -p $(dir $@)
 	$(SAN_CC) $(SAN_FLAGS) -fsanitize=undefined,float-cast-overflow -fno-sanitize-recover=all \
-	    src/main.c $(CPU_SRC:%=src/%) $(LDLIBS) -o $@
+	    src/main.c $(call src_path,$(CPU_SRC)) $(LDLIBS) -o $@
 
 test-ubsan: $(B)/ubsan/dpbench
 	@tests/ubsan_test.sh $<
@@ -251,25 +260,25 @@ EMU := $(B)/emu
 ifeq ($(NCCL),1)
 EMU_NCCL_FAKE := -DFAKE_NCCL $(MPI_CFLAGS)
 EMU_NCCL_LIBS := $(shell mpicc --showme:link 2>/dev/null || pkg-config --libs ompi-c)
-EMU_COMM      := -DDPBENCH_HAVE_MPI -DDPBENCH_HAVE_NCCL $(MPI_CFLAGS) src/comm_mpi.c src/comm_nccl.c
+EMU_COMM      := -DDPBENCH_HAVE_MPI -DDPBENCH_HAVE_NCCL $(MPI_CFLAGS) $(call src_path,comm_mpi.c comm_nccl.c)
 endif
 ifneq ($(wildcard $(CUDA_HOME)/include/cublas_v2.h),)
-$(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h tests/fakecuda.c $(SRC:%=src/%) src/backend_cuda.c \
-                 src/cuda_dl.c $(B)/deps.stamp
+$(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h tests/fakecuda.c $(call src_path,$(SRC)) $(call src_path,backend_cuda.c cuda_dl.c) \
+                 $(B)/deps.stamp
 	@mkdir -p $(EMU)
 	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include \
 	    -Wno-unused-parameter $(EMU_NCCL_FAKE) tests/fakecuda.c $(EMU_NCCL_LIBS) -o $(EMU)/libfakecuda.so
-	$(CC) -Isrc $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
+	$(CC) $(SRC_INC) $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    $< $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c \
+	    $< $(call src_path,$(CPU_SRC)) $(call src_path,backend_cuda.c cuda_dl.c) \
 	    $(PC_LIBS) -lm -pthread -ldl $(CMOCKA_LIBS) -o $@
 
 # dpbench itself on the emulation: the command line's cuda path
-$(EMU)/dpbench: src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c src/comm_mpi.c \
-                src/comm_nccl.c $(EMU)/gpu_test
-	$(CC) -Isrc $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
+$(EMU)/dpbench: src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,backend_cuda.c cuda_dl.c comm_mpi.c \
+                comm_nccl.c) $(EMU)/gpu_test
+	$(CC) $(SRC_INC) $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    src/main.c $(CPU_SRC:%=src/%) src/backend_cuda.c src/cuda_dl.c $(EMU_COMM) \
+	    src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,backend_cuda.c cuda_dl.c) $(EMU_COMM) \
 	    $(PC_LIBS) -lm -pthread -ldl -o $@
 
 # dpbench opens cudart and cuBLAS on first use; here both names point at the emulation
