@@ -80,7 +80,7 @@ $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
-        test-valgrind test-scripts test-ddp test-multinode test-cuda-emulated test-fresh bench bench-data clean
+        test-valgrind test-scripts test-ddp test-multinode test-cuda-emulated test-docs test-fresh bench bench-data clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -213,6 +213,12 @@ test-valgrind: dpbench
 test-scripts: dpbench
 	@tests/scripts_test.sh ./dpbench
 
+# The docs against the code: docs/configuration.md is what
+# scripts/gen-config-doc.sh makes of `dpbench --help-config` (regenerate it
+# when a key changes), README.md at most 350 lines, no link to a missing file.
+test-docs: dpbench
+	@printf 'docs: '; tests/docs_test.sh ./dpbench
+
 # DDP over MPI with mpirun on this machine (skips without mpirun or MPI).
 test-ddp: dpbench
 	@printf 'ddp: '; tests/ddp_test.sh ./dpbench
@@ -222,7 +228,7 @@ test-ddp: dpbench
 test-multinode: dpbench
 	@printf 'multinode: '; tests/multinode_test.sh ./dpbench
 
-test: test-unit test-cli test-data-cli test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
+test: test-unit test-cli test-data-cli test-docs test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
       test-ddp \
       test-cuda-emulated
 
