@@ -168,9 +168,11 @@ $(B)/tsan/%: tests/%.c $(TSAN_OBJ) tests/testutil.h $(B)/deps.stamp
 	@mkdir -p $(dir $@)
 	$(SAN_CC) $(SAN_FLAGS) $(TSAN) $< $(TSAN_OBJ) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
-$(B)/fuzz_config: tests/fuzz_config.c src/config.c src/util.c $(B)/deps.stamp
-	$(SAN_CC) $(SAN_FLAGS) -fsanitize=fuzzer,address,undefined $< src/config.c src/util.c \
-	    $(PC_LIBS) -lm -o $@
+# config.c reads the plug-in tables (losses, backends, comm engines) for the
+# allowed values, so the fuzzer links the CPU sources
+$(B)/fuzz_config: tests/fuzz_config.c $(CPU_SRC:%=src/%) $(B)/deps.stamp
+	$(SAN_CC) $(SAN_FLAGS) -fsanitize=fuzzer,address,undefined $< $(CPU_SRC:%=src/%) \
+	    $(LDLIBS) -o $@
 
 test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
 	@LABEL=asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
