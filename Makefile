@@ -15,11 +15,12 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation 
 # scripts/install-deps.sh has checked they are installed): no fixed paths.
 # libjpeg, libpng: image decoding; zlib: gzip'd idx files. libxsmm (the
 # step's small products, src/hostmm.c) where Debian has it (amd64): found, it
-# adds -DDPBENCH_HAVE_XSMM; XSMM=0 builds without.
+# adds -DDPBENCH_HAVE_XSMM; XSMM=0 builds without. -ldl: src/dl.c opens the
+# CUDA, MPI and NCCL libraries at run time (in libc itself from glibc 2.34).
 PC_MODULES := yaml-0.1 libcjson openblas libjpeg libpng zlib
 XSMM ?= 1
 CPPFLAGS += -Isrc $(PC_CFLAGS)
-LDLIBS   += $(PC_LIBS) -lm -pthread
+LDLIBS   += $(PC_LIBS) -lm -pthread -ldl
 GIT      := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 CPPFLAGS += -DDPBENCH_GIT='"$(GIT)"'
 
