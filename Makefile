@@ -15,7 +15,8 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation 
 # scripts/install-deps.sh has checked they are installed): no fixed paths.
 # libjpeg, libpng: image decoding; zlib: gzip'd idx files. libxsmm (the
 # step's small products, src/backends/hostmm.c) where Debian has it (amd64): found, it
-# adds -DDPBENCH_HAVE_XSMM; XSMM=0 builds without.
+# adds -DDPBENCH_HAVE_XSMM; XSMM=0 builds without. -ldl: src/core/dl.c opens the
+# CUDA, MPI and NCCL libraries at run time (in libc itself from glibc 2.34).
 PC_MODULES := yaml-0.1 libcjson openblas libjpeg libpng zlib
 XSMM ?= 1
 # src/ is grouped by layer (docs/architecture.md): core/ data/ comm/ backends/
@@ -28,7 +29,7 @@ src_path = $(foreach f,$(1),$(firstword $(wildcard $(addsuffix /$(f),$(SRC_DIRS)
 # Dependency files written before src/ had folders name sources that moved: drop them once.
 $(shell [ -f build/layout-2 ] || { mkdir -p build; find build -name '*.d' -delete; touch build/layout-2; })
 CPPFLAGS += $(SRC_INC) $(PC_CFLAGS)
-LDLIBS   += $(PC_LIBS) -lm -pthread
+LDLIBS   += $(PC_LIBS) -lm -pthread -ldl
 GIT      := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 CPPFLAGS += -DDPBENCH_GIT='"$(GIT)"'
 
@@ -42,7 +43,7 @@ CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c \
-           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c stats.c
+           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c stats.c dl.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -89,7 +90,7 @@ $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
-        test-valgrind test-scripts test-ddp test-multinode test-cuda-emulated test-fresh bench bench-data clean
+        test-valgrind test-scripts test-ddp test-multinode test-cuda-emulated test-docs test-fresh bench bench-data clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -177,9 +178,11 @@ $(B)/tsan/%: tests/%.c $(TSAN_OBJ) tests/testutil.h $(B)/deps.stamp
 	@mkdir -p $(dir $@)
 	$(SAN_CC) $(SAN_FLAGS) $(TSAN) $< $(TSAN_OBJ) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
-$(B)/fuzz_config: tests/fuzz_config.c $(call src_path,config.c util.c) $(B)/deps.stamp
-	$(SAN_CC) $(SAN_FLAGS) -fsanitize=fuzzer,address,undefined $< $(call src_path,config.c util.c) \
-	    $(PC_LIBS) -lm -o $@
+# config.c reads the plug-in tables (losses, backends, comm engines) for the
+# allowed values, so the fuzzer links the CPU sources
+$(B)/fuzz_config: tests/fuzz_config.c $(call src_path,$(CPU_SRC)) $(B)/deps.stamp
+	$(SAN_CC) $(SAN_FLAGS) -fsanitize=fuzzer,address,undefined $< $(call src_path,$(CPU_SRC)) \
+	    $(LDLIBS) -o $@
 
 test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
 	@LABEL=asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
@@ -222,6 +225,12 @@ test-valgrind: dpbench
 test-scripts: dpbench
 	@tests/scripts_test.sh ./dpbench
 
+# The docs against the code: docs/configuration.md is what
+# scripts/gen-config-doc.sh makes of `dpbench --help-config` (regenerate it
+# when a key changes), README.md at most 350 lines, no link to a missing file.
+test-docs: dpbench
+	@printf 'docs: '; tests/docs_test.sh ./dpbench
+
 # DDP over MPI with mpirun on this machine (skips without mpirun or MPI).
 test-ddp: dpbench
 	@printf 'ddp: '; tests/ddp_test.sh ./dpbench
@@ -231,7 +240,7 @@ test-ddp: dpbench
 test-multinode: dpbench
 	@printf 'multinode: '; tests/multinode_test.sh ./dpbench
 
-test: test-unit test-cli test-data-cli test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
+test: test-unit test-cli test-data-cli test-docs test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
       test-ddp \
       test-cuda-emulated
 

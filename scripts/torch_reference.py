@@ -415,11 +415,22 @@ def ordered_split(calls, device_ids):
     return [rows for _, rows in sorted(calls, key=lambda c: (pos.get(c[0], 0), -c[1]))]
 
 
+# dpbench's losses (src/loss.c's table, by the name results carry) and their
+# PyTorch modules: a loss dpbench gains needs its line here.
+TORCH_LOSSES = {
+    "mse": lambda: torch.nn.MSELoss(),
+    "cross_entropy": lambda: torch.nn.CrossEntropyLoss(),
+}
+
+
 def make_step(recorder, forward, lr, device_ids, loss="mse"):
-    """One training step: forward, loss (MSE or cross-entropy), backward, SGD.
+    """One training step: forward, loss (one of TORCH_LOSSES), backward, SGD.
     The step returns the batch's loss before the update and its split over
     the replicas."""
-    loss_fn = torch.nn.CrossEntropyLoss() if loss == "cross_entropy" else torch.nn.MSELoss()
+    if loss not in TORCH_LOSSES:
+        raise SystemExit(f"torch_reference.py: no PyTorch equivalent of dpbench's loss {loss!r} "
+                         f"(add it to TORCH_LOSSES)")
+    loss_fn = TORCH_LOSSES[loss]()
     opt = torch.optim.SGD(recorder.parameters(), lr=lr)
 
     def step(x, y):

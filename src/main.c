@@ -568,8 +568,8 @@ int main(int argc, char **argv)
     }
     if (opts.allreduce_bandwidth) { // the ddp engine, without training
         snprintf(res.cfg.parallel.mode, sizeof res.cfg.parallel.mode, "%s", "ddp");
-        snprintf(res.cfg.parallel.comm, sizeof res.cfg.parallel.comm, "%s",
-                 strcmp(res.cfg.parallel.comm, "auto") == 0 ? "mpi" : res.cfg.parallel.comm);
+        if (strcmp(res.cfg.parallel.comm, "auto") == 0) // the host engine
+            snprintf(res.cfg.parallel.comm, sizeof res.cfg.parallel.comm, "%s", comm_auto(false));
     }
     if (res.cfg.report.out[0] && report_check_out(res.cfg.report.out, res.cfg.name, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);

@@ -1,23 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the dpbench command line: outputs, exit statuses and
 # error messages, result files, and interruption. Prints "N passed, N failed".
-set -u
-BIN=$(realpath "${1:-./dpbench}")
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-. tests/lib.sh
-
-# expect STATUS "FRAGMENT" -- ARGS...: exit status and a fragment of stderr
-expect() {
-    local want=$1 frag=$2; shift 3
-    "$BIN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
-    local rc=$?
-    if [ "$rc" -ne "$want" ]; then bad "dpbench $* -> exit $rc, want $want ($(head -c 300 "$TMP/err"))"; return; fi
-    if ! grep -qF -- "$frag" "$TMP/err" "$TMP/out"; then bad "dpbench $* -> output lacks '$frag': $(head -c 300 "$TMP/err")"; return; fi
-    if [ "$want" -ne 0 ] && [ "$(wc -l <"$TMP/err")" -ne 1 ]; then bad "dpbench $* -> want one error line, got: $(cat "$TMP/err")"; return; fi
-    ok
-}
+. "$(dirname "$0")/lib.sh"
+test_init "$@"
 yaml() { printf -- "$2" >"$TMP/$1"; echo "$TMP/$1"; }
 
 # ---- outputs

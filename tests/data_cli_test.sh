@@ -3,24 +3,8 @@
 # dpbench, the JSON fields they add, and one check per kind of bad data (exit
 # 2 before any epoch; exit 1 naming the file when a worker meets a corrupt
 # image, with the partial results kept). Prints "N passed, N failed".
-set -u
-BIN=$(realpath "${1:-./dpbench}")
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-. tests/lib.sh
-
-# expect STATUS "FRAGMENT" -- ARGS...: exit status, a fragment of the output,
-# and exactly one line on stderr for an error
-expect() {
-    local want=$1 frag=$2; shift 3
-    "$BIN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
-    local rc=$?
-    if [ "$rc" -ne "$want" ]; then bad "dpbench $* -> exit $rc, want $want ($(head -c 400 "$TMP/err"))"; return; fi
-    if ! grep -qF -- "$frag" "$TMP/err" "$TMP/out"; then bad "dpbench $* -> output lacks '$frag': $(head -c 400 "$TMP/err")"; return; fi
-    if [ "$want" -eq 2 ] && [ "$(wc -l <"$TMP/err")" -ne 1 ]; then bad "dpbench $* -> want one error line, got: $(cat "$TMP/err")"; return; fi
-    ok
-}
+. "$(dirname "$0")/lib.sh"
+test_init "$@"
 json() { # json 'python expression over d' FILE
     /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$2"
 }

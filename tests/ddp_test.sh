@@ -6,12 +6,8 @@
 # mpirun and a diverging loss keep rank 0's complete epochs; labelled data
 # learns as one process does; bad ddp input exits 2; dp runs never map libmpi. Prints "N passed, N failed"; skips (0 failed) without mpirun or
 # without MPI compiled in.
-set -u
-BIN=$(realpath "${1:-./dpbench}")
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-. tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+test_init "$@"
 
 if ! command -v mpirun >/dev/null || ! "$BIN" --version | grep -q '^comm:.*mpi'; then
     echo "skipped: no mpirun or dpbench built without MPI"

@@ -1,10 +1,34 @@
-# Shared by the shell tests (sourced after `cd` to the repository root): the
-# pass/fail counters, and Debian's python3 rather than the first on PATH.
-# Each test prints "N passed, N failed" at its end, the line CI reads.
+# Shared by the shell tests (sourced as `. "$(dirname "$0")/lib.sh"`): the
+# preamble of a test of the binary, the pass/fail counters, `expect`, and
+# Debian's python3 rather than the first on PATH. Each test prints
+# "N passed, N failed" at its end, the line CI reads.
+
+# test_init "$@": the binary under test in $BIN (the first argument, default
+# ./dpbench, resolved before the cd), the repository root as the working
+# directory, and a scratch directory $TMP removed on exit.
+test_init() {
+    set -u
+    BIN=$(realpath "${1:-./dpbench}")
+    cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+    TMP=$(mktemp -d)
+    trap 'rm -rf "$TMP"' EXIT
+}
 python3() { "${PYTHON:-/usr/bin/python3}" "$@"; }
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+# expect STATUS "FRAGMENT" -- ARGS...: `$BIN ARGS` exits STATUS with FRAGMENT
+# in its stdout or stderr, and an error (STATUS > 0) is exactly one line on
+# stderr. Its output stays in $TMP/out and $TMP/err.
+expect() {
+    local want=$1 frag=$2; shift 3
+    "$BIN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    local rc=$?
+    if [ "$rc" -ne "$want" ]; then bad "dpbench $* -> exit $rc, want $want ($(head -c 400 "$TMP/err"))"; return; fi
+    if ! grep -qF -- "$frag" "$TMP/err" "$TMP/out"; then bad "dpbench $* -> output lacks '$frag': $(head -c 400 "$TMP/err")"; return; fi
+    if [ "$want" -ne 0 ] && [ "$(wc -l <"$TMP/err")" -ne 1 ]; then bad "dpbench $* -> want one error line, got: $(cat "$TMP/err")"; return; fi
+    ok
+}
 # pids whose command line holds $1: pgrep -f without procps (a clean Debian
 # root has none); bash alone reads /proc, so no helper process matches itself
 pids_matching() {

@@ -113,6 +113,7 @@ struct device_ops {
 
 struct backend {
     const char *name;
+    bool device_memory; // parameters and batches live in device memory, not the host's
     /* 0 when the backend can run here, else -1 with the cause. */
     int (*probe)(struct error *e);
     /* One line naming the devices and driver/runtime versions, "" if none. */
@@ -142,9 +143,14 @@ extern const struct backend backend_cpu;
 extern const struct backend backend_cuda;
 #endif
 
-/* The backend for a parallel.device name ("cpu", "cuda"); NULL if not built. */
+/* backends.c's table, the only list of backends. */
+/* The backend for a parallel.device name; NULL if this build has none. */
 const struct backend *backend_find(const char *name);
-/* Space-separated names of the backends compiled in. */
+/* The table's i-th name (built or not), NULL past the last: parallel.device's values. */
+const char *backend_name(size_t i);
+/* The table's i-th backend: NULL where this build does not have it, or past the last. */
+const struct backend *backend_at(size_t i);
+/* Space-separated names of the backends compiled in (--version). */
 const char *backend_list(void);
 
 #endif

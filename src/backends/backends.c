@@ -1,28 +1,49 @@
-/* The registry of backends compiled into this binary. */
+/* The table of backends: the only list of them. parallel.device's allowed
+ * values, --version's list and every lookup by name read it. */
+#include <stdio.h>
 #include <string.h>
 
 #include "backend.h"
 
-static const struct backend *const all[] = {
-    &backend_cpu,
 #ifdef DPBENCH_HAVE_CUDA
-    &backend_cuda,
+#define CUDA_BACKEND (&backend_cuda)
+#else
+#define CUDA_BACKEND NULL
 #endif
+
+/* Every backend dpbench knows, in the order parallel.device lists them
+ * (before "auto"). `be` is NULL where this build does not have it: the name
+ * stays a valid value, and a run that asks for it says how to get it.
+ * Adding a backend: its file, and one line here. */
+static const struct {
+    const char *name; // = be->name
+    const struct backend *be;
+} all[] = {
+    {"cpu", &backend_cpu},
+    {"cuda", CUDA_BACKEND},
 };
+#define N_BACKENDS (sizeof all / sizeof all[0])
 
 const struct backend *backend_find(const char *name)
 {
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(all[i]->name, name) == 0)
-            return all[i];
+    for (size_t i = 0; i < N_BACKENDS; i++)
+        if (strcmp(all[i].name, name) == 0)
+            return all[i].be;
     return NULL;
 }
 
+const char *backend_name(size_t i) { return i < N_BACKENDS ? all[i].name : NULL; }
+
+const struct backend *backend_at(size_t i) { return i < N_BACKENDS ? all[i].be : NULL; }
+
 const char *backend_list(void)
 {
-#ifdef DPBENCH_HAVE_CUDA
-    return "cpu cuda";
-#else
-    return "cpu";
-#endif
+    static char list[256];
+    size_t used = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < N_BACKENDS && used < sizeof list; i++)
+        if (all[i].be)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "",
+                                     all[i].name);
+    return list;
 }

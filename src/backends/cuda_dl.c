@@ -14,13 +14,16 @@
  * open instead (the host emulation in tests/fakecuda.c, for one).
  *
  * A function the backend starts to call gets one line in its library's list
- * below; a new library (NCCL) gets a list, a `struct lib` and its wrappers. */
+ * below; a new library gets a list, a `struct lib` and its wrappers. The
+ * opening itself is dl.c's, shared with the comm engines. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "dl.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x) // after macro expansion: cublasSgemm -> "cublasSgemm_v2"
@@ -132,58 +135,47 @@ static struct {
     const char *(*cublasGetStatusString)(cublasStatus_t st);
 } cublas_fn;
 
-/* Opens lib and resolves its table with `resolve`, which returns the first
- * symbol it could not find, or NULL. On failure the library is closed again
- * and lib->why says which file or symbol was missing. */
-static void lib_open(struct lib *lib, const char *(*resolve)(void *h))
+/* Opens lib (dl.c) and resolves its table; on failure lib->why says which
+ * file or symbol was missing. */
+static void lib_open(struct lib *lib, const struct dl_sym *syms, size_t n)
 {
     char soname[64];
     snprintf(soname, sizeof soname, "lib%s.so.%d", lib->base, lib->major);
-    const char *path = getenv(lib->env);
-    if (!path || !path[0])
-        path = soname;
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(lib->why, sizeof lib->why, "cannot load %s (%s names another file): %s", path,
-                 lib->env, dlerror());
+    struct dl_error err;
+    lib->handle = dl_open(lib->env, soname, RTLD_LOCAL, syms, n, &err);
+    if (lib->handle)
         return;
-    }
-    const char *missing = resolve(h);
-    if (missing) {
-        snprintf(lib->why, sizeof lib->why, "%s has no %s: is it the right version?", path,
-                 missing);
-        dlclose(h);
-        return;
-    }
-    lib->handle = h;
+    if (err.missing)
+        snprintf(lib->why, sizeof lib->why, "%s has no %s: is it the right version?", err.path,
+                 err.missing);
+    else
+        snprintf(lib->why, sizeof lib->why, "cannot load %s (%s names another file): %s",
+                 err.path, lib->env, err.reason);
 }
 
-/* POSIX's way to store dlsym's result in a function pointer */
-#define RESOLVE(ret, name, params, args)                                                    \
-    if (!(*(void **)&TABLE.name = dlsym(h, STR(name))))                                     \
-        return STR(name);
+/* {"cudaMalloc", &cudart_fn.cudaMalloc}: STR expands cuBLAS' _v2 macros */
+#define SYM(ret, name, params, args) {STR(name), (void **)&TABLE.name},
 
 #define TABLE cudart_fn
-static const char *cudart_resolve(void *h)
-{
-    CUDART_FUNCS(RESOLVE)
-    RESOLVE(, cudaGetErrorString, , )
-    RESOLVE(, cudaGetErrorName, , )
-    return NULL;
-}
+static const struct dl_sym cudart_syms[] = {
+    CUDART_FUNCS(SYM) SYM(, cudaGetErrorString, , ) SYM(, cudaGetErrorName, , )
+};
 #undef TABLE
-
 #define TABLE cublas_fn
-static const char *cublas_resolve(void *h)
-{
-    CUBLAS_FUNCS(RESOLVE)
-    RESOLVE(, cublasGetStatusString, , )
-    return NULL;
-}
+static const struct dl_sym cublas_syms[] = {
+    CUBLAS_FUNCS(SYM) SYM(, cublasGetStatusString, , )
+};
 #undef TABLE
 
-static void cudart_open(void) { lib_open(&cudart, cudart_resolve); }
-static void cublas_open(void) { lib_open(&cublas, cublas_resolve); }
+static void cudart_open(void)
+{
+    lib_open(&cudart, cudart_syms, sizeof cudart_syms / sizeof cudart_syms[0]);
+}
+
+static void cublas_open(void)
+{
+    lib_open(&cublas, cublas_syms, sizeof cublas_syms / sizeof cublas_syms[0]);
+}
 
 static int cudart_ready(void)
 {

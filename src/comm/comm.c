@@ -7,15 +7,64 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef DPBENCH_HAVE_MPI
+#define MPI_ENGINE (&comm_mpi)
+#else
+#define MPI_ENGINE NULL
+#endif
+#ifdef DPBENCH_HAVE_NCCL
+#define NCCL_ENGINE (&comm_nccl)
+#else
+#define NCCL_ENGINE NULL
+#endif
+
+/* Every engine dpbench knows, in the order parallel.comm lists them (after
+ * "auto"): the only list of them. `eng` is NULL where this build does not
+ * have it; the name stays a valid value, and a run that asks for it says so.
+ * `device_memory` is the engine's own (checked by a test where it is built):
+ * parallel.comm auto takes the first engine for the backend's memory.
+ * Adding an engine: its file, its Makefile lines, and one line here. */
+static const struct {
+    const char *name;    // = eng->name
+    bool device_memory;  // = eng->device_memory
+    const struct comm_engine *eng;
+    const char *missing; // how to get it where the build lacks it, or NULL
+} engines[] = {
+    {"mpi", false, MPI_ENGINE, "install libopenmpi-dev and rebuild"},
+    {"nccl", true, NCCL_ENGINE, NULL},
+};
+#define N_ENGINES (sizeof engines / sizeof engines[0])
+
+const char *comm_engine_name(size_t i) { return i < N_ENGINES ? engines[i].name : NULL; }
+
+const struct comm_engine *comm_engine_at(size_t i) { return i < N_ENGINES ? engines[i].eng : NULL; }
+
+bool comm_engine_device_memory(const char *name)
+{
+    for (size_t i = 0; i < N_ENGINES; i++)
+        if (strcmp(engines[i].name, name) == 0)
+            return engines[i].device_memory;
+    return false;
+}
+
+const char *comm_auto(bool device_memory)
+{
+    for (size_t i = 0; i < N_ENGINES; i++)
+        if (engines[i].device_memory == device_memory)
+            return engines[i].name;
+    return NULL;
+}
+
 const char *comm_engines(void)
 {
-#if defined DPBENCH_HAVE_NCCL
-    return "mpi nccl";
-#elif defined DPBENCH_HAVE_MPI
-    return "mpi";
-#else
-    return "";
-#endif
+    static char list[256];
+    size_t used = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < N_ENGINES && used < sizeof list; i++)
+        if (engines[i].eng)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "",
+                                     engines[i].name);
+    return list;
 }
 
 bool comm_launched(void)
@@ -24,17 +73,15 @@ bool comm_launched(void)
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK");
 }
 
-static const struct comm_engine *engine_find(const char *name)
+/* The engine of that name, or NULL with what to do about it in *missing. */
+static const struct comm_engine *engine_find(const char *name, const char **missing)
 {
-#ifdef DPBENCH_HAVE_MPI
-    if (strcmp(name, "mpi") == 0)
-        return &comm_mpi;
-#endif
-#ifdef DPBENCH_HAVE_NCCL
-    if (strcmp(name, "nccl") == 0)
-        return &comm_nccl;
-#endif
-    (void)name;
+    *missing = NULL;
+    for (size_t i = 0; i < N_ENGINES; i++)
+        if (strcmp(engines[i].name, name) == 0) {
+            *missing = engines[i].missing;
+            return engines[i].eng;
+        }
     return NULL;
 }
 
@@ -52,12 +99,13 @@ int comm_open(struct comm *c, const char *name, struct error *e)
         c->local_rank = atoi(lrank);
     if (gethostname(c->host, sizeof c->host - 1) != 0)
         snprintf(c->host, sizeof c->host, "%s", "unknown");
-    const struct comm_engine *eng = engine_find(name);
+    const char *missing;
+    const struct comm_engine *eng = engine_find(name, &missing);
     if (!eng) {
         const char *have = comm_engines();
         return error_set(e, "parallel.comm: %s is not compiled into this dpbench (comm engines: "
-                            "%s)%s", name, have[0] ? have : "none",
-                         strcmp(name, "mpi") == 0 ? "; install libopenmpi-dev and rebuild" : "");
+                            "%s)%s%s", name, have[0] ? have : "none", missing ? "; " : "",
+                         missing ? missing : "");
     }
     if (!comm_launched())
         return 0; // a world of one: no engine to open

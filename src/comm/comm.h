@@ -42,8 +42,18 @@ struct comm {
  * finite). Every rank learns the largest over the ranks in the same call. */
 enum comm_stop { COMM_GO, COMM_STOP, COMM_FAIL };
 
+/* comm.c's table of engines, the only list of them. */
 /* Space-separated engines compiled in ("mpi", "mpi nccl", "" for none). */
 const char *comm_engines(void);
+/* The table's i-th engine name (built or not), NULL past the last:
+ * parallel.comm's values. */
+const char *comm_engine_name(size_t i);
+/* The table's i-th engine: NULL where this build does not have it, or past the last. */
+const struct comm_engine *comm_engine_at(size_t i);
+/* Whether the engine of that name sums device memory (false for an unknown name). */
+bool comm_engine_device_memory(const char *name);
+/* parallel.comm auto: the table's first engine for host or device memory. */
+const char *comm_auto(bool device_memory);
 /* True when this process was started by mpirun (one rank of a job). */
 bool comm_launched(void);
 

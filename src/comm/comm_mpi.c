@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "dl.h"
 
 /* X(name) for each call dpbench makes */
 #define MPI_CALLS(X)                                                                        \
@@ -35,31 +36,30 @@ static int mpi_load(struct error *e)
 {
     if (mpi.lib)
         return 0;
-    const char *path = getenv("DPBENCH_LIBMPI");
-    if (!path || !path[0])
-        path = "libmpi.so.40";
-    /* global: Open MPI's own plugins resolve libmpi's symbols */
-    void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-    if (!lib)
-        return error_set(e, "cannot open %s: %s (install openmpi-bin and libopenmpi3)", path,
-                         dlerror());
-#define X(f)                                                                                \
-    if (!(mpi.f = (__typeof__(f) *)dlsym(lib, #f)))                                         \
-        return error_set(e, "%s: no symbol " #f, path);
-    MPI_CALLS(X)
+#define X(f) {#f, (void **)&mpi.f},
+    static const struct dl_sym calls[] = {MPI_CALLS(X)};
 #undef X
-    struct {
-        void **dst;
-        const char *sym;
-    } handles[] = {
-        {(void **)&mpi.world, "ompi_mpi_comm_world"}, {(void **)&mpi.f32, "ompi_mpi_float"},
-        {(void **)&mpi.byte, "ompi_mpi_byte"},        {(void **)&mpi.i64, "ompi_mpi_long"},
-        {(void **)&mpi.sum, "ompi_mpi_op_sum"},       {(void **)&mpi.max, "ompi_mpi_op_max"},
-        {(void **)&mpi.f64, "ompi_mpi_double"},       {(void **)&mpi.min, "ompi_mpi_op_min"},
+    /* the predefined handles: the objects Open MPI's mpi.h macros take the address of */
+    static const struct dl_sym handles[] = {
+        {"ompi_mpi_comm_world", (void **)&mpi.world}, {"ompi_mpi_float", (void **)&mpi.f32},
+        {"ompi_mpi_byte", (void **)&mpi.byte},        {"ompi_mpi_long", (void **)&mpi.i64},
+        {"ompi_mpi_op_sum", (void **)&mpi.sum},       {"ompi_mpi_op_max", (void **)&mpi.max},
+        {"ompi_mpi_double", (void **)&mpi.f64},       {"ompi_mpi_op_min", (void **)&mpi.min},
     };
-    for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
-        if (!(*handles[i].dst = dlsym(lib, handles[i].sym)))
-            return error_set(e, "%s: no symbol %s (not Open MPI?)", path, handles[i].sym);
+    /* global: Open MPI's own plugins resolve libmpi's symbols */
+    struct dl_error err;
+    void *lib = dl_open("DPBENCH_LIBMPI", "libmpi.so.40", RTLD_GLOBAL, calls,
+                        sizeof calls / sizeof calls[0], &err);
+    if (!lib && err.missing)
+        return error_set(e, "%s: no symbol %s", err.path, err.missing);
+    if (!lib)
+        return error_set(e, "cannot open %s: %s (install openmpi-bin and libopenmpi3)", err.path,
+                         err.reason);
+    const char *missing = dl_resolve(lib, handles, sizeof handles / sizeof handles[0]);
+    if (missing) {
+        dlclose(lib);
+        return error_set(e, "%s: no symbol %s (not Open MPI?)", err.path, missing);
+    }
     mpi.lib = lib;
     return 0;
 }

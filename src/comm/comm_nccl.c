@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "comm.h"
+#include "dl.h"
 
 #define NCCL_CALLS(X)                                                                       \
     X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclAllReduce) X(ncclCommDestroy)              \
@@ -31,18 +32,17 @@ static int nccl_load(struct error *e)
 {
     if (nccl.lib)
         return 0;
-    const char *path = getenv("DPBENCH_NCCL");
-    if (!path || !path[0])
-        path = "libnccl.so.2";
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        return error_set(e, "cannot open %s: %s (NCCL comes with the CUDA toolkit)", path,
-                         dlerror());
-#define X(f)                                                                                \
-    if (!(nccl.f = (__typeof__(f) *)dlsym(lib, #f)))                                        \
-        return error_set(e, "%s: no symbol " #f, path);
-    NCCL_CALLS(X)
+#define X(f) {#f, (void **)&nccl.f},
+    static const struct dl_sym calls[] = {NCCL_CALLS(X)};
 #undef X
+    struct dl_error err;
+    void *lib = dl_open("DPBENCH_NCCL", "libnccl.so.2", RTLD_LOCAL, calls,
+                        sizeof calls / sizeof calls[0], &err);
+    if (!lib && err.missing)
+        return error_set(e, "%s: no symbol %s", err.path, err.missing);
+    if (!lib)
+        return error_set(e, "cannot open %s: %s (NCCL comes with the CUDA toolkit)", err.path,
+                         err.reason);
     nccl.lib = lib;
     return 0;
 }

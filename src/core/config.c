@@ -21,6 +21,10 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "backend.h"
+#include "comm.h"
+#include "loss.h"
+
 enum key_type { KEY_INT, KEY_BOOL, KEY_FLOAT, KEY_STRING, KEY_ENUM, KEY_INT_LIST, KEY_FLOAT_LIST };
 
 struct key {
@@ -29,7 +33,7 @@ struct key {
     size_t offset;       // into struct config
     const char *def;     // default, as text; parsed by the same setter as input
     double min, max;     // inclusive range for numbers, list items and string lengths
-    const char *choices; // "a|b|c" for KEY_ENUM
+    const char *choices; // "a|b|c" for KEY_ENUM; "*" stands for a plug-in table's names
     const char *help;
 };
 
@@ -71,7 +75,7 @@ static const struct key keys[] = {
      "per-channel standard deviation divided by after the mean"},
     {"model.out_features", KEY_INT, OFF(model.out_features), "2", 1, 1 << 16, NULL,
      "Linear out_features (labelled data: set to the number of classes)"},
-    {"model.loss", KEY_ENUM, OFF(model.loss), "auto", 0, 0, "auto|mse|cross_entropy",
+    {"model.loss", KEY_ENUM, OFF(model.loss), "auto", 0, 0, "auto|*",
      "auto = mse for random data, cross_entropy for labelled data"},
     {"loader.batch_size", KEY_INT, OFF(loader.batch_size), "30", 1, 1 << 24, NULL,
      "samples per batch"},
@@ -96,12 +100,12 @@ static const struct key keys[] = {
     {"train.warmup_epochs", KEY_INT, OFF(train.warmup_epochs), "0", 0, 1e7, NULL,
      "epochs run before the measured ones and left out of the results"},
     {"train.lr", KEY_FLOAT, OFF(train.lr), "0.01", 0, 1e6, NULL, "SGD learning rate"},
-    {"parallel.device", KEY_ENUM, OFF(parallel.device), "cpu", 0, 0, "cpu|cuda|auto",
+    {"parallel.device", KEY_ENUM, OFF(parallel.device), "cpu", 0, 0, "*|auto",
      "where replicas run; auto = cuda when a device is usable, else cpu"},
     {"parallel.mode", KEY_ENUM, OFF(parallel.mode), "dp", 0, 0, "dp|ddp",
      "dp = nn.DataParallel in one process; ddp = DistributedDataParallel, one rank per "
      "process (mpirun -np N)"},
-    {"parallel.comm", KEY_ENUM, OFF(parallel.comm), "auto", 0, 0, "auto|mpi|nccl",
+    {"parallel.comm", KEY_ENUM, OFF(parallel.comm), "auto", 0, 0, "auto|*",
      "ddp's gradient allreduce: mpi (cpu), nccl (cuda); auto = nccl on cuda, mpi on cpu"},
     {"parallel.blas", KEY_ENUM, OFF(parallel.blas), "auto", 0, 0, "auto|openblas|libxsmm",
      "cpu: the library of the step's products; auto = the faster measured (results can differ "
@@ -121,6 +125,39 @@ static const struct key keys[] = {
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= 64, "config.explicit_keys has one bit per key");
+
+/* The enum keys whose values a plug-in table lists (loss.c, backends.c,
+ * comm.c): "*" in their choices stands for the table's names, in its order,
+ * so a plug-in is named in its table only. */
+static const struct {
+    const char *path;
+    const char *(*name)(size_t i); // the table's i-th name, NULL past the last
+} plugin_keys[] = {
+    {"model.loss", loss_name},
+    {"parallel.device", backend_name},
+    {"parallel.comm", comm_engine_name},
+};
+
+/* k's allowed values as "a|b|c", with a plug-in table's names for "*". */
+static const char *key_choices(const struct key *k, char *buf, size_t n)
+{
+    const char *(*name)(size_t) = NULL;
+    for (size_t i = 0; i < sizeof plugin_keys / sizeof plugin_keys[0]; i++)
+        if (strcmp(plugin_keys[i].path, k->path) == 0)
+            name = plugin_keys[i].name;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const char *p = k->choices; *p && used < n;) {
+        size_t len = strcspn(p, "|");
+        if (name && len == 1 && *p == '*')
+            for (size_t i = 0; name(i) && used < n; i++)
+                used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "|" : "", name(i));
+        else
+            used += (size_t)snprintf(buf + used, n - used, "%s%.*s", used ? "|" : "", (int)len, p);
+        p += len + (p[len] == '|');
+    }
+    return buf;
+}
 
 static const char *const sections[] = {"dataset", "model", "loader", "train", "parallel",
                                        "report", "transform"};
@@ -359,7 +396,9 @@ static int set_value(struct config *c, const struct key *k, const char *v, struc
         return 0;
     case KEY_ENUM: {
         size_t n = strlen(v);
-        for (const char *p = k->choices; *p;) {
+        char choices[256];
+        key_choices(k, choices, sizeof choices);
+        for (const char *p = choices; *p;) {
             size_t len = strcspn(p, "|");
             if (len == n && strncmp(p, v, n) == 0) {
                 snprintf(dst, CONFIG_STR, "%s", v);
@@ -367,7 +406,7 @@ static int set_value(struct config *c, const struct key *k, const char *v, struc
             }
             p += len + (p[len] == '|');
         }
-        return error_set(e, "%s: expected one of %s, found %s", k->path, k->choices,
+        return error_set(e, "%s: expected one of %s, found %s", k->path, choices,
                          shown(v, b, sizeof b));
     }
     case KEY_INT_LIST: { /* "[0, 1, 1]", "0,1,1" or "" */
@@ -855,17 +894,20 @@ int config_validate(const struct config *c, struct error *e)
         return error_set(e, "parallel.replicas: %ld with parallel.mode: ddp; ddp runs one replica "
                             "per rank: start %ld ranks with mpirun -np %ld instead",
                          c->parallel.replicas, c->parallel.replicas, c->parallel.replicas);
-    if (strcmp(c->parallel.comm, "nccl") == 0 && strcmp(dev, "cpu") == 0)
-        return error_set(e, "parallel.comm: nccl needs parallel.device: cuda; the cpu backend's "
-                            "ranks use mpi");
+    const struct backend *be = backend_find(dev);
+    if (comm_engine_device_memory(c->parallel.comm) && be && !be->device_memory)
+        return error_set(e, "parallel.comm: %s needs parallel.device: cuda; the %s backend's "
+                            "ranks use %s", c->parallel.comm, dev, comm_auto(false));
     if (c->loader.drop_last && c->loader.batch_size > c->dataset.length)
         return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
                             "drop_last: true, so an epoch has no batch",
                          c->loader.batch_size, c->dataset.length);
     if (strcmp(c->dataset.kind, "random") == 0) {
-        if (strcmp(c->model.loss, "cross_entropy") == 0)
-            return error_set(e, "model.loss: cross_entropy needs labelled data (dataset.kind idx, "
-                                "cifar10 or folder); the random dataset has real-valued targets");
+        const struct loss_fn *loss = loss_find(c->model.loss);
+        if (loss && loss->labels)
+            return error_set(e, "model.loss: %s needs labelled data (dataset.kind idx, "
+                                "cifar10 or folder); the random dataset has real-valued targets",
+                             loss->name);
         if (c->dataset.path[0] || c->dataset.eval_path[0])
             return error_set(e, "dataset.path: only for dataset.kind idx, cifar10 or folder");
         if (c->transform.resize || c->transform.crop || c->transform.pad || c->transform.hflip ||
@@ -943,7 +985,7 @@ void config_print_help(void *stream)
         const struct key *k = &keys[i];
         char range[64] = "";
         if (k->type == KEY_ENUM)
-            snprintf(range, sizeof range, "%s", k->choices);
+            key_choices(k, range, sizeof range);
         else if (k->type == KEY_INT || k->type == KEY_INT_LIST)
             snprintf(range, sizeof range, "[%.0f, %.0f]", k->min, k->max);
         else if (k->type == KEY_FLOAT || k->type == KEY_FLOAT_LIST)
@@ -958,6 +1000,15 @@ void config_print_help(void *stream)
 }
 
 const char *config_key_name(size_t i) { return i < N_KEYS ? keys[i].path : NULL; }
+
+int config_key_choices(const char *path, char *buf, size_t n)
+{
+    const struct key *k = key_find(path);
+    if (!k || k->type != KEY_ENUM)
+        return -1;
+    key_choices(k, buf, n);
+    return 0;
+}
 
 int config_get_text(const struct config *c, const char *path, char *buf, size_t n)
 {

@@ -113,6 +113,9 @@ void config_print_help(void *stream); // FILE *: the key reference
 struct cJSON *config_to_json(const struct config *c);
 /* Path of the i-th key of the table ("loader.batch_size"), NULL past the end. */
 const char *config_key_name(size_t i);
+/* An enum key's allowed values as "a|b|c" (what --help-config prints);
+ * -1 for a key that is not an enum. */
+int config_key_choices(const char *path, char *buf, size_t n);
 /* Value of one key as text, e.g. for sweep point labels. */
 int config_get_text(const struct config *c, const char *path, char *buf, size_t n);
 

@@ -82,6 +82,7 @@ static double ce_sample_sum(double raw, int O)
 
 const struct loss_fn loss_cross_entropy = {
     .name = "cross_entropy",
+    .labels = true,
     .host = ce_host,
     .grad_scale = ce_grad_scale,
     .sample_sum = ce_sample_sum,
@@ -95,11 +96,27 @@ long loss_correct(const float *out, const float *y, long rows, int O)
     return n;
 }
 
+/* Every loss, in the order model.loss lists them. */
+static const struct loss_fn *const losses[] = {
+    &loss_mse,
+    &loss_cross_entropy,
+};
+#define N_LOSSES (sizeof losses / sizeof losses[0])
+
 const struct loss_fn *loss_find(const char *name)
 {
-    static const struct loss_fn *const all[] = {&loss_mse, &loss_cross_entropy};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(all[i]->name, name) == 0)
-            return all[i];
+    for (size_t i = 0; i < N_LOSSES; i++)
+        if (strcmp(losses[i]->name, name) == 0)
+            return losses[i];
+    return NULL;
+}
+
+const char *loss_name(size_t i) { return i < N_LOSSES ? losses[i]->name : NULL; }
+
+const struct loss_fn *loss_auto(bool labelled)
+{
+    for (size_t i = 0; i < N_LOSSES; i++)
+        if (losses[i]->labels == labelled)
+            return losses[i];
     return NULL;
 }

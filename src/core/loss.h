@@ -1,16 +1,22 @@
-/* Losses of the training step. A loss is a table entry: its host
- * implementation (which the cpu backend runs, and the cuda backend falls back
- * to when it has no device path for it), the factor its gradient carries, and
- * how its raw sum becomes a sum of per-sample losses.
+/* Losses of the training step. A loss is one `struct loss_fn` in loss.c's
+ * table: its name, its host implementation (which the cpu backend runs, and
+ * the cuda backend falls back to when it has no device path for it), the
+ * factor its gradient carries, and how its raw sum becomes a sum of
+ * per-sample losses. The table is the only list of losses: model.loss's
+ * allowed values, --help-config and every lookup read it.
  *
- * Adding a loss: write its three functions and its entry in loss.c, list it
- * in loss_find; nothing else is required. A backend may add a faster device
- * path for it (backend_cuda.c's cuda_loss does for MSE). */
+ * Adding a loss: its functions and its struct in loss.c, one line in the
+ * table (see docs/architecture.md). A backend may add a faster device path
+ * for it (backend_cuda.c's cuda_loss does for MSE). */
 #ifndef DPBENCH_LOSS_H
 #define DPBENCH_LOSS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 struct loss_fn {
-    const char *name;
+    const char *name;  // model.loss's value
+    bool labels;       // needs class labels (one-hot target rows): labelled data only
     /* For a batch's outputs `out` (rows, O) and targets `y` (rows, O): writes
      * d (rows, O) such that d loss / d out = grad_scale(rows, O) * d, and
      * returns the loss's raw sum (what sample_sum turns into per-sample terms). */
@@ -31,8 +37,13 @@ extern const struct loss_fn loss_mse;
  * gradient factor 1 / rows. */
 extern const struct loss_fn loss_cross_entropy;
 
-/* The loss of that name ("mse", "cross_entropy"); NULL if there is none. */
+/* The loss of that name; NULL if the table has none. */
 const struct loss_fn *loss_find(const char *name);
+/* The name of the table's i-th loss, NULL past the last: model.loss's values. */
+const char *loss_name(size_t i);
+/* model.loss auto: the table's first loss for labelled data (`labelled`) or
+ * for the random dataset's real-valued targets. */
+const struct loss_fn *loss_auto(bool labelled);
 
 /* Rows whose largest output is at the class of y's largest entry (the first
  * on ties): the correct predictions of a classifier. */

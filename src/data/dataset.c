@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "dataset_files.h"
+#include "loss.h"
 #include "rng.h"
 
 enum { ROW_BLOCK = 1024 }; // rows per independent RNG stream
@@ -121,7 +122,7 @@ void dataset_resolve_config(const struct dataset *d, struct config *c)
         c->model.out_features = d->out_features;
     }
     if (strcmp(c->model.loss, "auto") == 0)
-        snprintf(c->model.loss, sizeof c->model.loss, "%s", d->classes ? "cross_entropy" : "mse");
+        snprintf(c->model.loss, sizeof c->model.loss, "%s", loss_auto(d->classes > 0)->name);
 }
 
 int dataset_drop_cache(const struct dataset *d, struct error *e)

@@ -127,10 +127,10 @@ int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struc
 {
     const char *engine = cfg->parallel.comm;
     if (strcmp(engine, "auto") == 0)
-        engine = strcmp(be->name, "cuda") == 0 ? "nccl" : "mpi";
-    if (strcmp(engine, "nccl") == 0 && strcmp(be->name, "cuda") != 0)
-        return error_set(e, "parallel.comm: nccl needs the cuda backend (parallel.device is %s)",
-                         be->name);
+        engine = comm_auto(be->device_memory);
+    if (comm_engine_device_memory(engine) && !be->device_memory)
+        return error_set(e, "parallel.comm: %s needs the cuda backend (parallel.device is %s)",
+                         engine, be->name);
     if (comm_open(c, engine, e))
         return -1;
     int rc = 0;

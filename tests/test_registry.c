@@ -1,0 +1,124 @@
+/* The plug-in tables (loss.c, backends.c, comm.c) are the only lists of
+ * their plug-ins: every value a config key accepts resolves in its table, the
+ * table's entries agree with the structs they point to, and --help-config's
+ * allowed values are the table's names. A name added to a key's choices but
+ * not to its table (or the reverse) fails here. */
+#include "testutil.h"
+
+#include "backend.h"
+#include "comm.h"
+#include "loss.h"
+
+/* Calls fn on each of path's allowed values other than "auto". */
+static void each_choice(const char *path, void (*fn)(const char *name))
+{
+    char buf[256];
+    assert_int_equal(config_key_choices(path, buf, sizeof buf), 0);
+    int n = 0;
+    for (char *save = NULL, *v = strtok_r(buf, "|", &save); v; v = strtok_r(NULL, "|", &save))
+        if (strcmp(v, "auto") != 0) {
+            fn(v);
+            n++;
+        }
+    assert_true(n > 0);
+}
+
+static void loss_resolves(const char *name)
+{
+    const struct loss_fn *l = loss_find(name);
+    if (!l)
+        fail_msg("model.loss accepts %s, which loss_find cannot resolve", name);
+    assert_string_equal(l->name, name);
+    assert_non_null(l->host);
+    assert_non_null(l->grad_scale);
+    assert_non_null(l->sample_sum);
+    struct config c;
+    config_defaults(&c);
+    struct error e;
+    char kv[64];
+    snprintf(kv, sizeof kv, "model.loss=%s", name);
+    assert_int_equal(config_set_arg(&c, kv, &e), 0);
+    config_free(&c);
+}
+
+static void test_losses(void **state)
+{
+    (void)state;
+    each_choice("model.loss", loss_resolves);
+    size_t n = 0;
+    while (loss_name(n))
+        assert_non_null(loss_find(loss_name(n++)));
+    assert_true(n >= 2);
+    /* auto: mse for the random dataset's targets, cross-entropy for labels */
+    assert_ptr_equal(loss_auto(false), &loss_mse);
+    assert_ptr_equal(loss_auto(true), &loss_cross_entropy);
+    assert_null(loss_find("auto"));
+}
+
+/* a backend name is in the table; where built, its struct carries the name */
+static void backend_known(const char *name)
+{
+    size_t i = 0;
+    while (backend_name(i) && strcmp(backend_name(i), name) != 0)
+        i++;
+    if (!backend_name(i))
+        fail_msg("parallel.device accepts %s, which backends.c's table lacks", name);
+    assert_ptr_equal(backend_find(name), backend_at(i));
+    if (backend_at(i))
+        assert_string_equal(backend_at(i)->name, name);
+}
+
+static void test_backends(void **state)
+{
+    (void)state;
+    each_choice("parallel.device", backend_known);
+    assert_ptr_equal(backend_find("cpu"), &backend_cpu);
+    assert_false(backend_cpu.device_memory);
+    assert_string_equal(backend_list(), "cpu"
+#ifdef DPBENCH_HAVE_CUDA
+                                        " cuda"
+#endif
+    );
+    assert_null(backend_find("auto"));
+}
+
+static void engine_known(const char *name)
+{
+    size_t i = 0;
+    while (comm_engine_name(i) && strcmp(comm_engine_name(i), name) != 0)
+        i++;
+    if (!comm_engine_name(i))
+        fail_msg("parallel.comm accepts %s, which comm.c's table lacks", name);
+    const struct comm_engine *eng = comm_engine_at(i);
+    if (eng) {
+        assert_string_equal(eng->name, name);
+        assert_int_equal(eng->device_memory, comm_engine_device_memory(name));
+    }
+}
+
+static void test_comm_engines(void **state)
+{
+    (void)state;
+    each_choice("parallel.comm", engine_known);
+    /* auto: mpi for host memory, nccl for device memory */
+    assert_string_equal(comm_auto(false), "mpi");
+    assert_string_equal(comm_auto(true), "nccl");
+    char want[64] = "";
+#ifdef DPBENCH_HAVE_MPI
+    strcat(want, "mpi");
+#endif
+#ifdef DPBENCH_HAVE_NCCL
+    strcat(want, " nccl");
+#endif
+    assert_string_equal(comm_engines(), want);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_losses),
+        cmocka_unit_test(test_backends),
+        cmocka_unit_test(test_comm_engines),
+    };
+    return cmocka_run_group_tests_name("registry", tests, NULL, NULL);
+}
