@@ -351,8 +351,9 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
             if (stopping(cm))
                 break;
         }
-        if (got < 0 && abort_requested())
-            got = 1; // a second signal cancelled the batch in flight: a partial epoch
+        bool cancelled = abort_requested() || (world == 1 && stop_requested());
+        if (got < 0 && cancelled && !out->stopped[0])
+            got = 1; // a signal cancelled the batch in flight (loader.c): a partial epoch
         if (cm)
             st.allreduce_s = cm->allreduce_s;
         /* a whole epoch: every rank made the same allreduces */
@@ -361,7 +362,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         struct error end_err;
         int end_rc = be->epoch_end(ctx, &st, got < 0 ? &end_err : e); // keep the first error
         loader_epoch_end(&l);
-        if (got < 0 || (end_rc && !abort_requested()))
+        if (got < 0 || (end_rc && !cancelled))
             goto failed;
         double seconds = now_seconds() - t0;
         if (got == 1)
