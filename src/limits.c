@@ -106,6 +106,7 @@ static size_t as_limit(void)
 
 /* OpenBLAS raised SIGINT itself: one of its threads did not start (load) */
 static volatile sig_atomic_t blas_raised;
+static struct sigaction sigint_before; // restored once the libraries are loaded
 
 static void on_load_sigint(int sig, siginfo_t *info, void *ctx)
 {
@@ -114,7 +115,7 @@ static void on_load_sigint(int sig, siginfo_t *info, void *ctx)
         blas_raised = 1;
         return;
     }
-    signal(sig, SIG_DFL); // a real interrupt while loading
+    sigaction(sig, &sigint_before, NULL); // a real interrupt while loading
     raise(sig);
 }
 
@@ -122,7 +123,7 @@ static void on_load_sigint(int sig, siginfo_t *info, void *ctx)
  * could not start is reported with the limit that stopped it. */
 __attribute__((constructor)) static void limits_loaded(void)
 {
-    signal(SIGINT, SIG_DFL);
+    sigaction(SIGINT, &sigint_before, NULL);
     if (!blas_raised)
         return;
     struct error e;
@@ -140,7 +141,7 @@ static void limits_preinit(int argc, char **argv, char **envp)
     (void)argc, (void)argv;
     struct sigaction sa = {.sa_sigaction = on_load_sigint, .sa_flags = SA_SIGINFO};
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGINT, &sa, &sigint_before);
     size_t limit = as_limit();
     if (!limit)
         return;

@@ -553,6 +553,36 @@ static int emit(const struct results *res, bool *placed, struct error *e)
     return rc;
 }
 
+/* The watchdog's rescue (signals_on_stuck): a stop came while rank 0 of a
+ * ddp job waited in a collective for a rank that will never come (it died;
+ * mpirun's SIGTERM). The runs before and the complete epochs of the run in
+ * progress are written as a stop writes them, with rank 0's figures alone;
+ * the main thread is held in its call meanwhile. */
+static struct comm *stuck_comm;
+static void write_stuck(void *arg)
+{
+    struct results *res = arg;
+    if (stuck_comm->rank > 0 || !res->runs)
+        return;
+    struct run_result *run = &res->runs[res->n_runs]; // in progress: see run_points
+    if (run->epochs && run->n_epochs > 0) {
+        run->interrupted = true;
+        run->w = run->b = NULL; // mid-step: no final parameters to report
+        ddp_alone(stuck_comm, run);
+        res->n_runs++;
+    }
+    fprintf(stderr, "dpbench: interrupted by %s while waiting for the other ranks (one stopped "
+                    "responding)\n", signal_name(train_stop));
+    if (res->n_runs == 0)
+        return;
+    struct error e;
+    bool placed = false;
+    res->interrupted = true;
+    report_summarize(res);
+    if (emit(res, &placed, &e))
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+}
+
 int main(int argc, char **argv)
 {
     struct options opts = {0};
@@ -656,6 +686,8 @@ int main(int argc, char **argv)
     train_progress = isatty(STDERR_FILENO);
     if (comm.rank > 0)
         train_progress = false;
+    stuck_comm = &comm;
+    signals_on_stuck(write_stuck, &res);
     rc = run_points(&res.cfg, &bes, &res, &e);
     signals_settle(); // stopped: what completed is written unless another signal comes
     int status = EXIT_OK;

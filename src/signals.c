@@ -16,12 +16,18 @@
 
 enum { TRACKED = 2, PATH_MAX_LEN = 4400, CHUNK = 1 << 20 };
 static const double GRACE_S = 1.5; // a stop point within this, or the process ends
+static const double STUCK_S = 0.4; // in one call this long after a signal: stuck there
 
 static sem_t wake;         // posted once per signal
 static int n_signals;      // signals received (atomic)
 static int n_settled;      // of them, those the main thread has answered (atomic)
 static char tracked[TRACKED][PATH_MAX_LEN];
 static int tracked_on[TRACKED]; // atomic: tracked[i] holds a path
+enum { IDLE, IN_CALL, TAKEN };
+static int call_state;           // atomic: enum above
+static long call_seq;            // atomic: calls begun
+static void (*stuck_fn)(void *);
+static void *stuck_arg;
 
 const char *signals_name(int sig)
 {
@@ -67,6 +73,21 @@ static void end_now(void)
     _exit(128 + sig);
 }
 
+/* The main thread is in the call it was in when the signal came (seq), and
+ * now the watchdog's: write what completed and end. */
+static void take_over(long seq)
+{
+    int in_call = IN_CALL;
+    if (!stuck_fn || __atomic_load_n(&call_seq, __ATOMIC_SEQ_CST) != seq ||
+        !__atomic_compare_exchange_n(&call_state, &in_call, TAKEN, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST))
+        return;
+    signals_settle(); // the output that follows is wanted
+    stuck_fn(stuck_arg);
+    fflush(stdout);
+    _exit(128 + (train_stop ? train_stop : SIGTERM));
+}
+
 static void *watchdog_main(void *arg)
 {
     (void)arg;
@@ -74,13 +95,40 @@ static void *watchdog_main(void *arg)
         if (sem_wait(&wake) != 0)
             continue;
         int k = __atomic_load_n(&n_signals, __ATOMIC_SEQ_CST);
-        double until = now_seconds() + GRACE_S;
-        while (__atomic_load_n(&n_settled, __ATOMIC_SEQ_CST) < k && now_seconds() < until)
+        long seq = __atomic_load_n(&call_seq, __ATOMIC_SEQ_CST);
+        double t0 = now_seconds(), t = t0;
+        for (; __atomic_load_n(&n_settled, __ATOMIC_SEQ_CST) < k && t < t0 + GRACE_S;
+             t = now_seconds()) {
+            if (t >= t0 + STUCK_S)
+                take_over(seq);
             nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+        }
         if (__atomic_load_n(&n_settled, __ATOMIC_SEQ_CST) < k)
             end_now();
     }
     return NULL;
+}
+
+void signals_call_begin(void)
+{
+    __atomic_add_fetch(&call_seq, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&call_state, IN_CALL, __ATOMIC_SEQ_CST);
+}
+
+void signals_call_end(void)
+{
+    int in_call = IN_CALL;
+    if (__atomic_compare_exchange_n(&call_state, &in_call, IDLE, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+        return;
+    for (;;) // the watchdog is writing the results and ends the process
+        pause();
+}
+
+void signals_on_stuck(void (*fn)(void *), void *arg)
+{
+    stuck_arg = arg;
+    __atomic_store_n(&stuck_fn, fn, __ATOMIC_SEQ_CST);
 }
 
 void signals_init(void)
@@ -90,7 +138,9 @@ void signals_init(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    struct sigaction hup;
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) // nohup: ignored
+        sigaction(SIGHUP, &sa, NULL);
     signal(SIGXFSZ, SIG_IGN);
     pthread_t t;
     if (thread_start(&t, watchdog_main, NULL) == 0)

@@ -29,6 +29,15 @@ FILE *signals_fdopen(int fd);
  * (at most 2 at a time); signals_untrack once it has its final name. */
 void signals_track(const char *path);
 void signals_untrack(const char *path);
+/* Around a call that may never return: a collective whose other ranks died
+ * (mpirun then sends SIGTERM, and SIGKILL a second later). A signal that
+ * finds the main thread still in the same call STUCK_S (0.4 s) later makes
+ * the watchdog run the function given to signals_on_stuck (it writes what
+ * completed) and end the process with 128 + the signal; the main thread
+ * never leaves that call then. */
+void signals_call_begin(void);
+void signals_call_end(void);
+void signals_on_stuck(void (*fn)(void *arg), void *arg);
 /* "SIGINT", "SIGTERM", "SIGHUP" */
 const char *signals_name(int sig);
 

@@ -142,5 +142,29 @@ for sig in INT TERM HUP; do
     else bad "SIG$sig while writing results: exit $rc (want $want) after $ms ms, left '$files': $(head -c 400 "$TMP/big.err")"; fi
 done
 
+# a library call that never returns (tests/stuck_blas.c stands in for one):
+# a signal ends the process 1.5 s later with 128 + the signal and a message,
+# never a hang that only SIGKILL ends
+if ${CC:-cc} -shared -fPIC -o "$TMP/stuck.so" tests/stuck_blas.c 2>"$TMP/cc.err"; then
+    for sig in TERM HUP; do
+        rm -f "$TMP/stuck.mark"
+        STUCK_MARK="$TMP/stuck.mark" LD_PRELOAD="$TMP/stuck.so" timeout -s KILL $CAP "$BIN" \
+            --out "$TMP/stuck" >"$TMP/stuck.out" 2>"$TMP/stuck.err" &
+        pid=$!
+        for i in $(seq 3000); do [ -e "$TMP/stuck.mark" ] && break; sleep 0.01; done
+        kill -$sig $pid
+        t0=$(date +%s%N)
+        wait $pid
+        rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+        want=$((128 + $(kill -l $sig)))
+        if [ -e "$TMP/stuck.mark" ] && [ $rc -eq $want ] && [ $ms -lt 2500 ] &&
+            grep -q "interrupted by SIG$sig, and the run did not reach a point where it can stop" "$TMP/stuck.err" &&
+            [ -z "$(find "$TMP/stuck" -name '*.tmp' 2>/dev/null)" ]; then ok
+        else bad "SIG$sig inside a call that never returns: exit $rc (want $want) after $ms ms: $(head -c 400 "$TMP/stuck.err")"; fi
+    done
+else
+    bad "cannot build tests/stuck_blas.c: $(cat "$TMP/cc.err")"
+fi
+
 echo "limits: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
