@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "rlimits.h"
 
 int blas_work_init(struct blas_work *bw, int features, int out_features, long rows,
                    enum hostmm_lib lib, struct error *e)
@@ -145,7 +145,7 @@ static int side_by_side(int features, int out_features, long rows, enum hostmm_l
         }
         for (; started < n; started++)
             if ((rc = thread_start(&t[started], side_main, &s[started])) != 0) {
-                limits_thread_error(e, rc, "parallel.replicas",
+                rlimits_thread_error(e, rc, "parallel.replicas",
                                     "cannot start a BLAS timing thread");
                 break;
             }
@@ -191,8 +191,6 @@ int blas_choose_threads(int features, int out_features, long rows, int max_threa
                             "kernels on this CPU (build with libxsmm-dev installed, or use "
                             "openblas or auto)");
     memset(out, 0, sizeof *out);
-    if (max_threads > limits_blas_threads())
-        max_threads = limits_blas_threads();
     if (max_threads < 1)
         max_threads = 1;
     if (side < 1)

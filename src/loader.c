@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "dataset.h"
-#include "limits.h"
+#include "rlimits.h"
 #include "rng.h"
 
 struct loader_worker {
@@ -257,7 +257,7 @@ int loader_epoch_begin(struct loader *l, long epoch, struct error *e)
                 pthread_join(l->workers[j].thread, NULL);
             l->stop = false;
             l->active = 0; // a worker that saw stop first left without counting itself out
-            return limits_thread_error(e, rc, "loader.num_workers",
+            return rlimits_thread_error(e, rc, "loader.num_workers",
                                        "loader: cannot start worker %d of %d", i,
                                        l->opt.num_workers);
         }

@@ -24,7 +24,7 @@
 #include "estimate.h"
 #include "export.h"
 #include "gen.h"
-#include "limits.h"
+#include "rlimits.h"
 #include "signals.h"
 #include "ddp.h"
 #include "loader.h"
@@ -277,7 +277,7 @@ static int check_points(const struct config *c, double max_memory, size_t *peak,
             return -1;
         struct estimate est;
         int rc = estimate_host(&pc, &est);
-        if (rc == 0 && limits_check_run(&pc, &est, e)) {
+        if (rc == 0 && rlimits_check_run(&pc, &est, e)) {
             config_free(&pc);
             return label[0] ? error_wrap(e, "sweep point %s", label) : -1;
         }
@@ -543,7 +543,7 @@ static int emit(const struct results *res, bool *placed, struct error *e)
         err = errno ? errno : EIO;
     char why[256];
     const char *fail = strcmp(fmt, "json") == 0 && !json ? "out of memory rendering JSON"
-                       : err ? limits_write_error(err, why, sizeof why)
+                       : err ? rlimits_write_error(err, why, sizeof why)
                              : NULL;
     if (fail && !signals_pending()) {
         if (rc)

@@ -2,7 +2,7 @@
  * `struct results`, plus atomic result files. */
 #include "report.h"
 #include "report_ddp.h"
-#include "limits.h"
+#include "rlimits.h"
 #include "signals.h"
 
 #include <cjson/cJSON.h>
@@ -663,7 +663,7 @@ static int write_new(const char *path, const char *text, const struct results *r
         unlink(path);
         signals_untrack(path);
         char why[256];
-        return error_set(e, "%s: cannot write: %s", path, limits_write_error(err, why, sizeof why));
+        return error_set(e, "%s: cannot write: %s", path, rlimits_write_error(err, why, sizeof why));
     }
     return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "comm.h"
 #include "ddp.h"
+#include "rlimits.h"
 #include "rng.h"
 #include "step.h"
 
@@ -257,7 +258,9 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         /* replicas run side by side: together never more threads than free cores */
         long rows = c->loader.batch_size < d->length ? c->loader.batch_size : d->length;
         int side = n < setup.compute_cores ? n : setup.compute_cores; // replicas at once
-        if (blas_choose_threads(F, O, (rows + n - 1) / n, setup.compute_cores / n, side,
+        int most = setup.compute_cores / n; // and no more than OpenBLAS started (rlimits.h)
+        most = most < rlimits_blas_threads() ? most : rlimits_blas_threads();
+        if (blas_choose_threads(F, O, (rows + n - 1) / n, most, side,
                                 c->parallel.blas,
                                 &out->blas, e))
             goto out;

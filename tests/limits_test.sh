@@ -137,7 +137,9 @@ for sig in INT TERM HUP; do
         python3 -c "import json,csv,glob,sys; json.load(open(glob.glob(sys.argv[1]+'/*.json')[0])); assert len(list(csv.reader(open(glob.glob(sys.argv[1]+'/*.csv')[0])))) > 300000" "$TMP/big" &&
             [ -z "$(find "$TMP/big" -name '*.tmp')" ] && files="" && : >"$TMP/big.out"
     fi
-    if [ $rc -eq $want ] && [ $ms -lt 2000 ] && [ -z "$files" ] && [ ! -s "$TMP/big.out" ] &&
+    # 2 s, and 1 more for the shell and the kernel (an fsync begun before the
+    # signal is not cut short) on a loaded machine
+    if [ $rc -eq $want ] && [ $ms -lt 3000 ] && [ -z "$files" ] && [ ! -s "$TMP/big.out" ] &&
         grep -q "interrupted by SIG$sig while writing the results" "$TMP/big.err"; then ok
     else bad "SIG$sig while writing results: exit $rc (want $want) after $ms ms, left '$files': $(head -c 400 "$TMP/big.err")"; fi
 done
@@ -157,7 +159,8 @@ if ${CC:-cc} -shared -fPIC -o "$TMP/stuck.so" tests/stuck_blas.c 2>"$TMP/cc.err"
         wait $pid
         rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
         want=$((128 + $(kill -l $sig)))
-        if [ -e "$TMP/stuck.mark" ] && [ $rc -eq $want ] && [ $ms -lt 2500 ] &&
+        # the watchdog's 1.5 s, and 1.5 s for scheduling on a loaded machine
+        if [ -e "$TMP/stuck.mark" ] && [ $rc -eq $want ] && [ $ms -lt 3000 ] &&
             grep -q "interrupted by SIG$sig, and the run did not reach a point where it can stop" "$TMP/stuck.err" &&
             [ -z "$(find "$TMP/stuck" -name '*.tmp' 2>/dev/null)" ]; then ok
         else bad "SIG$sig inside a call that never returns: exit $rc (want $want) after $ms ms: $(head -c 400 "$TMP/stuck.err")"; fi

@@ -5,8 +5,8 @@
  * of a file (RLIMIT_FSIZE, ulimit -f). Each is checked before it is needed,
  * or its failure is explained with the limit's name and the setting to
  * lower, instead of a hang or a bare errno. */
-#ifndef DPBENCH_LIMITS_H
-#define DPBENCH_LIMITS_H
+#ifndef DPBENCH_RLIMITS_H
+#define DPBENCH_RLIMITS_H
 
 #include <stddef.h>
 
@@ -18,22 +18,22 @@ struct estimate;
 /* The address space one run of c needs beyond what is mapped now (est: its
  * estimate_host) against RLIMIT_AS; -1 with e naming the limit, how much the
  * run needs and the settings to lower when it does not fit. */
-int limits_check_run(const struct config *c, const struct estimate *est, struct error *e);
+int rlimits_check_run(const struct config *c, const struct estimate *est, struct error *e);
 
 /* The threads OpenBLAS started at load (OPENBLAS_NUM_THREADS or the cores):
  * a run asks for no more, since a thread it adds later is started unchecked
  * (a thread that fails to start there would hang the first product). */
-int limits_blas_threads(void);
+int rlimits_blas_threads(void);
 
 /* e for a thread that did not start (pthread_create's err): the message fmt
  * made, err's text and, for EAGAIN, the limits that can cause it (RLIMIT_NPROC,
  * RLIMIT_AS) with their values and `setting`, the config key that sets how
  * many threads start. Returns -1. */
-int limits_thread_error(struct error *e, int err, const char *setting, const char *fmt, ...)
+int rlimits_thread_error(struct error *e, int err, const char *setting, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* The text of a write error err: strerror, and for EFBIG the file-size limit
  * (RLIMIT_FSIZE, ulimit -f) that caused it. */
-const char *limits_write_error(int err, char *buf, size_t n);
+const char *rlimits_write_error(int err, char *buf, size_t n);
 
 #endif

@@ -7,7 +7,7 @@
  * call; when the mapping fails it retries forever (blas_memory_alloc), and a
  * thread that cannot start makes it raise SIGINT. Under a low `ulimit -v` the
  * process would hang or end as if interrupted, with no word of the limit. */
-#include "limits.h"
+#include "rlimits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -121,13 +121,13 @@ static void on_load_sigint(int sig, siginfo_t *info, void *ctx)
 
 /* Runs after the libraries' constructors, before main: a thread OpenBLAS
  * could not start is reported with the limit that stopped it. */
-__attribute__((constructor)) static void limits_loaded(void)
+__attribute__((constructor)) static void rlimits_loaded(void)
 {
     sigaction(SIGINT, &sigint_before, NULL);
     if (!blas_raised)
         return;
     struct error e;
-    limits_thread_error(&e, EAGAIN, "OPENBLAS_NUM_THREADS",
+    rlimits_thread_error(&e, EAGAIN, "OPENBLAS_NUM_THREADS",
                         "OpenBLAS could not start its threads");
     fprintf(stderr, "dpbench: %s\n", e.msg);
     _exit(1); // its half-started pool cannot be shut down
@@ -136,7 +136,7 @@ __attribute__((constructor)) static void limits_loaded(void)
 /* Runs before every library's constructor (.preinit_array): refuses, with the
  * limit's name, an address space too small for OpenBLAS to start, and
  * catches the SIGINT it raises when a thread does not start. */
-static void limits_preinit(int argc, char **argv, char **envp)
+static void rlimits_preinit(int argc, char **argv, char **envp)
 {
     (void)argc, (void)argv;
     struct sigaction sa = {.sa_sigaction = on_load_sigint, .sa_flags = SA_SIGINFO};
@@ -166,11 +166,11 @@ static void limits_preinit(int argc, char **argv, char **envp)
 
 __attribute__((section(".preinit_array"), used)) static void (*const preinit)(int, char **,
                                                                             char **) =
-    limits_preinit;
+    rlimits_preinit;
 
-int limits_blas_threads(void) { return (int)blas_load_threads(environ); }
+int rlimits_blas_threads(void) { return (int)blas_load_threads(environ); }
 
-int limits_check_run(const struct config *c, const struct estimate *est, struct error *e)
+int rlimits_check_run(const struct config *c, const struct estimate *est, struct error *e)
 {
     size_t limit = as_limit();
     if (!limit)
@@ -180,10 +180,10 @@ int limits_check_run(const struct config *c, const struct estimate *est, struct 
     size_t W = (size_t)c->loader.num_workers, stack = thread_stack();
     /* the estimate's runtime is resident memory; here every thread's whole
      * stack and each BLAS-calling thread's buffer count: the threads of
-     * OpenBLAS's pool (started at load, all a run uses: limits_blas_threads),
+     * OpenBLAS's pool (started at load, all a run uses: rlimits_blas_threads),
      * and on the cpu the main thread and the replica threads; those buffers
      * mapped already are counted here */
-    size_t pool = (size_t)limits_blas_threads() - 1;
+    size_t pool = (size_t)rlimits_blas_threads() - 1;
     size_t threads = W + (cpu ? R - 1 : 0), callers = pool + (cpu ? R : 0);
     size_t data = est->total - est->runtime, stacks = 0, blas = 0, need;
     size_t now = mapped_now() - blas_mapped();
@@ -206,7 +206,7 @@ int limits_check_run(const struct config *c, const struct estimate *est, struct 
                      mib(blas), mib(SLACK), more);
 }
 
-int limits_thread_error(struct error *e, int err, const char *setting, const char *fmt, ...)
+int rlimits_thread_error(struct error *e, int err, const char *setting, const char *fmt, ...)
 {
     char what[512];
     va_list ap;
@@ -231,11 +231,11 @@ int limits_thread_error(struct error *e, int err, const char *setting, const cha
     if (!used)
         snprintf(why, sizeof why, "the system's limit on threads (kernel.threads-max, "
                  "a pids cgroup)");
-    return error_set(e, "%s: %s (%s): lower %s or raise the limit", what, strerror(err), why,
+    return error_set(e, "%s: %s; %s: lower %s or raise the limit", what, strerror(err), why,
                      setting);
 }
 
-const char *limits_write_error(int err, char *buf, size_t n)
+const char *rlimits_write_error(int err, char *buf, size_t n)
 {
     struct rlimit r;
     if (err == EFBIG && getrlimit(RLIMIT_FSIZE, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
