@@ -43,7 +43,7 @@ CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c \
-           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c stats.c dl.c
+           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c stats.c dl.c rlimits.c signals.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -90,7 +90,7 @@ $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
-        test-valgrind test-scripts test-ddp test-multinode test-cuda-emulated test-docs test-fresh bench bench-data clean
+        test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated test-docs test-fresh bench bench-data clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -235,13 +235,18 @@ test-docs: dpbench
 test-ddp: dpbench
 	@printf 'ddp: '; tests/ddp_test.sh ./dpbench
 
+# resource limits (ulimit -v/-u/-f, as root and as nobody) and signals while
+# results are written: every case under a hard timeout
+test-limits: dpbench
+	@tests/limits_test.sh ./dpbench
+
 # DDP across two hosts made of network namespaces (root, iproute2, Open MPI;
 # skips otherwise); CI runs it after make test.
 test-multinode: dpbench
 	@printf 'multinode: '; tests/multinode_test.sh ./dpbench
 
 test: test-unit test-cli test-data-cli test-docs test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
-      test-ddp \
+      test-ddp test-limits \
       test-cuda-emulated
 
 # GPU tests stay out of TESTS so `make test` needs no GPU; without a usable

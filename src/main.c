@@ -24,6 +24,8 @@
 #include "estimate.h"
 #include "export.h"
 #include "gen.h"
+#include "rlimits.h"
+#include "signals.h"
 #include "ddp.h"
 #include "loader.h"
 #include "report.h"
@@ -66,7 +68,8 @@ static void usage(FILE *f)
             "  -V, --version         version and the backends compiled in\n"
             "  -h, --help            this text\n"
             "\n"
-            "Exit status: 0 done, 1 run failed, 2 bad config or usage, 130/143 interrupted.\n");
+            "Exit status: 0 done, 1 run failed, 2 bad config or usage, 129/130/143 interrupted\n"
+            "(SIGHUP/SIGINT/SIGTERM).\n");
 }
 
 static int parse_bytes(const char *s, double *out)
@@ -274,6 +277,10 @@ static int check_points(const struct config *c, double max_memory, size_t *peak,
             return -1;
         struct estimate est;
         int rc = estimate_host(&pc, &est);
+        if (rc == 0 && rlimits_check_run(&pc, &est, e)) {
+            config_free(&pc);
+            return label[0] ? error_wrap(e, "sweep point %s", label) : -1;
+        }
         config_free(&pc);
         if (rc || __builtin_add_overflow(est.total, kept, &est.total))
             return error_set(e, "%s%sdataset %ld x %ld -> %ld: the sizes overflow this "
@@ -434,7 +441,7 @@ static int run_points(const struct config *c, const struct backends *bes, struct
     return rc;
 }
 
-static const char *signal_name(int sig) { return sig == SIGINT ? "SIGINT" : "SIGTERM"; }
+static const char *signal_name(int sig) { return signals_name(sig); }
 
 /* --export DIR: every point's config, data, initial parameters and sample
  * orders, written for a reference implementation; nothing is trained. */
@@ -503,7 +510,7 @@ static int h2d_bandwidth(void)
  * costs the results on stdout, and a stdout nobody reads any more (mpirun
  * stops forwarding its ranks' output once told to end the job) never costs
  * the files. */
-static int emit(const struct results *res, struct error *e)
+static int emit(const struct results *res, bool *placed, struct error *e)
 {
     int rc = 0;
     if (res->cfg.report.out[0]) {
@@ -512,26 +519,68 @@ static int emit(const struct results *res, struct error *e)
             rc = error_wrap(e, "result files not written (results are on stdout)");
         else
             fprintf(stderr, "dpbench: results written to %s (and .csv)\n", path);
+        *placed = rc == 0;
     }
+    if (signals_pending())
+        return -1; // a signal came while they were written: nothing more
+    /* stdout through a stream that a signal cuts short */
+    fflush(stdout);
+    FILE *out = signals_fdopen(STDOUT_FILENO);
+    FILE *f = out ? out : stdout;
     const char *fmt = res->cfg.report.format;
     char *json = strcmp(fmt, "json") == 0 ? report_json(res) : NULL;
     if (json) {
-        puts(json);
+        fputs(json, f);
+        fputc('\n', f);
         free(json);
     } else if (strcmp(fmt, "csv") == 0) {
-        report_csv(stdout, res);
+        report_csv(f, res);
     } else if (strcmp(fmt, "text") == 0) {
-        report_text(stdout, res);
+        report_text(f, res);
     }
+    int err = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
+    if (out && fclose(out) != 0 && !err)
+        err = errno ? errno : EIO;
+    char why[256];
     const char *fail = strcmp(fmt, "json") == 0 && !json ? "out of memory rendering JSON"
-                       : fflush(stdout) != 0             ? strerror(errno)
-                                                         : NULL;
-    if (fail) {
+                       : err ? rlimits_write_error(err, why, sizeof why)
+                             : NULL;
+    if (fail && !signals_pending()) {
         if (rc)
             fprintf(stderr, "dpbench: %s\n", e->msg);
         rc = error_set(e, "cannot write results to stdout: %s", fail);
     }
     return rc;
+}
+
+/* The watchdog's rescue (signals_on_stuck): a stop came while rank 0 of a
+ * ddp job waited in a collective for a rank that will never come (it died;
+ * mpirun's SIGTERM). The runs before and the complete epochs of the run in
+ * progress are written as a stop writes them, with rank 0's figures alone;
+ * the main thread is held in its call meanwhile. */
+static struct comm *stuck_comm;
+static void write_stuck(void *arg)
+{
+    struct results *res = arg;
+    if (stuck_comm->rank > 0 || !res->runs)
+        return;
+    struct run_result *run = &res->runs[res->n_runs]; // in progress: see run_points
+    if (run->epochs && run->n_epochs > 0) {
+        run->interrupted = true;
+        run->w = run->b = NULL; // mid-step: no final parameters to report
+        ddp_alone(stuck_comm, run);
+        res->n_runs++;
+    }
+    fprintf(stderr, "dpbench: interrupted by %s while waiting for the other ranks (one stopped "
+                    "responding)\n", signal_name(train_stop));
+    if (res->n_runs == 0)
+        return;
+    struct error e;
+    bool placed = false;
+    res->interrupted = true;
+    report_summarize(res);
+    if (emit(res, &placed, &e))
+        fprintf(stderr, "dpbench: %s\n", e.msg);
 }
 
 int main(int argc, char **argv)
@@ -556,11 +605,10 @@ int main(int argc, char **argv)
         return h2d_bandwidth();
     }
     /* From here on every long phase (the checks, generation, epochs) stops at
-     * a first SIGINT/SIGTERM; a second one also drops the batches in flight. */
-    struct sigaction sa = {.sa_handler = stop_request};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+     * a first SIGINT/SIGTERM/SIGHUP (dropping the batch in flight, or for a
+     * ddp rank after the next step); one while the results are written stops
+     * the writing. */
+    signals_init();
     if (opts.export_dir) {
         rc = export_points(&res.cfg, opts.export_dir, opts.max_memory);
         config_free(&res.cfg);
@@ -638,7 +686,10 @@ int main(int argc, char **argv)
     train_progress = isatty(STDERR_FILENO);
     if (comm.rank > 0)
         train_progress = false;
+    stuck_comm = &comm;
+    signals_on_stuck(write_stuck, &res);
     rc = run_points(&res.cfg, &bes, &res, &e);
+    signals_settle(); // stopped: what completed is written unless another signal comes
     int status = EXIT_OK;
     /* a failure every rank had after the same step leaves the ranks in step:
      * rank 0 reports the job as a single process does; any other failure
@@ -657,12 +708,21 @@ int main(int argc, char **argv)
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         res.peak_rss_bytes = (double)ru.ru_maxrss * 1024; // Linux reports KiB
+    bool placed = false; // the result files have their names
     if (res.n_runs > 0) {
         report_summarize(&res);
-        if (emit(&res, &e)) {
+        if (emit(&res, &placed, &e) && !signals_pending()) {
             fprintf(stderr, "dpbench: %s\n", e.msg);
             status = EXIT_RUN;
         }
+    }
+    if (signals_pending()) { // while the results were written: they were cut short
+        fprintf(stderr, "dpbench: interrupted by %s while writing the results; %s\n",
+                signal_name(train_stop), placed ? "the result files were written, stdout was cut "
+                                                  "short" : "no result files written");
+        results_free(&res);
+        comm_close(&comm);
+        return 128 + train_stop;
     }
     if (res.interrupted && train_stop) {
         if (comm.rank > 0)

@@ -126,9 +126,12 @@ PY
 fi
 
 # ---- a rank killed mid-run: mpirun ends the job within seconds, naming the
-# rank and its host; no rank is left behind
+# rank and its host; no rank is left behind. Rank 0, waiting in a collective
+# for the dead rank when mpirun's SIGTERM comes, still writes its complete
+# epochs (its own figures, noted as such) to stdout and --out, no temp file
 "${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set name=ddp-kill-$$ --set dataset.length=2000 \
-    --set dataset.sample_cost_us=50 --set train.epochs=100000 >"$TMP/out" 2>"$TMP/err" &
+    --set dataset.sample_cost_us=50 --set train.epochs=100000 --out "$TMP/kill" --format json \
+    >"$TMP/out" 2>"$TMP/err" &
 pid=$!
 victim=""
 wait_busy "name=ddp-kill-$$" 2 100 # both ranks training
@@ -143,7 +146,17 @@ rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 sleep 0.2
 left=$(pids_matching "name=ddp-kill-$$")
 if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$ms" -lt 10000 ] && [ -z "$left" ] &&
-   grep -q "rank 1 .*on node $(hostname)" "$TMP/err"; then ok; else
+   grep -q "rank 1 .*on node $(hostname)" "$TMP/err" &&
+   [ -z "$(find "$TMP/kill" -name '*.tmp')" ] && python3 - "$TMP/kill" "$TMP/out" <<'PY'; then ok; else
+import glob, json, sys
+j, = glob.glob(sys.argv[1] + "/*.json")
+for d in (json.load(open(j)), json.load(open(sys.argv[2]))):
+    assert d["interrupted"] is True, d["interrupted"]
+    r = d["runs"][0]
+    assert 0 < len(r["epochs"]) < 100000, len(r["epochs"])
+    assert "did not respond" in r["notes"], r["notes"]
+    assert all(e["samples"] == 1000 for e in r["epochs"])  # rank 0's shard
+PY
     bad "killed rank 1 (pid '$victim'): exit $rc after $ms ms, left '$left': $(head -c 400 "$TMP/err")"
     [ -n "$left" ] && kill $left 2>/dev/null
 fi

@@ -23,6 +23,7 @@
 #include "backend.h"
 #include "chunk.h"
 #include "hostmm.h"
+#include "rlimits.h"
 
 #define SPIN_SECONDS 50e-6 // longest spin before blocking
 #define MAX_OPS 8          // calls one replica gets between fork and join (3 in a step)
@@ -348,8 +349,8 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
         int rc = thread_start(&dp->reps[i].thread, replica_main, &dp->reps[i]);
         if (rc) {
             cpu_free(dp);
-            return error_set(e, "cpu backend: cannot start replica thread %d: %s", i,
-                             strerror(rc));
+            return rlimits_thread_error(e, rc, "parallel.replicas",
+                                       "cpu backend: cannot start replica thread %d", i);
         }
         dp->threads = i;
     }

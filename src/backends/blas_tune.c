@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rlimits.h"
+
 int blas_work_init(struct blas_work *bw, int features, int out_features, long rows,
                    enum hostmm_lib lib, struct error *e)
 {
@@ -143,7 +145,8 @@ static int side_by_side(int features, int out_features, long rows, enum hostmm_l
         }
         for (; started < n; started++)
             if ((rc = thread_start(&t[started], side_main, &s[started])) != 0) {
-                error_set(e, "cannot start a BLAS timing thread: %s", strerror(rc));
+                rlimits_thread_error(e, rc, "parallel.replicas",
+                                    "cannot start a BLAS timing thread");
                 break;
             }
         atomic_store(&gate, rc ? -1 : 1);

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "signals.h"
+
 #ifdef DPBENCH_HAVE_MPI
 #define MPI_ENGINE (&comm_mpi)
 #else
@@ -53,6 +55,16 @@ const char *comm_auto(bool device_memory)
         if (engines[i].device_memory == device_memory)
             return engines[i].name;
     return NULL;
+}
+
+
+/* An engine's call, marked as one that may never return (signals.h): a
+ * collective waits for every rank, and a rank that died never comes. */
+#define HELD(call) (signals_call_begin(), held_end(call))
+static int held_end(int rc)
+{
+    signals_call_end();
+    return rc;
 }
 
 const char *comm_engines(void)
@@ -144,9 +156,9 @@ int comm_allreduce(struct comm *c, float *buf, size_t n, int stop_here, struct e
     }
     if (c->engine->device_memory) { // the stop flag after it, from the host
         double t0 = now_seconds();
-        int rc = c->engine->allreduce_sum(c, buf, n, e);
+        int rc = HELD(c->engine->allreduce_sum(c, buf, n, e));
         long most = 0;
-        if (rc || account(c, now_seconds() - t0, n, e) || c->engine->max(c, stop_here, &most, e))
+        if (rc || account(c, now_seconds() - t0, n, e) || HELD(c->engine->max(c, stop_here, &most, e)))
             return -1;
         c->stop = (int)most;
         return 0;
@@ -166,7 +178,7 @@ int comm_allreduce(struct comm *c, float *buf, size_t n, int stop_here, struct e
     c->scratch[n] = stop_here >= COMM_STOP ? 1.0f : 0.0f;
     c->scratch[n + 1] = stop_here >= COMM_FAIL ? 1.0f : 0.0f;
     double t0 = now_seconds();
-    int rc = c->engine->allreduce_sum(c, c->scratch, n + 2, e);
+    int rc = HELD(c->engine->allreduce_sum(c, c->scratch, n + 2, e));
     if (rc || account(c, now_seconds() - t0, n, e))
         return -1;
     memcpy(buf, c->scratch, n * sizeof(float));
@@ -185,7 +197,7 @@ int comm_allreduce_wait(struct comm *c, double *wait_s, struct error *e)
     if (!least)
         return error_set(e, "out of memory");
     memcpy(least, c->call_s, n * sizeof *least);
-    int rc = c->engine->min(c, least, n, e);
+    int rc = HELD(c->engine->min(c, least, n, e));
     for (size_t k = 0; rc == 0 && k < n; k++)
         *wait_s += c->call_s[k] - least[k];
     free(least);
@@ -194,12 +206,12 @@ int comm_allreduce_wait(struct comm *c, double *wait_s, struct error *e)
 
 int comm_sum(struct comm *c, float *buf, size_t n, struct error *e)
 {
-    return c->engine ? c->engine->allreduce_sum(c, buf, n, e) : 0;
+    return c->engine ? HELD(c->engine->allreduce_sum(c, buf, n, e)) : 0;
 }
 
 int comm_bcast(struct comm *c, void *buf, size_t bytes, struct error *e)
 {
-    return c->engine ? c->engine->bcast(c, buf, bytes, e) : 0;
+    return c->engine ? HELD(c->engine->bcast(c, buf, bytes, e)) : 0;
 }
 
 int comm_gather(struct comm *c, const void *send, size_t bytes, void *recv, struct error *e)
@@ -208,7 +220,7 @@ int comm_gather(struct comm *c, const void *send, size_t bytes, void *recv, stru
         memcpy(recv, send, bytes);
         return 0;
     }
-    return c->engine->gather(c, send, bytes, recv, e);
+    return HELD(c->engine->gather(c, send, bytes, recv, e));
 }
 
 int comm_max(struct comm *c, long v, long *max, struct error *e)
@@ -217,7 +229,7 @@ int comm_max(struct comm *c, long v, long *max, struct error *e)
         *max = v;
         return 0;
     }
-    return c->engine->max(c, v, max, e);
+    return HELD(c->engine->max(c, v, max, e));
 }
 
 void comm_abort(struct comm *c, int code)

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "dataset.h"
+#include "rlimits.h"
 #include "rng.h"
 
 struct loader_worker {
@@ -79,6 +80,14 @@ int loader_init(struct loader *l, const struct dataset *d, const struct loader_o
     return 0;
 }
 
+/* Whether the batch in flight is dropped: a second signal, or for a single
+ * process the first (the epoch it belongs to is partial, never reported; a
+ * rank of several goes on to the step's allreduce, which carries the stop). */
+static bool dropped(const struct loader *l)
+{
+    return abort_requested() || (l->opt.world <= 1 && stop_requested());
+}
+
 /* Gathers batch k's samples into b; runs the transform. 1 when the epoch's
  * outstanding work was cancelled (early stop, or a second signal) between two
  * samples: slow samples must not hold a stop up for a whole batch. */
@@ -92,7 +101,7 @@ static int fill(struct loader *l, struct batch *b, long k, struct error *e)
     b->rows = rows;
     b->y = b->x + rows * d->features; // packed: (rows, F) then (rows, O)
     for (long i = 0; i < rows; i++) {
-        if (__atomic_load_n(&l->cancel, __ATOMIC_RELAXED) || abort_requested())
+        if (__atomic_load_n(&l->cancel, __ATOMIC_RELAXED) || dropped(l))
             return 1;
         long id = l->order[start + i];
         b->ids[i] = id;
@@ -247,7 +256,10 @@ int loader_epoch_begin(struct loader *l, long epoch, struct error *e)
             for (int j = 0; j < i; j++)
                 pthread_join(l->workers[j].thread, NULL);
             l->stop = false;
-            return error_set(e, "loader: cannot start worker %d: %s", i, strerror(rc));
+            l->active = 0; // a worker that saw stop first left without counting itself out
+            return rlimits_thread_error(e, rc, "loader.num_workers",
+                                       "loader: cannot start worker %d of %d", i,
+                                       l->opt.num_workers);
         }
     }
     l->threads_live = true;
@@ -278,7 +290,7 @@ int loader_next(struct loader *l, struct batch **out, struct error *e)
     /* batches before a failed one are still delivered, as PyTorch does; a
      * second signal cannot wake a condition variable, so the wait polls it */
     while (!*slot && !(l->failed && l->fail_index == l->taken)) {
-        if (abort_requested()) {
+        if (dropped(l)) {
             pthread_mutex_unlock(&l->mu);
             return error_set(e, "loader: batch %ld cancelled: interrupted", l->taken);
         }

@@ -2,6 +2,8 @@
  * `struct results`, plus atomic result files. */
 #include "report.h"
 #include "report_ddp.h"
+#include "rlimits.h"
+#include "signals.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -634,32 +636,34 @@ int report_check_out(const char *dir, const char *name, struct error *e)
 }
 
 /* Writes text (or the CSV of r when text is NULL) to a new file at path,
- * synced; on failure removes it and names the path in e. */
+ * synced; on failure (a signal on the way included: signals.h) removes it
+ * and names the path in e. */
 static int write_new(const char *path, const char *text, const struct results *r,
                      struct error *e)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0)
         return error_set(e, "%s: cannot create: %s", path, strerror(errno));
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        int err = errno;
-        close(fd);
-        unlink(path);
-        return error_set(e, "%s: cannot write: %s", path, strerror(err));
-    }
-    if (text)
+    signals_track(path);
+    FILE *f = signals_fdopen(fd);
+    int err = f ? 0 : errno ? errno : ENOMEM;
+    if (f && text)
         fputs(text, f);
-    else
+    else if (f)
         report_csv(f, r);
-    int err = 0;
-    if (ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0)
+    if (f && (fflush(f) != 0 || ferror(f)))
         err = errno ? errno : EIO;
-    if (fclose(f) != 0 && !err)
+    if (f && fclose(f) != 0 && !err)
+        err = errno;
+    if (!err && fsync(fd) != 0)
+        err = errno;
+    if (close(fd) != 0 && !err)
         err = errno;
     if (err) {
         unlink(path);
-        return error_set(e, "%s: cannot write: %s", path, strerror(err));
+        signals_untrack(path);
+        char why[256];
+        return error_set(e, "%s: cannot write: %s", path, rlimits_write_error(err, why, sizeof why));
     }
     return 0;
 }
@@ -697,6 +701,7 @@ int report_write_files(const struct results *r, const char *dir, char *json_path
         return -1;
     if (write_new(tmp_csv, NULL, r, e)) {
         unlink(tmp_json);
+        signals_untrack(tmp_json);
         return -1;
     }
     rc = 1; // 1: every name taken, -1: an error, 0: placed
@@ -728,6 +733,8 @@ int report_write_files(const struct results *r, const char *dir, char *json_path
                   MAX_SEQ - 1);
     unlink(tmp_json); // gone already where rename placed it
     unlink(tmp_csv);
+    signals_untrack(tmp_json);
+    signals_untrack(tmp_csv);
     if (rc == 0)
         snprintf(json_path, n, "%s", path_json);
     return rc;

@@ -160,6 +160,15 @@ struct record {
     int n_epochs;
 };
 
+void ddp_alone(const struct comm *c, struct run_result *run)
+{
+    size_t used = strlen(run->notes);
+    snprintf(run->notes + used, sizeof run->notes - used,
+             "%sddp job of %d ranks stopped while another rank did not respond: rank %d's "
+             "figures alone (its shard of each epoch)", used ? "; " : "", c->world, c->rank);
+    run->world_size = 1;
+}
+
 int ddp_gather(struct comm *c, struct run_result *run, struct error *e)
 {
     int W = c->world, n = run->n_epochs;

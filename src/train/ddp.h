@@ -18,6 +18,10 @@ struct run_result;
  * run->ranks[], run->splits as (batches, world) rows per rank, and rank 0's
  * epochs turned into the job's (samples and loss over all ranks). */
 int ddp_gather(struct comm *c, struct run_result *run, struct error *e);
+/* Instead of ddp_gather when this rank reports alone (another rank stopped
+ * responding): run keeps this rank's own figures, reported as a world of one
+ * with a note saying so. */
+void ddp_alone(const struct comm *c, struct run_result *run);
 /* The tutorial's lines of the first epoch, for each batch every rank's in
  * rank order ("[rank r] In Model: ..."), from the gathered splits. */
 void ddp_trace(FILE *f, const struct run_result *run, int F, int O);

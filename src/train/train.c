@@ -10,6 +10,7 @@
 
 #include "comm.h"
 #include "ddp.h"
+#include "rlimits.h"
 #include "rng.h"
 #include "step.h"
 
@@ -257,7 +258,9 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         /* replicas run side by side: together never more threads than free cores */
         long rows = c->loader.batch_size < d->length ? c->loader.batch_size : d->length;
         int side = n < setup.compute_cores ? n : setup.compute_cores; // replicas at once
-        if (blas_choose_threads(F, O, (rows + n - 1) / n, setup.compute_cores / n, side,
+        int most = setup.compute_cores / n; // and no more than OpenBLAS started (rlimits.h)
+        most = most < rlimits_blas_threads() ? most : rlimits_blas_threads();
+        if (blas_choose_threads(F, O, (rows + n - 1) / n, most, side,
                                 c->parallel.blas,
                                 &out->blas, e))
             goto out;
@@ -351,8 +354,9 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
             if (stopping(cm))
                 break;
         }
-        if (got < 0 && abort_requested())
-            got = 1; // a second signal cancelled the batch in flight: a partial epoch
+        bool cancelled = abort_requested() || (world == 1 && stop_requested());
+        if (got < 0 && cancelled && !out->stopped[0])
+            got = 1; // a signal cancelled the batch in flight (loader.c): a partial epoch
         if (cm)
             st.allreduce_s = cm->allreduce_s;
         /* a whole epoch: every rank made the same allreduces */
@@ -361,7 +365,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         struct error end_err;
         int end_rc = be->epoch_end(ctx, &st, got < 0 ? &end_err : e); // keep the first error
         loader_epoch_end(&l);
-        if (got < 0 || (end_rc && !abort_requested()))
+        if (got < 0 || (end_rc && !cancelled))
             goto failed;
         double seconds = now_seconds() - t0;
         if (got == 1)

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Resource limits and signals in every phase: a limit too low for the run
+# (ulimit -v address space, -u processes, -f file size; as root and as the
+# unprivileged user nobody) ends it at once with exit 1 or 2 and one message
+# naming the limit (RLIMIT_AS / RLIMIT_NPROC / RLIMIT_FSIZE) and the setting
+# to lower, never a hang, a retry loop or a partial file; SIGHUP mid-run and
+# signals while the results are written end the run with 128 + the signal.
+# Every run has a hard timeout (timeout -s KILL) so a regression cannot hang
+# CI. Prints "N passed, N failed".
+set -u
+BIN=$(realpath "${1:-./dpbench}")
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+. tests/lib.sh
+chmod 755 "$TMP"
+# nobody cannot reach a checkout under /root: it runs a copy
+cp "$BIN" "$TMP/dpbench" && chmod 755 "$TMP/dpbench"
+CAP=60 # seconds: no case takes more than a few; past this it hung
+
+# as USER (root or nobody) LIMITS ARGS...: runs dpbench under `ulimit LIMITS`
+# in $TMP/run (owned by USER), stdout to $TMP/out, stderr to $TMP/err; sets rc
+as() {
+    local user=$1 lim=$2; shift 2
+    rm -rf "$TMP/run" "$TMP/out" "$TMP/err"
+    mkdir "$TMP/run"
+    local wrap=()
+    if [ "$user" = nobody ]; then
+        chown nobody "$TMP/run"
+        wrap=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+    fi
+    timeout -s KILL $CAP "${wrap[@]}" bash -c 'cd "$1" && ulimit '"$lim"' && shift 2 && exec "$0" "$@"' \
+        "$TMP/dpbench" "$TMP/run" x "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+}
+
+# check WHAT WANT_RC FRAGMENT...: exit status, every fragment on stderr, one
+# error line (OpenBLAS's own lines aside; "results written" for a failed run),
+# and no temp or partial file left
+check() {
+    local what=$1 want=$2; shift 2
+    local f missing=""
+    for f in "$@"; do grep -qF -- "$f" "$TMP/err" || missing="$missing '$f'"; done
+    local ours left
+    ours=$(grep -v '^dpbench: results written' "$TMP/err" | grep -c '^dpbench: ')
+    left=$(find "$TMP/run" -name '*.tmp' -o -name '.dpbench-probe*' | head -3)
+    # a result file (a run that failed after it started) must be whole
+    for f in $(find "$TMP/run" -name '*.json'); do
+        python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['runs'][0]['failed']" "$f" ||
+            left="$left $f"
+    done
+    if [ "$rc" -eq "$want" ] && [ -z "$missing" ] && [ "$ours" -eq 1 ] && [ -z "$left" ]; then ok
+    else bad "$what: exit $rc (want $want), missing$missing, left '$left': $(head -c 600 "$TMP/err")"; fi
+}
+
+users=(root)
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+    users+=(nobody)
+else
+    echo "limits: not root (or no setpriv/nobody): the nobody cases are skipped"
+fi
+
+for u in "${users[@]}"; do
+    # address space: too small for OpenBLAS's threads at load (repro 5: it
+    # raised SIGINT, exit 130) or for their buffers (repro 1: retried forever)
+    for kb in 50000 100000; do
+        as $u "-v $kb" --out D
+        check "$u ulimit -v $kb" 2 "RLIMIT_AS, ulimit -v" "raise ulimit -v to at least"
+    done
+    # ... or for the run's threads (repro 2: loader_epoch_end waited for
+    # workers that never started)
+    as $u "-v 500000" --set loader.num_workers=64 --set dataset.length=10000 --out D
+    check "$u ulimit -v 500000, 64 workers" 2 "RLIMIT_AS, ulimit -v" "64 thread stacks" \
+        "lower loader.num_workers"
+    # ... and a limit that fits runs
+    as $u "-v 4000000" --set train.epochs=2 --out D
+    if [ "$rc" -eq 0 ] && ls "$TMP"/run/D/*.json >/dev/null 2>&1; then ok
+    else bad "$u ulimit -v 4000000: exit $rc: $(head -c 300 "$TMP/err")"; fi
+
+    # file size (repro 4: killed by SIGXFSZ, exit 153, a 2 KiB .json.tmp
+    # left): the files are refused, the results are on stdout
+    as $u "-f 2" --out D
+    check "$u ulimit -f 2" 1 "RLIMIT_FSIZE, ulimit -f" "results are on stdout"
+    grep -q "30 -> 30 (x3)" "$TMP/out" && ok || bad "$u ulimit -f 2: no results on stdout"
+done
+
+if [ "${#users[@]}" -gt 1 ]; then
+    # processes: root's threads are not counted, nobody's are (repro 3: the
+    # loader deadlocked)
+    as nobody "-u 20" --set loader.num_workers=64 --set dataset.length=5000 --out D
+    check "nobody ulimit -u 20, 64 workers" 1 "RLIMIT_NPROC, ulimit -u" "lower loader.num_workers"
+    as nobody "-u 20" --set parallel.replicas=64 --out D
+    check "nobody ulimit -u 20, 64 replicas" 1 "RLIMIT_NPROC, ulimit -u" "lower parallel.replicas"
+    # ... even OpenBLAS's own threads at load (it raised SIGINT: exit 130)
+    as nobody "-u 1" --out D
+    check "nobody ulimit -u 1" 1 "OpenBLAS could not start its threads" "RLIMIT_NPROC, ulimit -u"
+fi
+
+# ---- signals: SIGHUP mid-epoch (an ssh session dropping, repro 7) keeps the
+# complete epochs as SIGINT does, exit 129
+rm -rf "$TMP/hup"
+timeout -s KILL $CAP "$BIN" --set dataset.sample_cost_us=200 --set train.epochs=100000 \
+    --out "$TMP/hup" --format json >"$TMP/hup.json" 2>"$TMP/hup.err" &
+pid=$!
+wait_busy "$TMP/hup" 1 100
+kill -HUP $pid
+wait $pid
+rc=$?
+if [ $rc -eq 129 ] && grep -q "interrupted by SIGHUP" "$TMP/hup.err" &&
+    python3 -c "import json,sys,glob; d=json.load(open(sys.argv[1])); f=json.load(open(glob.glob(sys.argv[2]+'/*.json')[0])); assert d['interrupted'] and f['interrupted'] and len(f['runs'][0]['epochs']) > 0" \
+        "$TMP/hup.json" "$TMP/hup"; then ok
+else bad "SIGHUP mid-epoch: exit $rc: $(head -c 400 "$TMP/hup.err")"; fi
+
+# a signal while the result files are written (repro 6: three signals were
+# ignored, 90 MB printed, exit 0): the writing stops within 2 s, no temp file
+# and no result file left, nothing on stdout, exit 128 + the first signal
+for sig in INT TERM HUP; do
+    rm -rf "$TMP/big"
+    mkdir "$TMP/big"
+    timeout -s KILL $CAP "$BIN" --out "$TMP/big" --set dataset.length=1 --set loader.batch_size=1 \
+        --set train.epochs=300000 >"$TMP/big.out" 2>"$TMP/big.err" &
+    pid=$!
+    for i in $(seq 3000); do # until the first temp file appears (training takes seconds)
+        [ -n "$(find "$TMP/big" -name '*.tmp')" ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.01
+    done
+    kill -$sig $pid
+    t0=$(date +%s%N)
+    wait $pid
+    rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    want=$((128 + $(kill -l $sig)))
+    # the signal came while the files were written: none left, nothing on
+    # stdout; or just after they got their names: both whole, stdout cut
+    files=$(ls -A "$TMP/big" | tr '\n' ' ')
+    if grep -q "the result files were written" "$TMP/big.err"; then
+        python3 -c "import json,csv,glob,sys; json.load(open(glob.glob(sys.argv[1]+'/*.json')[0])); assert len(list(csv.reader(open(glob.glob(sys.argv[1]+'/*.csv')[0])))) > 300000" "$TMP/big" &&
+            [ -z "$(find "$TMP/big" -name '*.tmp')" ] && files="" && : >"$TMP/big.out"
+    fi
+    # 2 s, and 1 more for the shell and the kernel (an fsync begun before the
+    # signal is not cut short) on a loaded machine
+    if [ $rc -eq $want ] && [ $ms -lt 3000 ] && [ -z "$files" ] && [ ! -s "$TMP/big.out" ] &&
+        grep -q "interrupted by SIG$sig while writing the results" "$TMP/big.err"; then ok
+    else bad "SIG$sig while writing results: exit $rc (want $want) after $ms ms, left '$files': $(head -c 400 "$TMP/big.err")"; fi
+done
+
+# a library call that never returns (tests/stuck_blas.c stands in for one):
+# a signal ends the process 1.5 s later with 128 + the signal and a message,
+# never a hang that only SIGKILL ends
+if ${CC:-cc} -shared -fPIC -o "$TMP/stuck.so" tests/stuck_blas.c 2>"$TMP/cc.err"; then
+    for sig in TERM HUP; do
+        rm -f "$TMP/stuck.mark"
+        STUCK_MARK="$TMP/stuck.mark" LD_PRELOAD="$TMP/stuck.so" timeout -s KILL $CAP "$BIN" \
+            --out "$TMP/stuck" >"$TMP/stuck.out" 2>"$TMP/stuck.err" &
+        pid=$!
+        for i in $(seq 3000); do [ -e "$TMP/stuck.mark" ] && break; sleep 0.01; done
+        kill -$sig $pid
+        t0=$(date +%s%N)
+        wait $pid
+        rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+        want=$((128 + $(kill -l $sig)))
+        # the watchdog's 1.5 s, and 1.5 s for scheduling on a loaded machine
+        if [ -e "$TMP/stuck.mark" ] && [ $rc -eq $want ] && [ $ms -lt 3000 ] &&
+            grep -q "interrupted by SIG$sig, and the run did not reach a point where it can stop" "$TMP/stuck.err" &&
+            [ -z "$(find "$TMP/stuck" -name '*.tmp' 2>/dev/null)" ]; then ok
+        else bad "SIG$sig inside a call that never returns: exit $rc (want $want) after $ms ms: $(head -c 400 "$TMP/stuck.err")"; fi
+    done
+else
+    bad "cannot build tests/stuck_blas.c: $(cat "$TMP/cc.err")"
+fi
+
+echo "limits: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
