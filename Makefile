@@ -33,7 +33,7 @@ CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c \
-           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c stats.c
+           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c stats.c progress.c compare.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -79,7 +79,7 @@ FLAVOUR := $(B)/flavour
 $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL)" ] || echo $(CUDA)$(MPI)$(NCCL) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
+.PHONY: all run test test-unit test-cli test-results test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
         test-valgrind test-scripts test-ddp test-multinode test-cuda-emulated test-fresh bench bench-data clean
 all: dpbench
 
@@ -134,6 +134,10 @@ test-unit: $(TESTS)
 
 test-cli: dpbench
 	@tests/cli_test.sh ./dpbench
+
+# statistics, --repeat, dpbench compare, honest sweeps, progress, result files
+test-results: dpbench
+	@tests/results_test.sh ./dpbench
 
 # labelled datasets end to end: generator, kinds, bad data, Fashion-MNIST
 test-data-cli: dpbench
@@ -222,7 +226,7 @@ test-ddp: dpbench
 test-multinode: dpbench
 	@printf 'multinode: '; tests/multinode_test.sh ./dpbench
 
-test: test-unit test-cli test-data-cli test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
+test: test-unit test-cli test-results test-data-cli test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
       test-ddp \
       test-cuda-emulated
 

@@ -48,61 +48,85 @@ void machine_describe(struct machine *m)
         snprintf(m->kernel, sizeof m->kernel, "%s %s", u.sysname, u.release);
 }
 
-static int cmp_double(const void *a, const void *b)
+/* The measured epochs' times of run, in ms (caller frees); NULL when none. */
+static double *epoch_ms(const struct run_result *run)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    double *t = run->n_epochs > 0 ? malloc((size_t)run->n_epochs * sizeof *t) : NULL;
+    for (int k = 0; t && k < run->n_epochs; k++)
+        t[k] = 1e3 * run->epochs[k].seconds;
+    return t;
+}
+
+/* speedup of run i against the first run: the ratio of medians, its
+ * interval and the verdict of stats_compare (noise reads "same") */
+static void summarize_speedup(const struct results *r, struct run_summary *s, const double *t,
+                              int n)
+{
+    double *t0 = epoch_ms(&r->runs[0]);
+    if (!t0)
+        return;
+    struct comparison c;
+    stats_compare(t0, (size_t)r->runs[0].n_epochs, t, (size_t)n, &c);
+    s->speedup = 1 / c.ratio;
+    s->speedup_ci95[0] = 1 / c.ci95[1];
+    s->speedup_ci95[1] = 1 / c.ci95[0];
+    s->speedup_verdict = c.verdict;
+    free(t0);
+}
+
+void report_summarize_run(struct results *r, int i)
+{
+    struct run_result *run = &r->runs[i];
+    struct run_summary *s = &run->sum;
+    int n = run->n_epochs;
+    *s = (struct run_summary){.median_s = NAN, .min_s = NAN, .max_s = NAN,
+                              .samples_per_s = NAN, .overlap = NAN, .copy_gbps = NAN,
+                              .host_us = NAN, .final_loss = NAN, .speedup = NAN,
+                              .speedup_ci95 = {NAN, NAN}, .floor_ratio = NAN, .au = NAN};
+    stats_compute(NULL, 0, &s->epoch_ms);
+    report_ddp_summarize(run);
+    double *t = epoch_ms(run);
+    if (!t)
+        return;
+    double total = 0, wait = 0, copy = 0, compute = 0, hidden = 0, bytes = 0, host = 0;
+    for (int k = 0; k < n; k++) {
+        const struct epoch_result *ep = &run->epochs[k];
+        total += ep->seconds;
+        wait += ep->st.wait_s;
+        copy += ep->st.copy_s;
+        compute += ep->st.compute_s;
+        hidden += ep->st.hidden_s;
+        bytes += ep->st.copy_bytes;
+        host += ep->st.host_s;
+    }
+    stats_compute(t, (size_t)n, &s->epoch_ms);
+    if (!stats_noise_warning(&s->epoch_ms, s->warning, sizeof s->warning))
+        s->warning[0] = '\0';
+    s->median_s = s->epoch_ms.median / 1e3;
+    s->min_s = s->epoch_ms.min / 1e3;
+    s->max_s = s->epoch_ms.max / 1e3;
+    s->samples_per_s = (double)run->epochs[0].st.samples / s->median_s;
+    s->wait_share = wait / total;
+    s->copy_share = copy / total;
+    s->compute_share = compute / total;
+    s->au = compute / total; // DLIO / MLPerf Storage: compute time over wall time
+    if (copy > 0) {
+        s->overlap = hidden / copy;
+        s->copy_gbps = bytes / copy / 1e9;
+    }
+    if (host > 0)
+        s->host_us = 1e6 * host / ((double)n * (double)run->n_batches);
+    s->final_loss = run->epochs[n - 1].loss;
+    summarize_speedup(r, s, t, n);
+    if (run->floor.measured && run->floor.seconds > 0)
+        s->floor_ratio = s->median_s / run->floor.seconds;
+    free(t);
 }
 
 void report_summarize(struct results *r)
 {
-    for (int i = 0; i < r->n_runs; i++) {
-        struct run_result *run = &r->runs[i];
-        struct run_summary *s = &run->sum;
-        int n = run->n_epochs;
-        *s = (struct run_summary){.median_s = NAN, .min_s = NAN, .max_s = NAN,
-                                  .samples_per_s = NAN, .overlap = NAN, .copy_gbps = NAN,
-                                  .host_us = NAN, .final_loss = NAN, .speedup = NAN,
-                                  .floor_ratio = NAN, .au = NAN};
-        report_ddp_summarize(run);
-        if (n == 0)
-            continue;
-        double *t = malloc((size_t)n * sizeof(double));
-        if (!t)
-            continue;
-        double total = 0, wait = 0, copy = 0, compute = 0, hidden = 0, bytes = 0, host = 0;
-        for (int k = 0; k < n; k++) {
-            const struct epoch_result *ep = &run->epochs[k];
-            t[k] = ep->seconds;
-            total += ep->seconds;
-            wait += ep->st.wait_s;
-            copy += ep->st.copy_s;
-            compute += ep->st.compute_s;
-            hidden += ep->st.hidden_s;
-            bytes += ep->st.copy_bytes;
-            host += ep->st.host_s;
-        }
-        qsort(t, (size_t)n, sizeof *t, cmp_double);
-        s->median_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-        s->min_s = t[0];
-        s->max_s = t[n - 1];
-        free(t);
-        s->samples_per_s = (double)run->epochs[0].st.samples / s->median_s;
-        s->wait_share = wait / total;
-        s->copy_share = copy / total;
-        s->compute_share = compute / total;
-        s->au = compute / total; // DLIO / MLPerf Storage: compute time over wall time
-        if (copy > 0) {
-            s->overlap = hidden / copy;
-            s->copy_gbps = bytes / copy / 1e9;
-        }
-        if (host > 0)
-            s->host_us = 1e6 * host / ((double)n * (double)run->n_batches);
-        s->final_loss = run->epochs[n - 1].loss;
-        s->speedup = r->runs[0].sum.median_s / s->median_s;
-        if (run->floor.measured && run->floor.seconds > 0)
-            s->floor_ratio = s->median_s / run->floor.seconds;
-    }
+    for (int i = 0; i < r->n_runs; i++)
+        report_summarize_run(r, i);
 }
 
 /* A stage bounds the epoch only when it dominates: at least DOMINANT_SHARE of
@@ -150,6 +174,14 @@ void report_verdict(const struct run_result *run, char *buf, size_t n)
     else
         snprintf(buf, n, "compute-bound: DataParallel steps took %.0f%% of the epoch",
                  100 * s->compute_share);
+}
+
+const char *run_warning(const struct run_result *run, char *buf, size_t n)
+{
+    if (!run->sum.warning[0])
+        return NULL;
+    snprintf(buf, n, "%s%s%s", run->label, run->label[0] ? ": " : "", run->sum.warning);
+    return buf;
 }
 
 /* ---- text ---------------------------------------------------------------- */
@@ -258,6 +290,12 @@ static void text_header(FILE *f, const struct results *r)
             run0->backend, run0->replicas, run0->replicas == 1 ? "" : "s",
             run0->shared_devices ? " (some replicas share a device)" : "", c->train.epochs,
             c->train.warmup_epochs, c->train.lr);
+}
+
+/* notes and BLAS choices: after the table in a sweep (its rows come first) */
+static void text_notes(FILE *f, const struct results *r)
+{
+    const struct run_result *run0 = &r->runs[0];
     /* notes come from each point's own config: a swept knob has them too */
     bool same = true;
     for (int i = 1; i < r->n_runs; i++)
@@ -268,6 +306,12 @@ static void text_header(FILE *f, const struct results *r)
                     r->runs[i].notes);
     for (int i = 0; i < r->n_runs; i++)
         text_blas(f, &r->runs[i]);
+}
+
+static void text_header_tail(FILE *f, const struct results *r)
+{
+    const struct config *c = &r->cfg;
+    const struct run_result *run0 = &r->runs[0];
     if (run0->world_size > 1)
         fprintf(f, "# ddp: %d ranks (%s), one replica each, batch %ld per rank (global %ld)\n",
                 run0->world_size, run0->comm, c->loader.batch_size,
@@ -309,26 +353,89 @@ static void text_epochs(FILE *f, const struct run_result *run)
     }
 }
 
-static void text_points(FILE *f, const struct results *r)
+/* "1.42x faster  1.30-1.55": the speed-up against the first point with its
+ * interval; noise reads "same", never as a speed-up */
+static void text_speedup(const struct run_summary *s, char *buf, size_t n)
 {
-    int w = 5; /* the point column fits the longest label */
+    if (isnan(s->speedup))
+        snprintf(buf, n, "-");
+    else if (isnan(s->speedup_ci95[0]))
+        snprintf(buf, n, "%.2fx %s (too few epochs to test)", s->speedup,
+                 verdict_name(s->speedup_verdict));
+    else
+        snprintf(buf, n, "%.2fx %-6s %.2f-%.2f", s->speedup, verdict_name(s->speedup_verdict),
+                 s->speedup_ci95[0], s->speedup_ci95[1]);
+}
+
+/* half the width of the median's 95% interval, ms */
+static double half_ci(const struct stats *st) { return 0.5 * (st->ci95[1] - st->ci95[0]); }
+
+int report_label_width(const struct results *r)
+{
+    int w = r->label_width > 5 ? r->label_width : 5; // the point column fits the longest label
     for (int i = 0; i < r->n_runs; i++)
         if ((int)strlen(r->runs[i].label) > w)
             w = (int)strlen(r->runs[i].label);
-    fprintf(f, "%-*s %10s %10s %10s %12s %6s %8s %12s %8s\n", w, "point", "median", "min", "max",
-            "samples/s", "wait", "overlap", "loss", "speedup");
-    fprintf(f, "%-*s %10s %10s %10s %12s %6s %8s %12s %8s\n", w, "", "ms", "ms", "ms", "", "%",
-            "%", "", "x");
-    for (int i = 0; i < r->n_runs; i++) {
-        const struct run_summary *s = &r->runs[i].sum;
-        char ov[16] = "-";
-        if (!isnan(s->overlap))
-            snprintf(ov, sizeof ov, "%.0f", 100 * s->overlap);
-        fprintf(f, "%-*s %10.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g %8.2f\n", w,
-                r->runs[i].label[0] ? r->runs[i].label : "(base)", 1e3 * s->median_s,
-                1e3 * s->min_s, 1e3 * s->max_s, s->samples_per_s, 100 * s->wait_share, ov,
-                s->final_loss, s->speedup);
+    return w;
+}
+
+void report_text_table_head(FILE *f, const struct results *r)
+{
+    int w = report_label_width(r);
+    fprintf(f, "%-*s %10s %8s %10s %10s %12s %6s %8s %12s  %s\n", w, "point", "median", "±",
+            "min", "max", "samples/s", "wait", "overlap", "loss", "speedup vs first, 95% CI");
+    fprintf(f, "%-*s %10s %8s %10s %10s %12s %6s %8s %12s  %s\n", w, "", "ms", "ms", "ms", "ms",
+            "", "%", "%", "", "x");
+}
+
+void report_text_row(FILE *f, const struct results *r, int i)
+{
+    int w = report_label_width(r);
+    const struct run_result *run = &r->runs[i];
+    const char *label = run->label[0] ? run->label : "(base)";
+    if (run->same) {
+        fprintf(f, "%-*s %10s = point %d (%s)\n", w, label, "", run->same_as,
+                "its effective settings are that point's: not run again");
+        return;
     }
+    const struct run_summary *s = &run->sum;
+    char ov[16] = "-", sp[64];
+    if (!isnan(s->overlap))
+        snprintf(ov, sizeof ov, "%.0f", 100 * s->overlap);
+    text_speedup(s, sp, sizeof sp);
+    fprintf(f, "%-*s %10.4f %8.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g  %s\n", w, label,
+            1e3 * s->median_s, half_ci(&s->epoch_ms), 1e3 * s->min_s, 1e3 * s->max_s,
+            s->samples_per_s, 100 * s->wait_share, ov, s->final_loss, sp);
+}
+
+static void text_warnings(FILE *f, const struct results *r)
+{
+    for (int i = 0; i < r->n_runs; i++) {
+        char w[sizeof r->runs[i].label + sizeof r->runs[i].sum.warning + 8];
+        if (run_warning(&r->runs[i], w, sizeof w))
+            fprintf(f, "# warning: %s\n", w);
+    }
+}
+
+/* "# median epoch 13.2 ms ± 0.41 (95% CI of the median 12.9-13.7), mean 13.5 ± 1.1 sd, ..." */
+static void text_run_stats(FILE *f, const struct run_result *run)
+{
+    const struct run_summary *s = &run->sum;
+    const struct stats *st = &s->epoch_ms;
+    fprintf(f, "# median epoch %.4f ms ± %.4f (95%% CI of the median %.4f-%.4f%s) over %d "
+               "epochs%s, %.0f samples/s\n",
+            st->median, half_ci(st), st->ci95[0], st->ci95[1],
+            st->ci_exact ? "" : ", min-max: too few epochs for 95%", run->n_epochs,
+            run->repeats > 1 ? " of all repeats" : "", s->samples_per_s);
+    fprintf(f, "# epoch ms: mean %.4f ± %.4f sd, min %.4f, p90 %.4f, p99 %.4f, max %.4f\n",
+            st->mean, st->stddev, st->min, st->p90, st->p99, st->max);
+}
+
+void report_text_head(FILE *f, const struct results *r)
+{
+    text_header(f, r);
+    text_header_tail(f, r);
+    report_text_table_head(f, r);
 }
 
 void report_text(FILE *f, const struct results *r)
@@ -336,17 +443,21 @@ void report_text(FILE *f, const struct results *r)
     char verdict[256];
     if (r->n_runs == 0)
         return;
-    text_header(f, r);
+    bool table = r->n_runs > 1 || r->rows_shown; // a sweep's: one row per point
+    if (!r->rows_shown)
+        text_header(f, r);
+    if (!table)
+        text_notes(f, r);
+    if (!r->rows_shown)
+        text_header_tail(f, r);
     if (r->n_runs == 1 && r->runs[0].n_epochs == 0) { // failed before an epoch completed
         fprintf(f, "# no complete epoch\n");
         if (r->runs[0].stopped[0])
             fprintf(f, "# stopped: %s\n", r->runs[0].stopped);
-    } else if (r->n_runs == 1) {
+    } else if (!table) {
         text_epochs(f, &r->runs[0]);
         const struct run_summary *s = &r->runs[0].sum;
-        fprintf(f, "# median epoch %.4f ms (min %.4f, max %.4f) over %d epochs, %.0f samples/s\n",
-                1e3 * s->median_s, 1e3 * s->min_s, 1e3 * s->max_s, r->runs[0].n_epochs,
-                s->samples_per_s);
+        text_run_stats(f, &r->runs[0]);
         if (!isnan(s->copy_gbps))
             fprintf(f, "# copy: %.2f GB/s, %.0f%% hidden behind compute\n", s->copy_gbps,
                     100 * s->overlap);
@@ -362,10 +473,17 @@ void report_text(FILE *f, const struct results *r)
         if (r->runs[0].stopped[0])
             fprintf(f, "# stopped: %s\n", r->runs[0].stopped);
     } else {
-        text_points(f, r);
+        if (!r->rows_shown) {
+            report_text_table_head(f, r);
+            for (int i = 0; i < r->n_runs; i++)
+                report_text_row(f, r, i);
+        }
+        text_notes(f, r);
         for (int i = 0; i < r->n_runs; i++)
             text_floor(f, &r->runs[i]);
         for (int i = 0; i < r->n_runs; i++) {
+            if (r->runs[i].same)
+                continue;
             report_verdict(&r->runs[i], verdict, sizeof verdict);
             fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
             if (r->runs[i].stopped[0])
@@ -379,6 +497,7 @@ void report_text(FILE *f, const struct results *r)
                     run->label[0] ? " " : "", run->label, run->eval.loss,
                     100 * run->eval.accuracy, run->eval.samples);
     }
+    text_warnings(f, r);
     fprintf(f, "# peak RSS %.1f MiB\n", r->peak_rss_bytes / (1 << 20));
     /* partial results: a signal (interrupted) or an error mid-run (failed) */
     const char *why = stop_requested() ? "interrupted" : "failed";
@@ -424,6 +543,29 @@ void report_csv(FILE *f, const struct results *r)
 /* ---- JSON ----------------------------------------------------------------- */
 
 static cJSON *number_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
+
+static cJSON *pair_json(const double v[2])
+{
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, number_or_null(v[0]));
+    cJSON_AddItemToArray(a, number_or_null(v[1]));
+    return a;
+}
+
+/* runs[i].stats.epoch_ms: exactly these keys (the interface) */
+static cJSON *stats_json(const struct stats *st)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "mean", number_or_null(st->mean));
+    cJSON_AddItemToObject(o, "stddev", number_or_null(st->stddev));
+    cJSON_AddItemToObject(o, "median", number_or_null(st->median));
+    cJSON_AddItemToObject(o, "min", number_or_null(st->min));
+    cJSON_AddItemToObject(o, "max", number_or_null(st->max));
+    cJSON_AddItemToObject(o, "p90", number_or_null(st->p90));
+    cJSON_AddItemToObject(o, "p99", number_or_null(st->p99));
+    cJSON_AddItemToObject(o, "ci95", pair_json(st->ci95));
+    return o;
+}
 
 static cJSON *run_json(const struct run_result *run)
 {
@@ -514,6 +656,8 @@ static cJSON *run_json(const struct run_result *run)
         cJSON_AddItemToArray(eps, e);
     }
     const struct run_summary *s = &run->sum;
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "stats"), "epoch_ms",
+                          stats_json(&s->epoch_ms));
     cJSON *sum = cJSON_AddObjectToObject(o, "summary");
     cJSON_AddItemToObject(sum, "median_seconds", number_or_null(s->median_s));
     cJSON_AddItemToObject(sum, "min_seconds", number_or_null(s->min_s));
@@ -529,6 +673,8 @@ static cJSON *run_json(const struct run_result *run)
                           number_or_null(s->host_us / run->replicas));
     cJSON_AddItemToObject(sum, "final_loss", number_or_null(s->final_loss));
     cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
+    cJSON_AddItemToObject(sum, "speedup_ci95", pair_json(s->speedup_ci95));
+    cJSON_AddStringToObject(sum, "speedup_verdict", verdict_name(s->speedup_verdict));
     report_ddp_json(o, sum, run);
     char verdict[256];
     report_verdict(run, verdict, sizeof verdict);
@@ -569,6 +715,13 @@ char *report_json(const struct results *r)
     cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
     cJSON_AddNumberToObject(root, "peak_rss_bytes", r->peak_rss_bytes);
     cJSON_AddNumberToObject(root, "host_memory_estimate_bytes", r->estimate_bytes);
+    cJSON_AddNumberToObject(root, "repeat", r->repeat > 0 ? r->repeat : 1);
+    cJSON *warn = cJSON_AddArrayToObject(root, "warnings");
+    for (int i = 0; i < r->n_runs; i++) {
+        char w[sizeof r->runs[i].label + sizeof r->runs[i].sum.warning + 8];
+        if (run_warning(&r->runs[i], w, sizeof w))
+            cJSON_AddItemToArray(warn, cJSON_CreateString(w));
+    }
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     for (int i = 0; i < r->n_runs; i++)
         cJSON_AddItemToArray(runs, run_json(&r->runs[i]));

@@ -24,6 +24,9 @@ struct results {
     struct run_result *runs; // (n_runs)
     int n_runs;
     long n_points;           // points the sweep asked for (1 without a sweep)
+    int label_width;         // the longest point label of the whole sweep (the table's first column)
+    bool rows_shown;         // text: the points' table was printed as they finished
+    int repeat;              // --repeat: each point ran this many times in a row (0 = 1)
     bool interrupted;        // by a signal: runs holds only complete epochs
     double estimate_bytes;   // host memory estimated before the run (the largest point)
     double peak_rss_bytes;   // the process's peak resident memory after the runs
@@ -31,8 +34,20 @@ struct results {
 
 void machine_describe(struct machine *m);
 void report_summarize(struct results *r);
+/* The figures of run i alone (run 0's must be there: speed-ups are against it). */
+void report_summarize_run(struct results *r, int i);
 /* The bounding stage in words, e.g. "input-bound: ..."; written to buf. */
 void report_verdict(const struct run_result *run, char *buf, size_t n);
+
+/* "LABEL: " + the run's noise warning, or NULL when its spread is fine. */
+const char *run_warning(const struct run_result *run, char *buf, size_t n);
+
+/* The points' table, a row at a time (a sweep prints each as it finishes). */
+int report_label_width(const struct results *r);
+void report_text_table_head(FILE *f, const struct results *r);
+/* The header lines, then the table's head: a sweep's first row follows. */
+void report_text_head(FILE *f, const struct results *r);
+void report_text_row(FILE *f, const struct results *r, int i);
 
 void report_text(FILE *f, const struct results *r);
 void report_csv(FILE *f, const struct results *r);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "progress.h"
 #include "ddp.h"
 #include "rng.h"
 #include "step.h"
@@ -39,23 +40,13 @@ static bool stopping(const struct comm *cm)
     return cm && cm->world > 1 ? cm->stop : stop_requested();
 }
 
-/* Redraws "epoch e/E batch k/K" at most 4 times a second; `done` clears it. */
+/* Progress after batch k of epoch ep (progress.c says how and how often); `done` clears it. */
 static void progress(long ep, long epochs, long k, long batches, bool done)
 {
-    static double last;
-    static bool shown;
-    if (done) {
-        if (shown)
-            fprintf(stderr, "\r%60s\r", "");
-        shown = false;
-        return;
-    }
-    double t = now_seconds();
-    if (t - last < 0.25)
-        return;
-    last = t;
-    shown = true;
-    fprintf(stderr, "\rdpbench: epoch %ld/%ld  batch %ld/%ld ", ep, epochs, k, batches);
+    if (done)
+        progress_clear();
+    else
+        progress_batch(ep, epochs, k, batches);
 }
 
 void train_init_params(unsigned long seed, int in, int out, float *w, float *b)

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Numbers a user can trust, end to end: statistics on every point, --repeat,
+# `dpbench compare` on result files whose answer is known, honest sweeps
+# (a point without effect is not run again), --no-sweep, progress lines when
+# stderr is not a terminal, the summary CSV, and every result file this test
+# writes against docs/result.schema.json. Prints "results: N passed, N failed".
+set -u
+BIN=$(realpath "${1:-./dpbench}")
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+. tests/lib.sh
+T=configs/tutorial.yaml
+
+# ---- statistics and --repeat
+# --repeat 3 of 4 epochs: 12 measured epochs numbered on, statistics over all
+if "$BIN" -c $T --set train.epochs=4 --repeat 3 --format json >"$TMP/rep.json" 2>"$TMP/err" &&
+    python3 - "$TMP/rep.json" <<'PY'
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+r = d["runs"][0]
+assert d["repeat"] == 3 and [e["epoch"] for e in r["epochs"]] == list(range(1, 13)), r["epochs"]
+st = r["stats"]["epoch_ms"]
+assert sorted(st) == sorted(["mean", "stddev", "median", "min", "max", "p90", "p99", "ci95"]), st
+t = [1e3 * e["seconds"] for e in r["epochs"]]
+assert abs(st["median"] - statistics.median(t)) < 1e-9 and abs(st["mean"] - statistics.mean(t)) < 1e-9
+assert st["ci95"][0] <= st["median"] <= st["ci95"][1] and st["min"] == min(t), st
+assert isinstance(d["warnings"], list)
+PY
+then ok; else bad "--repeat 3: $(cat "$TMP/err")"; fi
+"$BIN" -c $T --repeat 0 >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--repeat: expected a whole number" "$TMP/err"; then ok
+else bad "--repeat 0: exit $rc: $(cat "$TMP/err")"; fi
+if "$BIN" -c $T >"$TMP/out" 2>&1 && grep -q '^# median epoch [0-9.]* ms ± [0-9.]* (95% CI of the median' "$TMP/out"
+then ok; else bad "text summary: median ± half-width: $(grep median "$TMP/out")"; fi
+
+# ---- dpbench compare on crafted result files whose answer is known
+# craft OUT BASE SPEC: copies result BASE with each run's epoch times replaced;
+# SPEC is a Python list of (overrides of config as {"section.key": value},
+# epoch ms list); a "backend"/"version" override makes it PyTorch's
+"$BIN" -c $T --set train.epochs=3 --format json >"$TMP/base.json" 2>/dev/null
+craft() {
+    python3 - "$TMP/base.json" "$TMP/$1" "$2" <<'PY'
+import copy, json, sys
+base = json.load(open(sys.argv[1]))
+doc = copy.deepcopy(base)
+run0 = base["runs"][0]
+doc["runs"] = []
+for over, ms in eval(sys.argv[3]):
+    r = copy.deepcopy(run0)
+    for k, v in over.items():
+        if k == "backend":
+            r["backend"] = v
+        elif k == "version":
+            doc["dpbench"]["version"] = v
+        else:
+            sec, key = k.split(".")
+            r["config"][sec][key] = v
+    r["point"] = " ".join("%s=%s" % kv for kv in over.items() if "." in kv[0])
+    r["epochs"] = [dict(r["epochs"][0], epoch=i + 1, seconds=t / 1e3) for i, t in enumerate(ms)]
+    doc["runs"].append(r)
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+}
+# ten epochs each; B's times are A's scaled (0.8: faster, 1.25: slower) or
+# A's in another order (same): the verdict follows from the numbers
+A='[10.0, 10.4, 9.7, 10.1, 10.3, 9.9, 10.6, 9.8, 10.2, 10.0]'
+craft a.json "[({}, $A)]"
+craft fast.json "[({'loader.num_workers': 2}, [0.8 * t for t in $A])]"
+craft slow.json "[({}, [1.25 * t for t in $A])]"
+craft same.json "[({}, list(reversed($A)))]"
+for want in fast:faster slow:slower same:same; do
+    f=${want%%:*} v=${want#*:}
+    if "$BIN" compare "$TMP/a.json" "$TMP/$f.json" --format json >"$TMP/cmp.json" 2>"$TMP/err" &&
+        python3 - "$TMP/cmp.json" "$v" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p, = d["pairs"]
+want = {"faster": 0.8, "slower": 1.25, "same": 1.0}[sys.argv[2]]
+assert p["verdict"] == sys.argv[2], p
+assert abs(p["ratio"] - want) < 1e-9 and p["ci95"][0] <= p["ratio"] <= p["ci95"][1], p
+assert set(p) >= {"a", "b", "ratio", "ci95", "verdict"} and d["unmatched"] == {"a": [], "b": []}
+PY
+    then ok; else bad "compare $f: want $v: $(cat "$TMP/cmp.json" "$TMP/err")"; fi
+done
+# one point each: compared whatever their settings, the differing ones listed
+if "$BIN" compare "$TMP/a.json" "$TMP/fast.json" >"$TMP/cmp.txt" 2>"$TMP/err" &&
+    grep -q '^(base) .* faster$' "$TMP/cmp.txt" &&
+    grep -q 'settings differ: loader.num_workers: 0 vs 2' "$TMP/cmp.txt"; then ok
+else bad "compare text: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
+# several points: paired by workload and settings (B in another order), a
+# point of another workload listed as unmatched, never compared
+craft multi-a.json "[({'loader.num_workers': 0}, $A), ({'loader.num_workers': 2}, $A)]"
+craft multi-b.json "[({'loader.num_workers': 2}, [1.25 * t for t in $A]), ({'dataset.length': 200}, $A), ({'loader.num_workers': 0}, [0.8 * t for t in $A])]"
+if "$BIN" compare "$TMP/multi-a.json" "$TMP/multi-b.json" --format json >"$TMP/cmp.json" 2>"$TMP/err" &&
+    python3 - "$TMP/cmp.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = [(p["a"]["run"], p["b"]["run"], p["verdict"]) for p in d["pairs"]]
+assert got == [(0, 2, "faster"), (1, 0, "slower")], got
+u, = d["unmatched"]["b"]
+assert u["run"] == 1 and "different workload (dataset.length: 200 vs 100)" in u["why"], u
+PY
+then ok; else bad "compare several points: $(cat "$TMP/cmp.json" "$TMP/err")"; fi
+# different workloads only: listed, nothing compared, exit 2
+craft other.json "[({'dataset.length': 200}, $A)]"
+"$BIN" compare "$TMP/a.json" "$TMP/other.json" >"$TMP/cmp.txt" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "unmatched in A: (base): different workload (dataset.length: 100 vs 200)" "$TMP/cmp.txt" &&
+    grep -q "nothing compared" "$TMP/err"; then ok
+else bad "compare different workloads: exit $rc: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
+# a PyTorch reference result (torch_reference.py's schema): the backend
+# torch-cpu is the cpu, so no setting differs
+craft torch.json "[({'backend': 'torch-cpu', 'version': 'torch-1.13.1'}, [1.25 * t for t in $A])]"
+if "$BIN" compare "$TMP/a.json" "$TMP/torch.json" >"$TMP/cmp.txt" 2>"$TMP/err" &&
+    grep -q '^# B: torch-1.13.1' "$TMP/cmp.txt" && grep -q 'slower$' "$TMP/cmp.txt" &&
+    ! grep -q 'settings differ' "$TMP/cmp.txt"; then ok
+else bad "compare with a PyTorch result: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
+# unusable input: exit 2 and one line that says why
+echo '{"runs": []}' >"$TMP/empty.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["runs"][0]["epochs"][1]["seconds"]; json.dump(d, open(sys.argv[2], "w"))' \
+    "$TMP/a.json" "$TMP/noseconds.json"
+for c in "configs/tutorial.yaml:not valid JSON" "$TMP/empty.json:not a dpbench result" \
+         "$TMP/nowhere.json:cannot read" "$TMP/noseconds.json:epoch 2: \"seconds\" is not a positive number"; do
+    "$BIN" compare "$TMP/a.json" "${c%%:*}" >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -qF -- "${c#*:}" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok
+    else bad "compare with ${c%%:*}: exit $rc: $(cat "$TMP/err")"; fi
+done
+"$BIN" compare "$TMP/a.json" >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "expected two result files" "$TMP/err"; then ok
+else bad "compare with one file: exit $rc: $(cat "$TMP/err")"; fi
+
+echo "results: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
