@@ -113,6 +113,9 @@ struct device_ops {
 
 struct backend {
     const char *name;
+    /* Batches are copied into a device's own memory, so pin_memory,
+     * async_copy and copy_depth act (effect.c); false on the cpu. */
+    bool device_copies;
     /* 0 when the backend can run here, else -1 with the cause. */
     int (*probe)(struct error *e);
     /* One line naming the devices and driver/runtime versions, "" if none. */

@@ -3,6 +3,7 @@
  * where each epoch's time went. This file owns the command line, the sweep
  * over config points and the choice of output; it alone decides the exit
  * status. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -22,6 +23,7 @@
 #include "compare.h"
 #include "config.h"
 #include "dataset.h"
+#include "effect.h"
 #include "estimate.h"
 #include "export.h"
 #include "gen.h"
@@ -478,6 +480,30 @@ static int run_repeated(const struct config *pc, const struct dataset *d,
     return rc;
 }
 
+/* The earlier run whose effective settings (effect.c) equal mine, or -1. */
+static int same_as_earlier(const struct results *res, cJSON *const *eff, const cJSON *mine)
+{
+    for (int k = 0; mine && k < res->n_runs; k++)
+        if (eff[k] && !res->runs[k].same && cJSON_Compare(eff[k], mine, 1))
+            return k;
+    return -1;
+}
+
+/* A point that is not run again: its config and label, and which run holds
+ * its measurement. */
+static int record_same(struct run_result *run, const struct config *pc, const char *label,
+                       const struct backend *be, int k, struct error *e)
+{
+    memset(run, 0, sizeof *run);
+    if (config_copy(&run->cfg, pc))
+        return error_set(e, "out of memory");
+    snprintf(run->label, sizeof run->label, "%s", label);
+    run->backend = be->name;
+    run->same = true;
+    run->same_as = k;
+    return 0;
+}
+
 /* Runs every sweep point; the dataset is generated (or loaded) once per
  * distinct data config and shared. On interruption, keeps what completed.
  * Returns -2 when a dataset cannot be loaded (bad data: a usage error, found
@@ -487,8 +513,11 @@ static int run_points(const struct config *c, const struct backends *bes, struct
 {
     long n = n_points(c);
     res->runs = calloc((size_t)n, sizeof *res->runs);
-    if (!res->runs)
+    cJSON **eff = calloc((size_t)n, sizeof *eff); // each run's effective settings
+    if (!res->runs || !eff) {
+        free(eff);
         return error_set(e, "out of memory");
+    }
     struct dataset d = {0};
     struct config data_cfg = {0};
     bool have_data = false;
@@ -502,6 +531,19 @@ static int run_points(const struct config *c, const struct backends *bes, struct
         if ((rc = point_config(c, p, &pc, label, sizeof label, auto_be ? auto_be->name : NULL, e)))
             break;
         const struct backend *be = backends_get(bes, pc.parallel.device);
+        cJSON *mine = effect_config(&pc, be);
+        int k = same_as_earlier(res, eff, mine);
+        eff[res->n_runs] = mine;
+        if (k >= 0) { // the same work as run k: not run again
+            rc = record_same(&res->runs[res->n_runs], &pc, label, be, k, e);
+            config_free(&pc);
+            if (rc)
+                break;
+            res->n_runs++;
+            if (text && n > 1)
+                show_row(res);
+            continue;
+        }
         if (point_dataset(&d, &data_cfg, &have_data, &pc, e)) {
             config_free(&pc);
             rc = stop_requested() ? 0 : -2; // interrupted, or bad data
@@ -545,6 +587,9 @@ static int run_points(const struct config *c, const struct backends *bes, struct
             show_row(res);
     }
     progress_done();
+    for (long p = 0; p < n; p++)
+        cJSON_Delete(eff[p]);
+    free(eff);
     if (have_data)
         dataset_free(&d);
     res->n_points = n;

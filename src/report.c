@@ -581,6 +581,10 @@ static cJSON *run_json(const struct run_result *run)
     plain.n_sweep = 0; // the point's own config, without the sweep it came from
     cJSON_AddItemToObject(o, "config", config_to_json(&plain));
     cJSON_AddStringToObject(o, "backend", run->backend);
+    if (run->same) { // no timings of its own: they are run same_as's
+        cJSON_AddNumberToObject(o, "same_as", run->same_as);
+        return o;
+    }
     cJSON_AddStringToObject(o, "loss", run->loss ? run->loss : "mse");
     cJSON_AddBoolToObject(o, "failed", run->failed);
     cJSON_AddNumberToObject(o, "replicas", run->replicas);

@@ -133,5 +133,47 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q "expected two result files" "$TMP/err"; then ok
 else bad "compare with one file: exit $rc: $(cat "$TMP/err")"; fi
 
+# ---- honest sweeps: a point whose effective settings are an earlier one's is not run again
+if "$BIN" -c $T --sweep loader.num_workers=0,1 --sweep loader.prefetch_factor=2,4 \
+    --sweep loader.pin_memory=false,true --format json >"$TMP/same.json" 2>"$TMP/err" &&
+    python3 - "$TMP/same.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+# points: workers x prefetch x pin (innermost); at 0 workers prefetch acts not,
+# on the cpu pin_memory acts not
+same = [r.get("same_as") for r in runs]
+assert same == [None, 0, 0, 0, None, 4, None, 6], same
+for r in runs:
+    if "same_as" in r:
+        assert not {"epochs", "stats", "summary"} & set(r), list(r)
+        assert r["config"]["loader"]["num_workers"] in (0, 1)
+    else:
+        assert len(r["epochs"]) == 10 and "stats" in r
+PY
+then ok; else bad "same_as in a sweep: $(cat "$TMP/err")"; fi
+"$BIN" -c $T --sweep loader.num_workers=0,1 --sweep loader.prefetch_factor=2,4 >"$TMP/same.txt" 2>"$TMP/err"
+if grep -q "^loader.num_workers=0 loader.prefetch_factor=4  *= point 0 " "$TMP/same.txt" &&
+    [ "$(grep -c "= point" "$TMP/same.txt")" -eq 1 ]; then ok
+else bad "= point K in the table: $(cat "$TMP/same.txt" "$TMP/err")"; fi
+# a compare through a same_as point reads its measurement: the same epochs, verdict same
+python3 - "$TMP/same.json" "$TMP/same-b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["runs"] = [d["runs"][1]]  # same_as 0: refers to a run not in the file
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$BIN" compare "$TMP/same.json" "$TMP/same-b.json" >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "same_as 0 is not an earlier run" "$TMP/err"; then ok
+else bad "compare with a dangling same_as: exit $rc: $(cat "$TMP/err")"; fi
+
+# ---- --no-sweep: the config's sweep is ignored; --sweep flags still apply
+printf 'sweep:\n  parallel.replicas: [1, 2, 3]\ntrain:\n  epochs: 3\n' >"$TMP/sweep.yaml"
+n1=$("$BIN" -c "$TMP/sweep.yaml" --no-sweep --format json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')
+n2=$("$BIN" -c "$TMP/sweep.yaml" --no-sweep --sweep loader.shuffle=true,false --format json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["runs"]), d["config"].get("sweep"))')
+n3=$("$BIN" -c "$TMP/sweep.yaml" --format json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')
+if [ "$n1" = 1 ] && [ "$n2" = "2 {'loader.shuffle': ['true', 'false']}" ] && [ "$n3" = 3 ]; then ok
+else bad "--no-sweep: runs $n1, $n2, without it $n3"; fi
+
 echo "results: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
