@@ -2,10 +2,24 @@
 #include "effect.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 
 bool effect_copy_knobs(const struct backend *be) { return be && be->device_copies; }
 
 bool effect_worker_knobs(const struct config *c) { return c->loader.num_workers > 0; }
+
+void effect_notes(const struct config *c, const struct backend *be, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    if (!effect_copy_knobs(be) && (c->loader.pin_memory || c->loader.async_copy))
+        used = (size_t)snprintf(buf, n, "pin_memory and async_copy have no effect on the %s "
+                                        "backend", be->name);
+    if (!effect_worker_knobs(c) && used < n &&
+        (c->loader.persistent_workers || config_is_explicit(c, "loader.prefetch_factor")))
+        snprintf(buf + used, n - used, "%spersistent_workers and prefetch_factor have no effect "
+                 "with num_workers 0", used ? "; " : ""); // a num_workers sweep's point
+}
 
 cJSON *effect_config(const struct config *c, const struct backend *be)
 {

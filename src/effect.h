@@ -5,6 +5,7 @@
 #define DPBENCH_EFFECT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "backend.h"
 #include "config.h"
@@ -14,6 +15,8 @@
 bool effect_copy_knobs(const struct backend *be);
 /* prefetch_factor and persistent_workers act: there are loader workers. */
 bool effect_worker_knobs(const struct config *c);
+/* The knobs set in c that have no effect on be, in words ("" when none). */
+void effect_notes(const struct config *c, const struct backend *be, char *buf, size_t n);
 /* The settings c runs with on be, as a JSON object: c with every knob that
  * has no effect there at its default, without the sweep. Two points with
  * equal effective configs do the same work. Caller deletes it. */

@@ -60,7 +60,8 @@ static void usage(FILE *f)
             "  -s, --set KEY=VALUE   override one key; repeatable\n"
             "  -w, --sweep KEY=V1,V2 run every combination of the swept keys; repeatable\n"
             "  -f, --format FMT      text (default), json or csv on stdout\n"
-            "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json and .csv (UTC) into DIR\n"
+            "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json, .csv and -summary.csv\n"
+            "                        (UTC) into DIR\n"
             "  -m, --max-memory N    refuse runs estimated above N bytes (suffixes K, M, G)\n"
             "  -r, --repeat N        run each point N times in a row; statistics over all epochs\n"
             "      --no-sweep        ignore the config's sweep (--sweep flags still apply)\n"
@@ -501,6 +502,7 @@ static int record_same(struct run_result *run, const struct config *pc, const ch
     run->backend = be->name;
     run->same = true;
     run->same_as = k;
+    effect_notes(pc, be, run->notes, sizeof run->notes); // why it is the same
     return 0;
 }
 
@@ -674,7 +676,7 @@ static int emit(const struct results *res, struct error *e)
         if (report_write_files(res, res->cfg.report.out, path, sizeof path, e))
             rc = error_wrap(e, "result files not written (results are on stdout)");
         else
-            fprintf(stderr, "dpbench: results written to %s (and .csv)\n", path);
+            fprintf(stderr, "dpbench: results written to %s (and .csv, -summary.csv)\n", path);
     }
     const char *fmt = res->cfg.report.format;
     char *json = strcmp(fmt, "json") == 0 ? report_json(res) : NULL;

@@ -11,42 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysinfo.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #ifndef DPBENCH_GIT
 #define DPBENCH_GIT "unknown"
 #endif
-
-void machine_describe(struct machine *m)
-{
-    memset(m, 0, sizeof *m);
-    snprintf(m->cpu, sizeof m->cpu, "unknown cpu");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f)) {
-            if (strncmp(line, "model name", 10) != 0)
-                continue;
-            char *v = strchr(line, ':');
-            if (v) {
-                v += 1 + (v[1] == ' ');
-                v[strcspn(v, "\n")] = '\0';
-                snprintf(m->cpu, sizeof m->cpu, "%s", v);
-            }
-            break;
-        }
-        fclose(f);
-    }
-    m->cores = sysconf(_SC_NPROCESSORS_ONLN);
-    struct sysinfo si;
-    if (sysinfo(&si) == 0)
-        m->mem_bytes = (double)si.totalram * si.mem_unit;
-    struct utsname u;
-    if (uname(&u) == 0)
-        snprintf(m->kernel, sizeof m->kernel, "%s %s", u.sysname, u.release);
-}
 
 /* The measured epochs' times of run, in ms (caller frees); NULL when none. */
 static double *epoch_ms(const struct run_result *run)
@@ -269,8 +238,11 @@ static void text_header(FILE *f, const struct results *r)
     const struct run_result *run0 = &r->runs[0];
     fprintf(f, "# dpbench %s  name: %s  config: %s  date: %s\n", DPBENCH_VERSION, c->name,
             c->source[0] ? c->source : "(defaults)", r->date);
-    fprintf(f, "# machine: %s, %ld cores, %.1f GiB, %s\n", r->machine.cpu, r->machine.cores,
-            r->machine.mem_bytes / (1 << 30), r->machine.kernel);
+    const struct machine *m = &r->machine;
+    fprintf(f, "# machine: %s, %ld cores, %ld threads, %.1f GiB, %s\n", m->cpu, m->cores,
+            m->threads, m->mem_bytes / (1 << 30), m->kernel);
+    fprintf(f, "# build: dpbench %s (%s), %s, %s (core %s)%s%s\n", DPBENCH_VERSION, DPBENCH_GIT,
+            m->compiler, m->blas, m->openblas_core, m->xsmm[0] ? ", libxsmm " : "", m->xsmm);
     if (r->machine.devices[0])
         fprintf(f, "# devices: %s\n", r->machine.devices);
     const struct config *rc = &run0->cfg; // labelled data decides the shapes
@@ -394,8 +366,8 @@ void report_text_row(FILE *f, const struct results *r, int i)
     const struct run_result *run = &r->runs[i];
     const char *label = run->label[0] ? run->label : "(base)";
     if (run->same) {
-        fprintf(f, "%-*s %10s = point %d (%s)\n", w, label, "", run->same_as,
-                "its effective settings are that point's: not run again");
+        fprintf(f, "%-*s %10s = point %d (not run again: %s)\n", w, label, "", run->same_as,
+                run->notes[0] ? run->notes : "the same effective settings");
         return;
     }
     const struct run_summary *s = &run->sum;
@@ -540,6 +512,40 @@ void report_csv(FILE *f, const struct results *r)
     }
 }
 
+/* One row per point: its swept keys' values, then the statistics of its
+ * epoch times (ms); a point not run again names its run in same_as. */
+void report_summary_csv(FILE *f, const struct results *r)
+{
+    const struct config *c = &r->cfg;
+    fprintf(f, "run,point,same_as");
+    for (int k = 0; k < c->n_sweep; k++)
+        fprintf(f, ",%s", c->sweep[k].key);
+    fprintf(f, ",epochs,mean_ms,stddev_ms,median_ms,min_ms,max_ms,p90_ms,p99_ms,"
+               "ci95_low_ms,ci95_high_ms,samples_per_second,final_loss\n");
+    for (int i = 0; i < r->n_runs; i++) {
+        const struct run_result *run = &r->runs[i];
+        fprintf(f, "%d,\"%s\",", i, run->label);
+        if (run->same)
+            fprintf(f, "%d", run->same_as);
+        for (int k = 0; k < c->n_sweep; k++) {
+            char v[CONFIG_STR];
+            config_get_text(&run->cfg, c->sweep[k].key, v, sizeof v);
+            fprintf(f, ",\"%s\"", v);
+        }
+        const struct run_result *m = run->same ? &r->runs[run->same_as] : run; // its measurement
+        const struct stats *st = &m->sum.epoch_ms;
+        double v[] = {st->mean, st->stddev, st->median, st->min, st->max, st->p90, st->p99,
+                      st->ci95[0], st->ci95[1], m->sum.samples_per_s, m->sum.final_loss};
+        fprintf(f, ",%d", m->n_epochs);
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+            if (isfinite(v[k]))
+                fprintf(f, ",%.9g", v[k]);
+            else
+                fprintf(f, ",");
+        fputc('\n', f);
+    }
+}
+
 /* ---- JSON ----------------------------------------------------------------- */
 
 static cJSON *number_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
@@ -583,6 +589,8 @@ static cJSON *run_json(const struct run_result *run)
     cJSON_AddStringToObject(o, "backend", run->backend);
     if (run->same) { // no timings of its own: they are run same_as's
         cJSON_AddNumberToObject(o, "same_as", run->same_as);
+        if (run->notes[0])
+            cJSON_AddStringToObject(o, "notes", run->notes);
         return o;
     }
     cJSON_AddStringToObject(o, "loss", run->loss ? run->loss : "mse");
@@ -704,6 +712,7 @@ static cJSON *run_json(const struct run_result *run)
 char *report_json(const struct results *r)
 {
     cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "schema_version", REPORT_SCHEMA_VERSION);
     cJSON *tool = cJSON_AddObjectToObject(root, "dpbench");
     cJSON_AddStringToObject(tool, "version", DPBENCH_VERSION);
     cJSON_AddStringToObject(tool, "git_commit", DPBENCH_GIT);
@@ -711,10 +720,18 @@ char *report_json(const struct results *r)
     cJSON_AddStringToObject(root, "date", r->date);
     cJSON *m = cJSON_AddObjectToObject(root, "machine");
     cJSON_AddStringToObject(m, "cpu", r->machine.cpu);
+    cJSON_AddItemToObject(m, "cpu_mhz", r->machine.cpu_mhz > 0 ? cJSON_CreateNumber(r->machine.cpu_mhz)
+                                                                : cJSON_CreateNull());
     cJSON_AddNumberToObject(m, "cores", (double)r->machine.cores);
+    cJSON_AddNumberToObject(m, "threads", (double)r->machine.threads);
     cJSON_AddNumberToObject(m, "memory_bytes", r->machine.mem_bytes);
     cJSON_AddStringToObject(m, "kernel", r->machine.kernel);
     cJSON_AddStringToObject(m, "devices", r->machine.devices);
+    cJSON_AddStringToObject(m, "compiler", r->machine.compiler);
+    cJSON_AddStringToObject(m, "blas", r->machine.blas);
+    cJSON_AddStringToObject(m, "openblas_core", r->machine.openblas_core);
+    cJSON_AddItemToObject(m, "libxsmm", r->machine.xsmm[0] ? cJSON_CreateString(r->machine.xsmm)
+                                                            : cJSON_CreateNull());
     cJSON_AddItemToObject(root, "config", config_to_json(&r->cfg));
     cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
     cJSON_AddNumberToObject(root, "peak_rss_bytes", r->peak_rss_bytes);
@@ -745,8 +762,8 @@ char *report_json(const struct results *r)
 
 enum { MAX_SEQ = 999 };
 /* The longest name this file creates beyond NAME-STAMP: a temp file
- * ".NAME-STAMP.PID.json.tmp" (pid up to 10 digits), or "-999.json". */
-#define SUFFIX_MAX (sizeof ".." "4294967295" ".json.tmp" - 1)
+ * ".NAME-STAMP.PID-summary.csv.tmp" (pid up to 10 digits), or "-999-summary.csv". */
+#define SUFFIX_MAX (sizeof ".." "4294967295" "-summary.csv.tmp" - 1)
 
 static void result_base(const char *name, const char *stamp, char *buf, size_t n)
 {
@@ -790,10 +807,10 @@ int report_check_out(const char *dir, const char *name, struct error *e)
     return 0;
 }
 
-/* Writes text (or the CSV of r when text is NULL) to a new file at path,
+/* Writes text (or render(r) when text is NULL) to a new file at path,
  * synced; on failure removes it and names the path in e. */
 static int write_new(const char *path, const char *text, const struct results *r,
-                     struct error *e)
+                     void (*render)(FILE *, const struct results *), struct error *e)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -808,7 +825,7 @@ static int write_new(const char *path, const char *text, const struct results *r
     if (text)
         fputs(text, f);
     else
-        report_csv(f, r);
+        render(f, r);
     int err = 0;
     if (ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0)
         err = errno ? errno : EIO;
@@ -837,56 +854,66 @@ static int place(const char *tmp, const char *dst)
     return errno == EEXIST ? 1 : -1;
 }
 
+/* The files of one result: NAME-STAMP.json, .csv and -summary.csv. */
+enum { N_FILES = 3 };
+static const char *const file_suffix[N_FILES] = {".json", ".csv", "-summary.csv"};
+
+/* Links every temp file to its name with sequence suffix seq: 0 when all
+ * are placed, 1 when a name is taken (none left placed), -1 on an error. */
+static int place_all(char tmp[][4400], const char *dir, const char *base, const char *seq,
+                     char path[][4400], struct error *e)
+{
+    for (int i = 0; i < N_FILES; i++) {
+        snprintf(path[i], sizeof path[i], "%s/%s%s%s", dir, base, seq, file_suffix[i]);
+        int got = place(tmp[i], path[i]);
+        if (got == 0)
+            continue;
+        int err = errno;
+        for (int j = 0; j < i; j++)
+            unlink(path[j]); // this run's, just linked: the set goes whole or not at all
+        if (got < 0)
+            return error_set(e, "%s: cannot create: %s", path[i], strerror(err));
+        return 1;
+    }
+    return 0;
+}
+
 int report_write_files(const struct results *r, const char *dir, char *json_path, size_t n,
                        struct error *e)
 {
     char base[CONFIG_STR + 64];
     result_base(r->cfg.name, r->stamp, base, sizeof base);
-    char tmp_json[4400], tmp_csv[4400], path_json[4400], path_csv[4400];
-    snprintf(tmp_json, sizeof tmp_json, "%s/.%s.%ld.json.tmp", dir, base, (long)getpid());
-    snprintf(tmp_csv, sizeof tmp_csv, "%s/.%s.%ld.csv.tmp", dir, base, (long)getpid());
+    char tmp[N_FILES][4400], path[N_FILES][4400];
+    for (int i = 0; i < N_FILES; i++)
+        snprintf(tmp[i], sizeof tmp[i], "%s/.%s.%ld%s.tmp", dir, base, (long)getpid(),
+                 file_suffix[i]);
     char *json = report_json(r);
     if (!json)
         return error_set(e, "out of memory rendering JSON");
-    int rc = write_new(tmp_json, json, r, e);
+    int rc = write_new(tmp[0], json, r, NULL, e);
     free(json);
+    if (rc == 0 && (rc = write_new(tmp[1], NULL, r, report_csv, e)) != 0)
+        unlink(tmp[0]);
+    if (rc == 0 && (rc = write_new(tmp[2], NULL, r, report_summary_csv, e)) != 0) {
+        unlink(tmp[0]);
+        unlink(tmp[1]);
+    }
     if (rc)
         return -1;
-    if (write_new(tmp_csv, NULL, r, e)) {
-        unlink(tmp_json);
-        return -1;
-    }
     rc = 1; // 1: every name taken, -1: an error, 0: placed
     for (int k = 1; k <= MAX_SEQ && rc == 1; k++) {
         char seq[16] = "";
         if (k > 1)
             snprintf(seq, sizeof seq, "-%d", k);
-        snprintf(path_json, sizeof path_json, "%s/%s%s.json", dir, base, seq);
-        snprintf(path_csv, sizeof path_csv, "%s/%s%s.csv", dir, base, seq);
-        int got = place(tmp_json, path_json);
-        if (got == 1)
-            continue;
-        if (got < 0) {
-            rc = error_set(e, "%s: cannot create: %s", path_json, strerror(errno));
-            break;
-        }
-        got = place(tmp_csv, path_csv);
-        if (got == 0) {
-            rc = 0;
-            break;
-        }
-        int err = errno;
-        unlink(path_json); // this run's, just linked: the pair goes whole or not at all
-        if (got < 0)
-            rc = error_set(e, "%s: cannot create: %s", path_csv, strerror(err));
+        rc = place_all(tmp, dir, base, seq, path, e);
     }
     if (rc == 1)
         rc = error_set(e, "report.out %s: %s and %d more names like it are all taken", dir, base,
                   MAX_SEQ - 1);
-    unlink(tmp_json); // gone already where rename placed it
-    unlink(tmp_csv);
+    for (int i = 0; i < N_FILES; i++)
+        unlink(tmp[i]); // gone already where rename placed it
     if (rc == 0)
-        snprintf(json_path, n, "%s", path_json);
+        snprintf(json_path, n, "%s", path[0]);
     return rc;
 }
 

@@ -6,15 +6,12 @@
 
 #include <stdio.h>
 
+#include "machine.h"
 #include "train.h"
 
-struct machine {
-    char cpu[256];      // model name
-    long cores;         // online
-    double mem_bytes;   // physical memory
-    char kernel[128];   // uname -sr
-    char devices[512];  // backend's device line ("" on cpu)
-};
+/* The JSON's "schema_version": docs/result.schema.json describes it; raised
+ * when a field changes meaning or goes away (added fields keep it). */
+#define REPORT_SCHEMA_VERSION 1
 
 struct results {
     struct config cfg;       // the resolved base config (before sweep overrides)
@@ -32,7 +29,6 @@ struct results {
     double peak_rss_bytes;   // the process's peak resident memory after the runs
 };
 
-void machine_describe(struct machine *m);
 void report_summarize(struct results *r);
 /* The figures of run i alone (run 0's must be there: speed-ups are against it). */
 void report_summarize_run(struct results *r, int i);
@@ -51,6 +47,8 @@ void report_text_row(FILE *f, const struct results *r, int i);
 
 void report_text(FILE *f, const struct results *r);
 void report_csv(FILE *f, const struct results *r);
+/* One row per point: swept keys, then the epoch-time statistics (ms). */
+void report_summary_csv(FILE *f, const struct results *r);
 /* The JSON document as a string (caller frees), or NULL when out of memory. */
 char *report_json(const struct results *r);
 
@@ -58,7 +56,7 @@ char *report_json(const struct results *r);
  * a directory (a regular file, /dev/null), not writable, refusing new files
  * (/proc), or a name too long for a file name there. Creates DIR if missing. */
 int report_check_out(const char *dir, const char *name, struct error *e);
-/* Writes DIR/NAME-STAMP.json and .csv as one result: both or neither, never
+/* Writes DIR/NAME-STAMP.json, .csv and -summary.csv as one result: all or none, never
  * replacing an existing result (a second run in the same second gets
  * NAME-STAMP-2). The JSON's path goes to json_path. */
 int report_write_files(const struct results *r, const char *dir, char *json_path, size_t n,

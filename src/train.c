@@ -179,15 +179,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     out->comm = cm ? cm->name : NULL;
     out->allreduce_bytes = (double)(O * F + O) * sizeof(float);
     out->shared_devices = devices_shared(c);
-    if (!effect_copy_knobs(be) && (c->loader.pin_memory || c->loader.async_copy))
-        snprintf(out->notes, sizeof out->notes,
-                 "pin_memory and async_copy have no effect on the %s backend", be->name);
-    if (!effect_worker_knobs(c) &&
-        (c->loader.persistent_workers || config_is_explicit(c, "loader.prefetch_factor"))) {
-        size_t used = strlen(out->notes); // a num_workers sweep's point without workers
-        snprintf(out->notes + used, sizeof out->notes - used, "%spersistent_workers and "
-                 "prefetch_factor have no effect with num_workers 0", used ? "; " : "");
-    }
+    effect_notes(c, be, out->notes, sizeof out->notes);
 
     long device_ids[CONFIG_MAX_DEVICES];
     for (int i = 0; i < n && i < CONFIG_MAX_DEVICES; i++)

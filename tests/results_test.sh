@@ -128,6 +128,7 @@ for c in "configs/tutorial.yaml:not valid JSON" "$TMP/empty.json:not a dpbench r
     if [ $rc -eq 2 ] && grep -qF -- "${c#*:}" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok
     else bad "compare with ${c%%:*}: exit $rc: $(cat "$TMP/err")"; fi
 done
+rm "$TMP/noseconds.json" # not a result any more: kept out of the schema check below
 "$BIN" compare "$TMP/a.json" >/dev/null 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "expected two result files" "$TMP/err"; then ok
@@ -174,6 +175,94 @@ n2=$("$BIN" -c "$TMP/sweep.yaml" --no-sweep --sweep loader.shuffle=true,false --
 n3=$("$BIN" -c "$TMP/sweep.yaml" --format json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')
 if [ "$n1" = 1 ] && [ "$n2" = "2 {'loader.shuffle': ['true', 'false']}" ] && [ "$n3" = 3 ]; then ok
 else bad "--no-sweep: runs $n1, $n2, without it $n3"; fi
+
+# ---- progress lines when stderr is not a terminal (here a file): point,
+# epoch, elapsed, remaining; at most one a second; --quiet silences them
+SLOW=(-c $T --set dataset.sample_cost_us=1500 --sweep parallel.replicas=1,2)  # ~0.15 s an epoch, 22 epochs
+"$BIN" "${SLOW[@]}" >"$TMP/slow.out" 2>"$TMP/slow.err"
+if python3 - "$TMP/slow.err" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+prog = [l for l in lines if l.startswith("progress:")]
+pat = re.compile(r"progress: point ([12])/2, epoch (\d+)/11, batch \d+/4, elapsed ([\d.]+) s, "
+                 r"remaining ~([\d.]+) s$")
+got = [pat.match(l) for l in prog]
+assert len(prog) >= 2 and all(got), prog
+t = [float(m.group(3)) for m in got]
+# one line a second at most: the printed elapsed times (0.1 s steps) are >= 0.9 s apart
+assert all(b - a >= 0.9 for a, b in zip(t, t[1:])), t
+assert {m.group(1) for m in got} == {"1", "2"}, prog
+PY
+then ok; else bad "progress lines: $(cat "$TMP/slow.err")"; fi
+# each point's row is on stdout as soon as its point finished: the first row
+# is there while the second point still runs
+"$BIN" -c $T --set dataset.sample_cost_us=1500 --sweep parallel.replicas=1,2 >"$TMP/live.out" 2>/dev/null &
+pid=$!
+for i in $(seq 100); do grep -q '^parallel.replicas=1 ' "$TMP/live.out" 2>/dev/null && break; sleep 0.1; done
+if grep -q '^parallel.replicas=1 ' "$TMP/live.out" && ! grep -q '^parallel.replicas=2 ' "$TMP/live.out" &&
+    kill -0 $pid 2>/dev/null; then ok
+else bad "first row before the second point ends: $(cat "$TMP/live.out")"; fi
+wait $pid
+if grep -q '^parallel.replicas=2 ' "$TMP/live.out" && [ "$(grep -c '^point ' "$TMP/live.out")" -eq 1 ]; then ok
+else bad "the table after the run: $(cat "$TMP/live.out")"; fi
+"$BIN" "${SLOW[@]}" --quiet >/dev/null 2>"$TMP/quiet.err"
+if [ ! -s "$TMP/quiet.err" ]; then ok; else bad "--quiet: $(cat "$TMP/quiet.err")"; fi
+
+# ---- --out: NAME-STAMP.json, .csv and -summary.csv; the summary has one row
+# per point, a column per swept key and per statistic, the JSON's numbers
+"$BIN" -c $T --sweep loader.num_workers=0,1 --sweep loader.prefetch_factor=2,4 --out "$TMP/res" \
+    >/dev/null 2>"$TMP/err"
+if python3 - "$TMP/res" <<'PY'
+import csv, glob, json, sys
+j, = glob.glob(sys.argv[1] + "/tutorial-*[0-9].json")
+s, = glob.glob(sys.argv[1] + "/tutorial-*-summary.csv")
+assert s == j[:-5] + "-summary.csv" and len(glob.glob(sys.argv[1] + "/*")) == 3
+d = json.load(open(j))
+rows = list(csv.reader(open(s)))
+assert rows[0] == ["run", "point", "same_as", "loader.num_workers", "loader.prefetch_factor",
+                   "epochs", "mean_ms", "stddev_ms", "median_ms", "min_ms", "max_ms", "p90_ms",
+                   "p99_ms", "ci95_low_ms", "ci95_high_ms", "samples_per_second",
+                   "final_loss"], rows[0]
+assert [r[2:5] for r in rows[1:]] == [["", "0", "2"], ["0", "0", "4"], ["", "1", "2"], ["", "1", "4"]], rows
+for r, run in zip(rows[1:], d["runs"]):
+    st = d["runs"][run.get("same_as", int(r[0]))]["stats"]["epoch_ms"]
+    got = dict(zip(rows[0], r))
+    for k in ("mean", "stddev", "median", "min", "max", "p90", "p99"):
+        assert abs(float(got[k + "_ms"]) - st[k]) <= 1e-8 * st[k], (k, got, st)
+    assert abs(float(got["ci95_high_ms"]) - st["ci95"][1]) <= 1e-8 * st["ci95"][1]
+PY
+then ok; else bad "summary CSV: $(cat "$TMP/err"; ls "$TMP/res")"; fi
+
+# ---- a missing dataset names the command that writes it, and that command works
+"$BIN" -c $T --set dataset.kind=cifar10 --set dataset.path="$TMP/cifar" >/dev/null 2>"$TMP/err"
+rc=$?
+cmd=$(grep -o '`dpbench --make-dataset [^`]*`' "$TMP/err" | tr -d '`')
+if [ $rc -eq 2 ] && [ "$cmd" = "dpbench --make-dataset cifar10 $TMP/cifar" ] &&
+    "$BIN" ${cmd#dpbench } --per-class 2 >/dev/null 2>&1 &&
+    "$BIN" -c $T --set dataset.kind=cifar10 --set dataset.path="$TMP/cifar" --set train.epochs=1 >/dev/null 2>&1
+then ok; else bad "missing dataset: exit $rc, '$cmd': $(cat "$TMP/err")"; fi
+"$BIN" -c $T --set dataset.kind=idx --set dataset.path="$TMP/mn/train-images-idx3-ubyte.gz" >/dev/null 2>"$TMP/err"
+if grep -qF "\`dpbench --make-dataset idx $TMP/mn --gzip\` writes one" "$TMP/err"; then ok
+else bad "missing idx dataset: $(cat "$TMP/err")"; fi
+
+# ---- every result file this test wrote follows docs/result.schema.json
+if python3 scripts/validate_result.py --skip-other $(find "$TMP" -name '*.json') >"$TMP/v.out" 2>"$TMP/err" &&
+    grep -q "[1-9][0-9]* result files checked, 0 invalid" "$TMP/err"; then ok
+else bad "schema: $(cat "$TMP/v.out" "$TMP/err")"; fi
+# ... and the check can fail: a stats block with a key too many, a run without epochs
+python3 - "$TMP/rep.json" "$TMP/bad1.json" "$TMP/bad2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["runs"][0]["stats"]["epoch_ms"]["iqr"] = 1.0
+json.dump(d, open(sys.argv[2], "w"))
+d = json.load(open(sys.argv[1]))
+del d["runs"][0]["epochs"]
+json.dump(d, open(sys.argv[3], "w"))
+PY
+for f in bad1 bad2; do
+    if ! python3 scripts/validate_result.py "$TMP/$f.json" >/dev/null 2>&1; then ok
+    else bad "the schema accepts $f"; fi
+done
 
 echo "results: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
