@@ -104,6 +104,14 @@ static int parse_bytes(const char *s, double *out)
     return 0;
 }
 
+static int parse_repeat(const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtol(s, &end, 10);
+    return end == s || *end || errno || *out < 1 || *out > 1000 ? -1 : 0;
+}
+
 /* Parses argv into opts and the config; returns -1 with e set on bad usage,
  * 1 when a help or version text was printed. */
 static int parse_cli(int argc, char **argv, struct options *opts, struct config *c,
@@ -145,15 +153,11 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
                 return error_set(e, "--max-memory: expected bytes (e.g. 512M, 4G), found '%s'",
                                  optarg);
             break;
-        case 'r': {
-            char *end;
-            errno = 0;
-            opts->repeat = strtol(optarg, &end, 10);
-            if (end == optarg || *end || errno || opts->repeat < 1 || opts->repeat > 1000)
+        case 'r':
+            if (parse_repeat(optarg, &opts->repeat))
                 return error_set(e, "--repeat: expected a whole number from 1 to 1000, found '%s'",
                                  optarg);
             break;
-        }
         case 'q': opts->quiet = true; break;
         case OPT_NO_SWEEP: opts->no_sweep = true; break;
         case 'h': usage(stdout); return 1;
@@ -506,6 +510,45 @@ static int record_same(struct run_result *run, const struct config *pc, const ch
     return 0;
 }
 
+/* Records point pc as the next run without running it when its effective
+ * settings equal an earlier run's: 1 when recorded, 0 when it must run, -1
+ * on an error. eff[i] keeps run i's effective settings. */
+static int skip_same(struct results *res, cJSON **eff, const struct config *pc, const char *label,
+                     const struct backend *be, struct error *e)
+{
+    cJSON *mine = effect_config(pc, be);
+    int k = same_as_earlier(res, eff, mine);
+    eff[res->n_runs] = mine;
+    if (k < 0)
+        return 0;
+    if (record_same(&res->runs[res->n_runs], pc, label, be, k, e))
+        return -1;
+    res->n_runs++;
+    return 1;
+}
+
+/* After run_repeated returned rc != 0: a failure mid-run keeps the complete
+ * epochs (maybe none) as partial results; a stop keeps only complete epochs
+ * and is not a failure. Returns the status for run_points. */
+static int point_failed(struct results *res, struct run_result *run, const char *label, int rc,
+                        struct error *e)
+{
+    if (run->failed || stop_requested()) {
+        if (run->failed && (run->n_epochs > 0 || !stop_requested())) {
+            snprintf(run->label, sizeof run->label, "%s", label);
+            res->n_runs++;
+            res->interrupted = true;
+        } else if (run->failed) {
+            run_result_free(run);
+        }
+        if (stop_requested())
+            return 0; // interrupted, not failed
+    }
+    if (label[0])
+        error_wrap(e, "sweep point %s", label);
+    return rc;
+}
+
 /* Runs every sweep point; the dataset is generated (or loaded) once per
  * distinct data config and shared. On interruption, keeps what completed.
  * Returns -2 when a dataset cannot be loaded (bad data: a usage error, found
@@ -533,15 +576,11 @@ static int run_points(const struct config *c, const struct backends *bes, struct
         if ((rc = point_config(c, p, &pc, label, sizeof label, auto_be ? auto_be->name : NULL, e)))
             break;
         const struct backend *be = backends_get(bes, pc.parallel.device);
-        cJSON *mine = effect_config(&pc, be);
-        int k = same_as_earlier(res, eff, mine);
-        eff[res->n_runs] = mine;
-        if (k >= 0) { // the same work as run k: not run again
-            rc = record_same(&res->runs[res->n_runs], &pc, label, be, k, e);
+        int same = skip_same(res, eff, &pc, label, be, e);
+        if (same) { // the same work as an earlier run: not run again
             config_free(&pc);
-            if (rc)
+            if (same < 0 && (rc = -1))
                 break;
-            res->n_runs++;
             if (text && n > 1)
                 show_row(res);
             continue;
@@ -558,25 +597,8 @@ static int run_points(const struct config *c, const struct backends *bes, struct
         struct run_result *run = &res->runs[res->n_runs];
         rc = run_repeated(&pc, &d, be, run, trace, res->repeat > 1 ? res->repeat : 1, e);
         config_free(&pc);
-        if (rc && (run->failed || stop_requested())) {
-            /* a failure mid-run: the complete epochs (maybe none) are kept and
-             * reported as partial results; a stop keeps only complete epochs */
-            if (run->failed && (run->n_epochs > 0 || !stop_requested())) {
-                snprintf(run->label, sizeof run->label, "%s", label);
-                res->n_runs++;
-                res->interrupted = true;
-            } else if (run->failed) {
-                run_result_free(run);
-            }
-            if (stop_requested())
-                rc = 0; // interrupted, not failed
-            else if (label[0])
-                error_wrap(e, "sweep point %s", label);
-            break;
-        }
         if (rc) {
-            if (label[0])
-                error_wrap(e, "sweep point %s", label);
+            rc = point_failed(res, run, label, rc, e);
             break;
         }
         snprintf(run->label, sizeof run->label, "%s", label);
