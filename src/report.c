@@ -225,6 +225,12 @@ static void text_floor(FILE *f, const struct run_result *run)
         fprintf(f, "gather %.3g only; the device's step and copies are not measured", 1e3 * fl->gather_s);
     else if (run->cfg.loader.num_workers == 0)
         fprintf(f, "gather %.3g + compute %.3g", 1e3 * fl->gather_s, 1e3 * fl->compute_s);
+    else if (fl->overlapped)
+        fprintf(f, "overlapped: %ld workers gathering while the step's BLAS runs, measured "
+                   "together; apart the larger of loading %.3g = gather %.3g over the workers, "
+                   "and compute %.3g",
+                run->cfg.loader.num_workers, 1e3 * fl->loading_s, 1e3 * fl->gather_s,
+                1e3 * fl->compute_s);
     else
         fprintf(f, "the larger of loading %.3g = gather %.3g over %ld workers, and compute %.3g",
                 1e3 * fl->loading_s, 1e3 * fl->gather_s, run->cfg.loader.num_workers,
@@ -621,6 +627,8 @@ static cJSON *run_json(const struct run_result *run)
         cJSON_AddNumberToObject(fo, "loading_seconds", fl->loading_s);
         cJSON_AddItemToObject(fo, "compute_seconds", number_or_null(fl->compute_s));
         cJSON_AddItemToObject(fo, "copy_seconds", number_or_null(fl->copy_s));
+        cJSON_AddNumberToObject(fo, "apart_seconds", fl->apart_s);
+        cJSON_AddStringToObject(fo, "kind", fl->overlapped ? "overlapped" : "apart");
         cJSON_AddNumberToObject(fo, "seconds", fl->seconds);
         cJSON_AddItemToObject(fo, "ratio", number_or_null(run->sum.floor_ratio));
     } else {
