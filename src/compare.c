@@ -120,14 +120,13 @@ static int config_diffs(const cJSON *a, const cJSON *b, const char *prefix, char
             } else if (!other || !cJSON_Compare(k, other, 1)) {
                 if (n >= max)
                     return n;
-                char *va = side ? NULL : cJSON_PrintUnformatted(k);
-                char *vb = other ? cJSON_PrintUnformatted(other) : NULL;
-                if (side)
-                    va = cJSON_PrintUnformatted(k);
-                snprintf(diffs[n++], 256, "%s: %s vs %s", path,
-                         side ? "(absent)" : va, side ? va : vb ? vb : "(absent)");
-                free(va);
-                free(vb);
+                char *vk = cJSON_PrintUnformatted(k);
+                char *vo = other ? cJSON_PrintUnformatted(other) : NULL;
+                const char *mine = vk ? vk : "?", *theirs = vo ? vo : "(absent)";
+                snprintf(diffs[n++], 256, "%s: %s vs %s", path, side ? theirs : mine,
+                         side ? mine : theirs); // always a's value, then b's
+                free(vk);
+                free(vo);
             }
         }
     }
@@ -296,10 +295,10 @@ static void unmatched_why(const struct point *p, const struct result_file *other
             q = &other->pts[j];
     if (config_diffs(p->workload, q->workload, "", d, 0, 1))
         snprintf(buf, n, "different workload (%s)", d[0]);
-    else if (q->paired)
-        snprintf(buf, n, "its workload's points there are paired already");
+    else if (config_diffs(p->settings, q->settings, "", d, 0, 1))
+        snprintf(buf, n, "same workload, other settings (%s)", d[0]);
     else
-        snprintf(buf, n, "no point of the same workload and settings");
+        snprintf(buf, n, "the points of its workload and settings there are paired already");
 }
 
 static void print_text(const struct result_file *a, const struct result_file *b,

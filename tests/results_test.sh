@@ -198,7 +198,7 @@ then ok; else bad "progress lines: $(cat "$TMP/slow.err")"; fi
 # is there while the second point still runs
 "$BIN" -c $T --set dataset.sample_cost_us=1500 --sweep parallel.replicas=1,2 >"$TMP/live.out" 2>/dev/null &
 pid=$!
-for i in $(seq 100); do grep -q '^parallel.replicas=1 ' "$TMP/live.out" 2>/dev/null && break; sleep 0.1; done
+for i in $(seq 600); do grep -q "^parallel.replicas=1 " "$TMP/live.out" 2>/dev/null && break; sleep 0.1; done # up to 60 s on a loaded machine
 if grep -q '^parallel.replicas=1 ' "$TMP/live.out" && ! grep -q '^parallel.replicas=2 ' "$TMP/live.out" &&
     kill -0 $pid 2>/dev/null; then ok
 else bad "first row before the second point ends: $(cat "$TMP/live.out")"; fi
