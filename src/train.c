@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "comm.h"
-#include "progress.h"
 #include "ddp.h"
 #include "effect.h"
+#include "progress.h"
 #include "rng.h"
 #include "step.h"
 
