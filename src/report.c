@@ -360,7 +360,8 @@ int report_label_width(const struct results *r)
 void report_text_table_head(FILE *f, const struct results *r)
 {
     int w = report_label_width(r);
-    fprintf(f, "%-*s %10s %8s %10s %10s %12s %6s %8s %12s  %s\n", w, "point", "median", "±",
+    /* "±" is two bytes in UTF-8 and one column: its field is one byte wider */
+    fprintf(f, "%-*s %10s %9s %10s %10s %12s %6s %8s %12s  %s\n", w, "point", "median", "±",
             "min", "max", "samples/s", "wait", "overlap", "loss", "speedup vs first, 95% CI");
     fprintf(f, "%-*s %10s %8s %10s %10s %12s %6s %8s %12s  %s\n", w, "", "ms", "ms", "ms", "ms",
             "", "%", "%", "", "x");
