@@ -211,7 +211,11 @@ test-valgrind: dpbench
 	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	    --show-leak-kinds=definite,indirect ./dpbench --config configs/tutorial.yaml \
 	    --sweep parallel.replicas=1,3 --export $(B)/valgrind-export 2>/dev/null
-	@echo "valgrind: 3 passed, 0 failed"
+	./dpbench --config configs/tutorial.yaml --sweep loader.num_workers=0,1 \
+	    --sweep loader.prefetch_factor=2,4 --format json >$(B)/valgrind-sweep.json 2>/dev/null
+	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --show-leak-kinds=definite,indirect ./dpbench compare $(B)/valgrind-sweep.json $(B)/valgrind-sweep.json >/dev/null
+	@echo "valgrind: 4 passed, 0 failed"
 
 # PyTorch side-by-side scripts: skipped when Debian's python3-torch is absent.
 test-scripts: dpbench
