@@ -283,8 +283,10 @@ static int match(struct result_file *a, struct result_file *b, struct pair *pair
 
 static const char *point_name(const struct point *p) { return p->label[0] ? p->label : "(base)"; }
 
-/* Why an unpaired point of f found no partner in other: its workload's
- * first difference from other's first point, or its settings. */
+/* Why an unpaired point found no partner in other: the first workload
+ * difference from other's first point when no point there has its workload,
+ * else the first setting that differs from one that has, else that those
+ * points are paired already. */
 static void unmatched_why(const struct point *p, const struct result_file *other, char *buf,
                           size_t n)
 {
