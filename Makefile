@@ -43,7 +43,7 @@ CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c \
-           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c stats.c dl.c rlimits.c signals.c
+           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c stats.c progress.c compare.c effect.c machine.c dl.c rlimits.c signals.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -89,7 +89,7 @@ FLAVOUR := $(B)/flavour
 $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL)" ] || echo $(CUDA)$(MPI)$(NCCL) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
+.PHONY: all run test test-unit test-cli test-results test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
         test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated test-docs test-fresh bench bench-data clean
 all: dpbench
 
@@ -144,6 +144,10 @@ test-unit: $(TESTS)
 
 test-cli: dpbench
 	@tests/cli_test.sh ./dpbench
+
+# statistics, --repeat, dpbench compare, honest sweeps, progress, result files
+test-results: dpbench
+	@tests/results_test.sh ./dpbench
 
 # labelled datasets end to end: generator, kinds, bad data, Fashion-MNIST
 test-data-cli: dpbench
@@ -219,7 +223,11 @@ test-valgrind: dpbench
 	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	    --show-leak-kinds=definite,indirect ./dpbench --config configs/tutorial.yaml \
 	    --sweep parallel.replicas=1,3 --export $(B)/valgrind-export 2>/dev/null
-	@echo "valgrind: 3 passed, 0 failed"
+	./dpbench --config configs/tutorial.yaml --sweep loader.num_workers=0,1 \
+	    --sweep loader.prefetch_factor=2,4 --format json >$(B)/valgrind-sweep.json 2>/dev/null
+	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --show-leak-kinds=definite,indirect ./dpbench compare $(B)/valgrind-sweep.json $(B)/valgrind-sweep.json >/dev/null
+	@echo "valgrind: 4 passed, 0 failed"
 
 # PyTorch side-by-side scripts: skipped when Debian's python3-torch is absent.
 test-scripts: dpbench
@@ -245,7 +253,7 @@ test-limits: dpbench
 test-multinode: dpbench
 	@printf 'multinode: '; tests/multinode_test.sh ./dpbench
 
-test: test-unit test-cli test-data-cli test-docs test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
+test: test-unit test-cli test-results test-data-cli test-docs test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
       test-ddp test-limits \
       test-cuda-emulated
 

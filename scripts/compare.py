@@ -7,9 +7,11 @@ Both files are in dpbench's JSON schema (scripts/torch_reference.py writes
 it). Points are matched by their label ("loader.num_workers=2 ..."), or by
 position when the labels differ but the counts agree. For every point it
 prints the median epoch time of each, their ratio (torch / dpbench, i.e.
-dpbench's speedup over PyTorch), the final loss of each, whether the
-DataParallel splits are identical, and how far apart the two trainings
-ended:
+dpbench's speedup over PyTorch) with its 95% interval and whether PyTorch is
+faster, slower or the same (all four from `dpbench compare DPBENCH.json
+TORCH.json`, the one place that statistic lives: docs/statistics.md), the
+final loss of each, whether the DataParallel splits are identical, and how
+far apart the two trainings ended:
 
   params_rdiff  for each final parameter tensor (weight, bias), the largest
                 absolute difference divided by the tensor's largest
@@ -28,7 +30,10 @@ result, or describes a different workload than the other.
 """
 
 import argparse
+import json
 import math
+import os
+import subprocess
 import sys
 
 import dpresult
@@ -141,9 +146,37 @@ def loss_rdiff(ea, eb):
     return max(diffs) if diffs else None
 
 
-def rows_for(pairs):
+def default_dpbench():
+    """./dpbench when there is one, else the binary at the repository root."""
+    if os.path.exists("dpbench"):
+        return "./dpbench"
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dpbench")
+
+
+def speed(binary, path_a, path_b):
+    """`dpbench compare A B --format json`: {(run in A, run in B): pair}, and
+    a note when it compared nothing (its message)."""
+    try:
+        out = subprocess.run([binary, "compare", path_a, path_b, "--format", "json"],
+                             capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:
+        return {}, "dpbench compare could not run (%s): no speed ratios" % e
+    try:
+        doc = json.loads(out.stdout) if out.stdout.strip() else {}
+    except ValueError:
+        doc = {}
+    pairs = {(p["a"]["run"], p["b"]["run"]): p for p in doc.get("pairs", [])}
+    note = None
+    if out.returncode != 0:
+        note = "%s (no speed ratio where it paired nothing)" % out.stderr.strip()
+    return pairs, note
+
+
+def rows_for(pairs, a, b, speeds):
     """One dict per point with the numbers to print."""
     rows = []
+    index_a = {id(r): i for i, r in enumerate(a["runs"])}
+    index_b = {id(r): i for i, r in enumerate(b["runs"])}
     for ra, rb in pairs:
         diff = workload_diff(ra["config"], rb["config"])
         label = ra.get("point") or "(base)"
@@ -154,11 +187,14 @@ def rows_for(pairs):
                            % (label, "; ".join(diff)))
         ma, mb = ra["summary"].get("median_seconds"), rb["summary"].get("median_seconds")
         same = same_trajectory(ra["config"], rb["config"])
+        sp = speeds.get((index_a[id(ra)], index_b[id(rb)])) or {}
         rows.append({
             "point": label,
             "median_a": ma,
             "median_b": mb,
-            "ratio": mb / ma if ma and mb is not None else None,
+            "ratio": sp.get("ratio"),
+            "ci95": sp.get("ci95") or [None, None],
+            "verdict": sp.get("verdict", "-"),
             "loss_a": ra["summary"].get("final_loss"),
             "loss_b": rb["summary"].get("final_loss"),
             "splits": "yes" if ra.get("splits") == rb.get("splits") else "no",
@@ -187,15 +223,17 @@ def print_text(rows, a, b, path_a, path_b, how):
     width = max(24, max(len(r["point"]) for r in rows))
     print("# dpbench: %s  %s" % (version(a), path_a))
     print("# torch:   %s  %s" % (version(b), path_b))
-    print("# points matched by %s; ratio = torch / dpbench (dpbench's speedup)" % how)
-    cols = "%-*s %12s %12s %9s %13s %13s %7s %13s %11s"
-    print(cols % (width, "# point", "dpbench", "torch", "ratio", "dpbench_loss", "torch_loss",
-                  "splits", "params_rdiff", "loss_rdiff"))
-    print(cols % (width, "#", "ms", "ms", "x", "", "", "same", "", ""))
+    print("# points matched by %s; ratio = torch / dpbench (dpbench's speedup), its 95%% "
+          "interval and torch's verdict from dpbench compare" % how)
+    cols = "%-*s %12s %12s %9s %13s %7s %13s %13s %7s %13s %11s"
+    print(cols % (width, "# point", "dpbench", "torch", "ratio", "ratio_ci95", "torch",
+                  "dpbench_loss", "torch_loss", "splits", "params_rdiff", "loss_rdiff"))
+    print(cols % (width, "#", "ms", "ms", "x", "x", "is", "", "", "same", "", ""))
     for r in rows:
+        ci = "-" if r["ci95"][0] is None else "%.2f-%.2f" % tuple(r["ci95"])
         print(cols % (width, r["point"], num(ms(r["median_a"]), "%.4g"),
                       num(ms(r["median_b"]), "%.4g"),
-                      num(r["ratio"], "%.2f"), num(r["loss_a"], "%.6g"),
+                      num(r["ratio"], "%.2f"), ci, r["verdict"], num(r["loss_a"], "%.6g"),
                       num(r["loss_b"], "%.6g"), r["splits"], num(r["params_rdiff"], "%.3g"),
                       num(r["loss_rdiff"], "%.3g")))
     for r in rows:
@@ -222,14 +260,16 @@ def agreement(rows, tolerance):
 def print_markdown(rows, a, b):
     """The same table as Markdown, for a README."""
     print("| point | dpbench %s median (ms) | PyTorch %s median (ms) | torch / dpbench (x) "
-          "| dpbench final loss | PyTorch final loss | same splits | params rdiff | loss rdiff |"
+          "| PyTorch is | dpbench final loss | PyTorch final loss | same splits | params rdiff "
+          "| loss rdiff |"
           % ((a.get("dpbench") or {}).get("version", "?"),
              (b.get("dpbench") or {}).get("version", "?").replace("torch-", "")))
-    print("|---|---:|---:|---:|---:|---:|:---:|---:|---:|")
+    print("|---|---:|---:|---:|:---:|---:|---:|:---:|---:|---:|")
     for r in rows:
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        ci = "" if r["ci95"][0] is None else " (%.1f-%.1f)" % tuple(r["ci95"])
+        print("| %s | %s | %s | %s%s | %s | %s | %s | %s | %s | %s |" % (
             r["point"].replace("|", "\\|"), num(ms(r["median_a"]), "%.4g"),
-            num(ms(r["median_b"]), "%.4g"), num(r["ratio"], "%.1f"),
+            num(ms(r["median_b"]), "%.4g"), num(r["ratio"], "%.1f"), ci, r["verdict"],
             num(r["loss_a"], "%.4g"), num(r["loss_b"], "%.4g"), r["splits"],
             num(r["params_rdiff"], "%.2g"), num(r["loss_rdiff"], "%.2g")))
 
@@ -239,6 +279,9 @@ def main(argv=None):
     p.add_argument("dpbench", metavar="DPBENCH.json", help="result written by dpbench")
     p.add_argument("torch", metavar="TORCH.json", help="result written by torch_reference.py")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--dpbench", dest="dpbench_bin", metavar="PATH",
+                   help="the dpbench binary whose `compare` gives the speed ratios (default "
+                        "./dpbench, else the one next to scripts/)")
     p.add_argument("--tolerance", type=float, default=TOLERANCE,
                    help="largest relative difference of final parameters and epoch losses "
                         "accepted (default %g)" % TOLERANCE)
@@ -246,7 +289,8 @@ def main(argv=None):
     try:
         a, b = load(args.dpbench), load(args.torch)
         pairs, how = pair_runs(a, b, args.dpbench, args.torch)
-        rows = rows_for(pairs)
+        speeds, note = speed(args.dpbench_bin or default_dpbench(), args.dpbench, args.torch)
+        rows = rows_for(pairs, a, b, speeds)
     except Mismatch as e:
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 2
@@ -256,6 +300,8 @@ def main(argv=None):
     else:
         print_text(rows, a, b, args.dpbench, args.torch, how)
         print(line)
+        if note:
+            print("# speed: %s" % note)
     if not ok:
         print("%s: the two trainings differ by more than the tolerance %g (%s)"
               % (PROG, args.tolerance, line.split(": ", 1)[1]), file=sys.stderr)

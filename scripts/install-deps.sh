@@ -46,6 +46,7 @@ make  python3-torch        dpkg
 make  python3-numpy        dpkg
 make  python3-pil          file:/usr/lib/python3/dist-packages/PIL/Image.py
 make  python3-matplotlib   dpkg
+make  python3-jsonschema   dpkg
 bench python3-yaml         dpkg
 bench hyperfine            cmd:hyperfine
 '

@@ -45,7 +45,11 @@ def load(path):
     backend = doc["runs"][0].get("backend")
     if backend:
         name += " (%s)" % backend
-    return name, doc["runs"]
+    # a sweep point not run again ("same_as": K) shows run K's measurement
+    runs = [dict(doc["runs"][r["same_as"]], point=r.get("point", ""),
+                 overrides=r.get("overrides", {})) if "same_as" in r else r
+            for r in doc["runs"]]
+    return name, runs
 
 
 def point_label(run):

@@ -18,6 +18,7 @@ DEBIAN_PACKAGE = {
     "numpy": "python3-numpy",
     "yaml": "python3-yaml",
     "PIL": "python3-pil",
+    "jsonschema": "python3-jsonschema",
 }
 
 

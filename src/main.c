@@ -3,6 +3,7 @@
  * where each epoch's time went. This file owns the command line, the sweep
  * over config points and the choice of output; it alone decides the exit
  * status. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -19,8 +20,10 @@
 #include "allreduce_bw.h"
 #include "backend.h"
 #include "comm.h"
+#include "compare.h"
 #include "config.h"
 #include "dataset.h"
+#include "effect.h"
 #include "estimate.h"
 #include "export.h"
 #include "gen.h"
@@ -28,6 +31,7 @@
 #include "signals.h"
 #include "ddp.h"
 #include "loader.h"
+#include "progress.h"
 #include "report.h"
 #include "train.h"
 
@@ -39,6 +43,9 @@ struct options {
     bool h2d_bandwidth; // measure host-to-device bandwidth instead of training
     const char *export_dir; // write every point's config, data and orders here instead
     bool allreduce_bandwidth; // measure the comm engine's allreduce instead of training
+    long repeat;        // runs of each point in a row (--repeat), 0 = 1
+    bool quiet;         // --quiet: no progress lines
+    bool no_sweep;      // --no-sweep: the config's sweep is ignored
 };
 
 static void usage(FILE *f)
@@ -55,8 +62,12 @@ static void usage(FILE *f)
             "  -s, --set KEY=VALUE   override one key; repeatable\n"
             "  -w, --sweep KEY=V1,V2 run every combination of the swept keys; repeatable\n"
             "  -f, --format FMT      text (default), json or csv on stdout\n"
-            "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json and .csv (UTC) into DIR\n"
+            "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json, .csv and -summary.csv\n"
+            "                        (UTC) into DIR\n"
             "  -m, --max-memory N    refuse runs estimated above N bytes (suffixes K, M, G)\n"
+            "  -r, --repeat N        run each point N times in a row; statistics over all epochs\n"
+            "      --no-sweep        ignore the config's sweep (--sweep flags still apply)\n"
+            "  -q, --quiet           no progress lines on stderr\n"
             "      --h2d-bandwidth   measure host-to-device copy bandwidth (cuda), then exit\n"
             "      --export DIR      write each point's config, data, initial parameters and\n"
             "                        sample orders into DIR (for a reference run), then exit\n"
@@ -65,6 +76,8 @@ static void usage(FILE *f)
             "      --allreduce-bandwidth  allreduce size sweep on parallel.comm's engine, as\n"
             "                        nccl-tests prints it (under mpirun: across its ranks)\n"
             "      --help-config     list every config key with its default and range\n"
+            "  compare A.json B.json [--format text|json]\n"
+            "                        is B faster, slower or the same as A? (dpbench compare --help)\n"
             "  -V, --version         version and the backends compiled in\n"
             "  -h, --help            this text\n"
             "\n"
@@ -94,12 +107,21 @@ static int parse_bytes(const char *s, double *out)
     return 0;
 }
 
+static int parse_repeat(const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtol(s, &end, 10);
+    return end == s || *end || errno || *out < 1 || *out > 1000 ? -1 : 0;
+}
+
 /* Parses argv into opts and the config; returns -1 with e set on bad usage,
  * 1 when a help or version text was printed. */
 static int parse_cli(int argc, char **argv, struct options *opts, struct config *c,
                      struct error *e)
 {
-    enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT, OPT_ALLREDUCE_BANDWIDTH };
+    enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT, OPT_ALLREDUCE_BANDWIDTH,
+           OPT_NO_SWEEP };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"set", required_argument, NULL, 's'},
@@ -107,6 +129,9 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         {"format", required_argument, NULL, 'f'},
         {"out", required_argument, NULL, 'o'},
         {"max-memory", required_argument, NULL, 'm'},
+        {"repeat", required_argument, NULL, 'r'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"no-sweep", no_argument, NULL, OPT_NO_SWEEP},
         {"help-config", no_argument, NULL, OPT_HELP_CONFIG},
         {"h2d-bandwidth", no_argument, NULL, OPT_H2D_BANDWIDTH},
         {"export", required_argument, NULL, OPT_EXPORT},
@@ -119,7 +144,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
      * order they were given in. */
     int ch;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":c:s:w:f:o:m:Vh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":c:s:w:f:o:m:r:qVh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             if (opts->config)
@@ -131,6 +156,13 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
                 return error_set(e, "--max-memory: expected bytes (e.g. 512M, 4G), found '%s'",
                                  optarg);
             break;
+        case 'r':
+            if (parse_repeat(optarg, &opts->repeat))
+                return error_set(e, "--repeat: expected a whole number from 1 to 1000, found '%s'",
+                                 optarg);
+            break;
+        case 'q': opts->quiet = true; break;
+        case OPT_NO_SWEEP: opts->no_sweep = true; break;
         case 'h': usage(stdout); return 1;
         case 'V':
             printf("dpbench %s\nbackends: %s\ncomm: %s\n", DPBENCH_VERSION, backend_list(),
@@ -151,8 +183,10 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
                          argv[optind]);
     if (opts->config && config_load(c, opts->config, e))
         return -1;
+    if (opts->no_sweep)
+        config_clear_sweep(c);
     optind = 0;
-    while ((ch = getopt_long(argc, argv, ":c:s:w:f:o:m:Vh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":c:s:w:f:o:m:r:qVh", longopts, NULL)) != -1) {
         int rc = 0;
         if (ch == 's')
             rc = config_set_arg(c, optarg, e);
@@ -372,22 +406,176 @@ static const struct backend *backends_get(const struct backends *b, const char *
     return NULL;
 }
 
+/* The longest point label of the sweep: the table's first column, known
+ * before its first row is printed. */
+static int label_width(const struct config *c)
+{
+    int w = 0;
+    for (long p = 0; p < n_points(c); p++) {
+        struct config pc;
+        char label[512];
+        struct error e;
+        if (point_config(c, p, &pc, label, sizeof label, NULL, &e))
+            continue;
+        config_free(&pc);
+        if ((int)strlen(label) > w)
+            w = (int)strlen(label);
+    }
+    return w;
+}
+
+/* The text table's newest row on stdout (the header with the first). */
+static void show_row(struct results *res)
+{
+    int i = res->n_runs - 1;
+    report_summarize_run(res, i);
+    if (i == 0)
+        report_text_head(stdout, res);
+    report_text_row(stdout, res, i);
+    fflush(stdout);
+    res->rows_shown = true;
+}
+
+/* Appends more's measured epochs (and each rank's) to into's, numbered on. */
+static int append_epochs(struct run_result *into, const struct run_result *more)
+{
+    int n = into->n_epochs, m = more->n_epochs;
+    struct epoch_result *ep = realloc(into->epochs, (size_t)(n + m + 1) * sizeof *ep);
+    if (!ep)
+        return -1;
+    into->epochs = ep;
+    for (int r = 0; into->ranks && more->ranks && r < into->world_size; r++) {
+        struct epoch_result *re = realloc(into->ranks[r].epochs, (size_t)(n + m + 1) * sizeof *re);
+        if (!re)
+            return -1;
+        into->ranks[r].epochs = re;
+        memcpy(re + n, more->ranks[r].epochs, (size_t)m * sizeof *re);
+        for (int k = 0; k < m; k++)
+            re[n + k].epoch = n + k + 1;
+    }
+    memcpy(ep + n, more->epochs, (size_t)m * sizeof *ep);
+    for (int k = 0; k < m; k++)
+        ep[n + k].epoch = n + k + 1;
+    into->n_epochs = n + m;
+    return 0;
+}
+
+/* train_run `repeat` times in a row into run, its measured epochs pooled: a
+ * short config still gives a tight interval. Same contract as train_run. */
+static int run_repeated(const struct config *pc, const struct dataset *d,
+                        const struct backend *be, struct run_result *run, FILE *trace,
+                        int repeat, struct error *e)
+{
+    int rc = train_run(pc, d, be, run, trace, e);
+    run->repeats = 1;
+    for (int k = 1; k < repeat && rc == 0 && !run->interrupted && !stop_requested(); k++) {
+        struct run_result more;
+        progress_repeat(k);
+        rc = train_run(pc, d, be, &more, NULL, e);
+        if (rc && !more.failed) { // nothing of this repeat: the run stands as it was
+            run_result_free(run);
+            return rc;
+        }
+        if (append_epochs(run, &more)) {
+            run_result_free(&more);
+            run_result_free(run);
+            return error_set(e, "out of memory");
+        }
+        run->repeats++;
+        run->interrupted |= more.interrupted;
+        run->failed |= more.failed;
+        run->together = more.together;
+        if (more.stopped[0])
+            snprintf(run->stopped, sizeof run->stopped, "repeat %d: %s", k + 1, more.stopped);
+        run_result_free(&more);
+    }
+    return rc;
+}
+
+/* The earlier run whose effective settings (effect.c) equal mine, or -1. */
+static int same_as_earlier(const struct results *res, cJSON *const *eff, const cJSON *mine)
+{
+    for (int k = 0; mine && k < res->n_runs; k++)
+        if (eff[k] && !res->runs[k].same && cJSON_Compare(eff[k], mine, 1))
+            return k;
+    return -1;
+}
+
+/* A point that is not run again: its config and label, and which run holds
+ * its measurement. */
+static int record_same(struct run_result *run, const struct config *pc, const char *label,
+                       const struct backend *be, int k, struct error *e)
+{
+    memset(run, 0, sizeof *run);
+    if (config_copy(&run->cfg, pc))
+        return error_set(e, "out of memory");
+    snprintf(run->label, sizeof run->label, "%s", label);
+    run->backend = be->name;
+    run->same = true;
+    run->same_as = k;
+    effect_notes(pc, be, run->notes, sizeof run->notes); // why it is the same
+    return 0;
+}
+
+/* Records point pc as the next run without running it when its effective
+ * settings equal an earlier run's: 1 when recorded, 0 when it must run, -1
+ * on an error. eff[i] keeps run i's effective settings. */
+static int skip_same(struct results *res, cJSON **eff, const struct config *pc, const char *label,
+                     const struct backend *be, struct error *e)
+{
+    cJSON *mine = effect_config(pc, be);
+    int k = same_as_earlier(res, eff, mine);
+    eff[res->n_runs] = mine;
+    if (k < 0)
+        return 0;
+    if (record_same(&res->runs[res->n_runs], pc, label, be, k, e))
+        return -1;
+    res->n_runs++;
+    return 1;
+}
+
+/* After run_repeated returned rc != 0: a failure mid-run keeps the complete
+ * epochs (maybe none) as partial results; a stop keeps only complete epochs
+ * and is not a failure. Returns the status for run_points. */
+static int point_failed(struct results *res, struct run_result *run, const char *label, int rc,
+                        struct error *e)
+{
+    if (run->failed || stop_requested()) {
+        if (run->failed && (run->n_epochs > 0 || !stop_requested())) {
+            snprintf(run->label, sizeof run->label, "%s", label);
+            res->n_runs++;
+            res->interrupted = true;
+        } else if (run->failed) {
+            run_result_free(run);
+        }
+        if (stop_requested())
+            return 0; // interrupted, not failed
+    }
+    if (label[0])
+        error_wrap(e, "sweep point %s", label);
+    return rc;
+}
+
 /* Runs every sweep point; the dataset is generated (or loaded) once per
  * distinct data config and shared. On interruption, keeps what completed.
  * Returns -2 when a dataset cannot be loaded (bad data: a usage error, found
  * before any epoch of that point). */
 static int run_points(const struct config *c, const struct backends *bes, struct results *res,
-                      struct error *e)
+                      bool quiet, struct error *e)
 {
     long n = n_points(c);
     res->runs = calloc((size_t)n, sizeof *res->runs);
-    if (!res->runs)
+    cJSON **eff = calloc((size_t)n, sizeof *eff); // each run's effective settings
+    if (!res->runs || !eff) {
+        free(eff);
         return error_set(e, "out of memory");
+    }
     struct dataset d = {0};
     struct config data_cfg = {0};
     bool have_data = false;
     int rc = 0;
     bool text = strcmp(c->report.format, "text") == 0;
+    res->label_width = label_width(c);
     for (long p = 0; p < n && !stop_requested(); p++) {
         struct config pc;
         char label[512];
@@ -395,36 +583,29 @@ static int run_points(const struct config *c, const struct backends *bes, struct
         if ((rc = point_config(c, p, &pc, label, sizeof label, auto_be ? auto_be->name : NULL, e)))
             break;
         const struct backend *be = backends_get(bes, pc.parallel.device);
+        int same = skip_same(res, eff, &pc, label, be, e);
+        if (same) { // the same work as an earlier run: not run again
+            config_free(&pc);
+            if (same < 0 && (rc = -1))
+                break;
+            if (text && n > 1)
+                show_row(res);
+            continue;
+        }
         if (point_dataset(&d, &data_cfg, &have_data, &pc, e)) {
             config_free(&pc);
             rc = stop_requested() ? 0 : -2; // interrupted, or bad data
             break;
         }
-        if (n > 1 && isatty(STDERR_FILENO))
+        if (n > 1 && isatty(STDERR_FILENO) && !quiet)
             fprintf(stderr, "dpbench: point %ld/%ld: %s\n", p + 1, n, label);
+        progress_point(p, pc.train.warmup_epochs + pc.train.epochs);
         FILE *trace = pc.report.trace ? (text ? stdout : stderr) : NULL;
         struct run_result *run = &res->runs[res->n_runs];
-        rc = train_run(&pc, &d, be, run, trace, e);
+        rc = run_repeated(&pc, &d, be, run, trace, res->repeat > 1 ? res->repeat : 1, e);
         config_free(&pc);
-        if (rc && (run->failed || stop_requested())) {
-            /* a failure mid-run: the complete epochs (maybe none) are kept and
-             * reported as partial results; a stop keeps only complete epochs */
-            if (run->failed && (run->n_epochs > 0 || !stop_requested())) {
-                snprintf(run->label, sizeof run->label, "%s", label);
-                res->n_runs++;
-                res->interrupted = true;
-            } else if (run->failed) {
-                run_result_free(run);
-            }
-            if (stop_requested())
-                rc = 0; // interrupted, not failed
-            else if (label[0])
-                error_wrap(e, "sweep point %s", label);
-            break;
-        }
         if (rc) {
-            if (label[0])
-                error_wrap(e, "sweep point %s", label);
+            rc = point_failed(res, run, label, rc, e);
             break;
         }
         snprintf(run->label, sizeof run->label, "%s", label);
@@ -433,7 +614,13 @@ static int run_points(const struct config *c, const struct backends *bes, struct
             break;
         }
         res->n_runs++;
+        if (text && n > 1) // each row as soon as its point finishes
+            show_row(res);
     }
+    progress_done();
+    for (long p = 0; p < n; p++)
+        cJSON_Delete(eff[p]);
+    free(eff);
     if (have_data)
         dataset_free(&d);
     res->n_points = n;
@@ -518,7 +705,7 @@ static int emit(const struct results *res, bool *placed, struct error *e)
         if (report_write_files(res, res->cfg.report.out, path, sizeof path, e))
             rc = error_wrap(e, "result files not written (results are on stdout)");
         else
-            fprintf(stderr, "dpbench: results written to %s (and .csv)\n", path);
+            fprintf(stderr, "dpbench: results written to %s (and .csv, -summary.csv)\n", path);
         *placed = rc == 0;
     }
     if (signals_pending())
@@ -591,6 +778,10 @@ int main(int argc, char **argv)
     config_defaults(&res.cfg);
     if (argc > 1 && strcmp(argv[1], "--make-dataset") == 0)
         return gen_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "compare") == 0) {
+        config_free(&res.cfg);
+        return compare_main(argc - 1, argv + 1);
+    }
 
     int rc = parse_cli(argc, argv, &opts, &res.cfg, &e);
     if (rc) {
@@ -675,6 +866,7 @@ int main(int argc, char **argv)
     }
 
     res.estimate_bytes = (double)estimate;
+    res.repeat = (int)opts.repeat;
     machine_describe(&res.machine);
     be->describe(res.machine.devices, sizeof res.machine.devices);
     time_t t = time(NULL);
@@ -683,12 +875,13 @@ int main(int argc, char **argv)
     strftime(res.date, sizeof res.date, "%Y-%m-%dT%H:%M:%SZ", &utc);
     strftime(res.stamp, sizeof res.stamp, "%Y%m%d-%H%M%S", &utc); // the same UTC as date
 
-    train_progress = isatty(STDERR_FILENO);
-    if (comm.rank > 0)
-        train_progress = false;
+    train_progress = !opts.quiet && comm.rank == 0;
+    progress_init(!train_progress ? PROGRESS_OFF
+                  : isatty(STDERR_FILENO) ? PROGRESS_LIVE : PROGRESS_LINES,
+                  n_points(&res.cfg), opts.repeat > 1 ? (int)opts.repeat : 1);
     stuck_comm = &comm;
     signals_on_stuck(write_stuck, &res);
-    rc = run_points(&res.cfg, &bes, &res, &e);
+    rc = run_points(&res.cfg, &bes, &res, opts.quiet, &e);
     signals_settle(); // stopped: what completed is written unless another signal comes
     int status = EXIT_OK;
     /* a failure every rank had after the same step leaves the ranks in step:

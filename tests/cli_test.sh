@@ -152,7 +152,11 @@ if [ "$r1$r2$r3$r4" = 0000 ] && python3 - "$TMP/same" <<'PY'
 import glob, json, os, sys
 d = sys.argv[1]
 js = sorted(glob.glob(d + "/tutorial-*.json"))
-assert len(js) == 4 and len(glob.glob(d + "/*.csv")) == 4, os.listdir(d)
+summaries = glob.glob(d + "/*-summary.csv")
+assert len(js) == 4 and len(glob.glob(d + "/*.csv")) == 8 and len(summaries) == 4, os.listdir(d)
+for j in js:  # each JSON with its own summary: one row per point, its epochs
+    n = len(json.load(open(j))["runs"][0]["epochs"])
+    assert open(j[:-5] + "-summary.csv").read().splitlines()[1].split(",")[3] == str(n), j
 assert not [f for f in os.listdir(d) if f.startswith(".")], os.listdir(d)
 for j in js:
     n = len(json.load(open(j))["runs"][0]["epochs"])
@@ -175,7 +179,7 @@ if mount -t tmpfs -o size=1m tmpfs "$tiny" 2>/dev/null; then
     }
     args=(--set train.epochs=300 --format csv)
     "$BIN" "${args[@]}" --out "$TMP/sizes" >/dev/null 2>&1
-    jbytes=$(stat -c %s "$TMP"/sizes/*.json) cbytes=$(stat -c %s "$TMP"/sizes/*.csv)
+    jbytes=$(stat -c %s "$TMP"/sizes/*.json) cbytes=$(stat -c %s "$TMP"/sizes/*[0-9].csv)
     for room in 8192 $(( jbytes + cbytes / 2 )); do # the JSON fails; the JSON fits, the CSV not
         fill "$room"
         "$BIN" "${args[@]}" --out "$tiny" >"$TMP/tiny.out" 2>"$TMP/tiny.err"; rc=$?
@@ -371,6 +375,10 @@ wait $pid
 rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
 if [ $rc -eq 130 ] && [ $ms -lt 5000 ] && grep -q "interrupted by SIGINT" "$TMP/slow.err"; then ok
 else bad "second SIGINT with slow samples: exit $rc after $ms ms: $(cat "$TMP/slow.err")"; fi
+
+# every result file this test wrote follows docs/result.schema.json
+if python3 scripts/validate_result.py --skip-other $(find "$TMP" -name '*.json') >"$TMP/schema.out" 2>&1
+then ok; else bad "result schema: $(head -20 "$TMP/schema.out")"; fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

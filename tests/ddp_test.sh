@@ -110,7 +110,7 @@ left=$(pids_matching "name=$mark")
 if [ "$rc" -ne 0 ] && [ "$ms" -lt 10000 ] && [ -z "$left" ] && python3 - "$TMP/int" <<'PY'; then ok; else
 import csv, glob, json, sys
 j, = glob.glob(sys.argv[1] + "/*.json")
-c, = glob.glob(sys.argv[1] + "/*.csv")
+c, = glob.glob(sys.argv[1] + "/*[0-9].csv")
 d = json.load(open(j))
 assert d["interrupted"] is True, d["interrupted"]
 r = d["runs"][0]
@@ -216,7 +216,7 @@ for ea, eb in zip(a["epochs"], b["epochs"]):
     assert abs(ea["loss"] - eb["loss"]) < 1e-5 * eb["loss"]
 assert a["eval"]["samples"] == 20 and abs(a["eval"]["accuracy"] - b["eval"]["accuracy"]) < 1e-9
 # CSV: the ddp columns after the usual ones, the JSON's figures per epoch
-rows = list(csv.DictReader(open(glob.glob(sys.argv[3] + "/*.csv")[0])))
+rows = list(csv.DictReader(open(glob.glob(sys.argv[3] + "/*[0-9].csv")[0])))
 assert len(rows) == 3
 for k, row in enumerate(rows):
     ar = [x["epochs"][k] for x in a["ranks"]]

@@ -49,7 +49,7 @@ side() {
     if ! timeout -k 10 300 "$PY" "${REF[@]}" "$cfg" "$@" --out "$TMP/$name.t.json" 2>"$TMP/err"; then
         bad "$name: torch_reference.py: $(tail -3 "$TMP/err")"; return
     fi
-    if "$PY" scripts/compare.py "$TMP/$name.d.json" "$TMP/$name.t.json" >"$TMP/$name.cmp" \
+    if "$PY" scripts/compare.py --dpbench "$BIN" "$TMP/$name.d.json" "$TMP/$name.t.json" >"$TMP/$name.cmp" \
         2>"$TMP/err" && grep -q '^# agreement: .*: ok$' "$TMP/$name.cmp" &&
         [ -z "$(awk '!/^#/ && $(NF-2) != "yes"' "$TMP/$name.cmp")" ]; then ok
     else bad "$name: compare.py: $(cat "$TMP/$name.cmp" "$TMP/err")"; fi
@@ -57,6 +57,18 @@ side() {
 
 T=configs/tutorial.yaml
 side replicas $T --sweep parallel.replicas=1,3,8      # a sweep; DataParallel splits
+# compare.py's speed columns are dpbench compare's: the same ratio, interval and verdict
+"$BIN" compare "$TMP/replicas.d.json" "$TMP/replicas.t.json" --format json >"$TMP/speed.json" 2>"$TMP/err"
+if "$PY" - "$TMP/speed.json" "$TMP/replicas.cmp" <<'PY'
+import json, sys
+pairs = json.load(open(sys.argv[1]))["pairs"]
+rows = [l.split() for l in open(sys.argv[2]) if not l.startswith("#")]
+assert len(pairs) == 3 and len(rows) == 3, (pairs, rows)
+for p, r in zip(pairs, rows):
+    assert r[0] == p["a"]["point"] and r[3] == "%.2f" % p["ratio"], (r, p)
+    assert r[4] == "%.2f-%.2f" % tuple(p["ci95"]) and r[5] == p["verdict"], (r, p)
+PY
+then ok; else bad "compare.py's speed columns vs dpbench compare: $(cat "$TMP/err" "$TMP/replicas.cmp")"; fi
 side noshuffle $T --set loader.shuffle=false --set parallel.replicas=2
 side droplast $T --set loader.drop_last=true --set loader.batch_size=40
 side workers $T --set loader.num_workers=2 --set loader.persistent_workers=true
@@ -109,7 +121,7 @@ for path in sys.argv[1:]:
     a[..., 2] = 1 - a[..., 2]
     np.save(path, a)' "$TMP"/aug/point-00[01]/augment.npy &&
         "$PY" scripts/torch_reference.py --export-dir "$TMP/aug" --out "$TMP/aug.t.json" 2>"$TMP/err" &&
-        ! "$PY" scripts/compare.py "$TMP/augment.d.json" "$TMP/aug.t.json" >"$TMP/cmp" 2>&1 &&
+        ! "$PY" scripts/compare.py --dpbench "$BIN" "$TMP/augment.d.json" "$TMP/aug.t.json" >"$TMP/cmp" 2>&1 &&
         grep -q "EXCEEDED" "$TMP/cmp"; then ok
     else bad "inverted flips must exceed the tolerance: $(cat "$TMP/cmp" "$TMP/err")"; fi
 else bad "dpbench --make-dataset cifar10"; fi
@@ -123,7 +135,7 @@ if command -v mpirun >/dev/null && "$BIN" --version | grep -q '^comm:.*mpi'; the
         --format json >"$TMP/ddp.d.json" 2>"$TMP/err" &&
        timeout -k 10 300 "$PY" "${REF[@]}" configs/ddp.yaml --set loader.batch_size=10 --set train.epochs=3 \
         --world-size 3 --out "$TMP/ddp.t.json" 2>>"$TMP/err" &&
-       "$PY" scripts/compare.py "$TMP/ddp.d.json" "$TMP/ddp.t.json" >"$TMP/ddp.cmp" 2>>"$TMP/err" &&
+       "$PY" scripts/compare.py --dpbench "$BIN" "$TMP/ddp.d.json" "$TMP/ddp.t.json" >"$TMP/ddp.cmp" 2>>"$TMP/err" &&
        grep -q '^# agreement: .*: ok$' "$TMP/ddp.cmp" &&
        [ -z "$(awk '!/^#/ && $(NF-2) != "yes"' "$TMP/ddp.cmp")" ]; then ok
     else bad "ddp vs torch DDP: $(cat "$TMP/ddp.cmp" 2>/dev/null) $(tail -5 "$TMP/err")"; fi
@@ -166,13 +178,13 @@ d["runs"][2]["epochs"][4]["loss"] *= 1.001
 json.dump(d, open(sys.argv[3], "w"))
 PY
 for f in params loss; do
-    "$PY" scripts/compare.py "$TMP/replicas.d.json" "$TMP/$f.json" >"$TMP/cmp" 2>"$TMP/err"
+    "$PY" scripts/compare.py --dpbench "$BIN" "$TMP/replicas.d.json" "$TMP/$f.json" >"$TMP/cmp" 2>"$TMP/err"
     rc=$?
     if [ $rc -eq 1 ] && grep -q 'EXCEEDED' "$TMP/cmp" && grep -q 'differ by more than' "$TMP/err"
     then ok; else bad "compare.py with a perturbed $f: exit $rc, $(cat "$TMP/cmp" "$TMP/err")"; fi
 done
 # ... and a looser tolerance lets the same files pass
-if "$PY" scripts/compare.py --tolerance 1e-2 "$TMP/replicas.d.json" "$TMP/params.json" >/dev/null
+if "$PY" scripts/compare.py --dpbench "$BIN" --tolerance 1e-2 "$TMP/replicas.d.json" "$TMP/params.json" >/dev/null
 then ok; else bad "compare.py --tolerance 1e-2"; fi
 
 # an existing export is read as is: the same training as from the config
@@ -197,10 +209,10 @@ if [ $rc -eq 2 ] && grep -q "nowhere/export.json: cannot read" "$TMP/err"; then 
 else bad "missing export: exit $rc, $(cat "$TMP/err")"; fi
 
 # compare.py: Markdown, and a file that is not a result
-if "$PY" scripts/compare.py --markdown "$TMP/replicas.d.json" "$TMP/replicas.t.json" >"$TMP/md" &&
+if "$PY" scripts/compare.py --dpbench "$BIN" --markdown "$TMP/replicas.d.json" "$TMP/replicas.t.json" >"$TMP/md" &&
     grep -q '^|---' "$TMP/md" && grep -q 'params rdiff' "$TMP/md"; then ok
 else bad "compare.py --markdown: $(cat "$TMP/md")"; fi
-"$PY" scripts/compare.py "$TMP/replicas.d.json" configs/tutorial.yaml >/dev/null 2>"$TMP/err"
+"$PY" scripts/compare.py --dpbench "$BIN" "$TMP/replicas.d.json" configs/tutorial.yaml >/dev/null 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "not valid JSON" "$TMP/err"; then ok
 else bad "compare.py on a non-JSON file: exit $rc, $(cat "$TMP/err")"; fi

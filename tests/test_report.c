@@ -5,6 +5,9 @@
 
 #include "report.h"
 
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
 /* A one-epoch run whose epoch splits into the given shares. */
 static void verdict_of(double wait, double copy, double compute, char *buf, size_t n)
 {
@@ -78,11 +81,80 @@ static void test_nonfinite_loss_stops_the_run(void **state)
     run_result_free(&r);
 }
 
+
+/* A run of the given epoch times (ms), summarized. */
+static void run_of(const double *ms, int n, struct run_result *run, struct epoch_result *eps)
+{
+    *run = (struct run_result){.epochs = eps, .n_epochs = n, .n_batches = 1, .replicas = 1};
+    for (int k = 0; k < n; k++)
+        eps[k] = (struct epoch_result){.epoch = k + 1, .seconds = ms[k] / 1e3,
+                                       .st = {.compute_s = ms[k] / 2e3, .samples = 10}};
+    config_defaults(&run->cfg);
+}
+
+/* Text and JSON of r, rendered into memory. */
+static void render(const struct results *r, char *text, size_t n, char **json)
+{
+    FILE *f = fmemopen(text, n, "w");
+    assert_non_null(f);
+    report_text(f, r);
+    fclose(f);
+    *json = report_json(r);
+    assert_non_null(*json);
+}
+
+/* Every point carries stats.epoch_ms with exactly the interface's keys; a
+ * spread over 10% (or an outlier) gives a "# warning:" line and a
+ * "warnings" entry, a steady run neither. */
+static void test_stats_and_noise_warning(void **state)
+{
+    (void)state;
+    double steady[8] = {10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0, 10.1};
+    double noisy[8] = {10.0, 14.0, 7.0, 12.5, 8.0, 15.0, 9.0, 11.0}; // cv about 26%
+    struct epoch_result e1[8], e2[8];
+    struct run_result runs[2];
+    run_of(steady, 8, &runs[0], e1);
+    run_of(noisy, 8, &runs[1], e2);
+    snprintf(runs[1].label, sizeof runs[1].label, "loader.num_workers=1");
+    struct results r = {.runs = runs, .n_runs = 1};
+    config_defaults(&r.cfg);
+    report_summarize(&r);
+    static char text[65536];
+    char *json;
+    render(&r, text, sizeof text, &json);
+    assert_null(strstr(text, "# warning:"));
+    assert_non_null(strstr(text, "# median epoch 10.0000 ms ± "));
+    cJSON *doc = cJSON_Parse(json);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "warnings")), 0);
+    cJSON *st = cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "runs"), 0), "stats"), "epoch_ms");
+    const char *want[] = {"mean", "stddev", "median", "min", "max", "p90", "p99", "ci95"};
+    assert_int_equal(cJSON_GetArraySize(st), 8);
+    for (int i = 0; i < 8; i++)
+        assert_non_null(cJSON_GetObjectItem(st, want[i]));
+    assert_float_equal(cJSON_GetObjectItem(st, "median")->valuedouble, 10.0, 1e-9);
+    assert_float_equal(cJSON_GetObjectItem(st, "min")->valuedouble, 9.8, 1e-9);
+    /* n = 8: the order statistics x(1), x(8) (1-based) cover 99.2% */
+    assert_float_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "ci95"), 0)->valuedouble, 9.8,
+                       1e-9);
+    cJSON_Delete(doc);
+    free(json);
+
+    r.n_runs = 2;
+    report_summarize(&r);
+    render(&r, text, sizeof text, &json);
+    assert_non_null(strstr(text, "# warning: loader.num_workers=1: epoch times vary by 26%"));
+    assert_non_null(strstr(json, "\"loader.num_workers=1: epoch times vary by 26%"));
+    free(json);
+    config_free(&r.cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict_needs_a_dominant_stage),
         cmocka_unit_test(test_nonfinite_loss_stops_the_run),
+        cmocka_unit_test(test_stats_and_noise_warning),
     };
     return cmocka_run_group_tests_name("report", tests, NULL, NULL);
 }

@@ -114,6 +114,9 @@ struct device_ops {
 struct backend {
     const char *name;
     bool device_memory; // parameters and batches live in device memory, not the host's
+    /* Batches are copied into a device's own memory, so pin_memory,
+     * async_copy and copy_depth act (effect.c); false on the cpu. */
+    bool device_copies;
     /* 0 when the backend can run here, else -1 with the cause. */
     int (*probe)(struct error *e);
     /* One line naming the devices and driver/runtime versions, "" if none. */

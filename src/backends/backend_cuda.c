@@ -1293,6 +1293,7 @@ static const struct device_ops cuda_ops = {
 const struct backend backend_cuda = {
     .name = "cuda",
     .device_memory = true,
+    .device_copies = true,
     .probe = cuda_probe,
     .describe = cuda_describe,
     .host_alloc = cuda_host_alloc,

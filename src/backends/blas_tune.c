@@ -91,6 +91,11 @@ static double best_group(struct blas_work *bw, int r, long reps, pthread_barrier
     return best;
 }
 
+void blas_work_run(struct blas_work *bw, long rows)
+{
+    step_blas(bw, (int)(rows < bw->rows ? rows : bw->rows));
+}
+
 double blas_work_seconds(struct blas_work *bw, long rows)
 {
     int r = (int)(rows < bw->rows ? rows : bw->rows);

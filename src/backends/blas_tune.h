@@ -31,6 +31,8 @@ void blas_work_free(struct blas_work *bw);
  * backward, SGD saxpy), warm, in bw's library at the current OpenBLAS
  * thread count. */
 double blas_work_seconds(struct blas_work *bw, long rows);
+/* One replica's step BLAS on `rows` rows, once (report.floor's overlapped epoch). */
+void blas_work_run(struct blas_work *bw, long rows);
 
 struct blas_choice {
     int threads;                      // chosen: threads per replica

@@ -527,6 +527,12 @@ static void sweep_drop(struct config *c, const char *key)
     }
 }
 
+void config_clear_sweep(struct config *c)
+{
+    while (c->n_sweep > 0)
+        sweep_drop(c, c->sweep[0].key);
+}
+
 int config_sweep_arg(struct config *c, const char *arg, struct error *e)
 {
     const char *eq = strchr(arg, '=');

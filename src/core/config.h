@@ -98,6 +98,8 @@ bool config_is_explicit(const struct config *c, const char *path);
 int config_set(struct config *c, const char *path, const char *value, struct error *e);
 /* Adds or replaces a sweep key with comma-separated values ("key=v1,v2"). */
 int config_sweep_arg(struct config *c, const char *arg, struct error *e);
+/* Drops every sweep key (--no-sweep). */
+void config_clear_sweep(struct config *c);
 /* Refuses a sweep of more than CONFIG_MAX_SWEEP_POINTS points, or a key
  * without values. */
 int config_validate_sweep(const struct config *c, struct error *e);

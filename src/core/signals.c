@@ -14,7 +14,7 @@
 
 #include "util.h"
 
-enum { TRACKED = 2, PATH_MAX_LEN = 4400, CHUNK = 1 << 20 };
+enum { TRACKED = 4, /* a result's .json, .csv, -summary.csv */ PATH_MAX_LEN = 4400, CHUNK = 1 << 20 };
 static const double GRACE_S = 1.5; // a stop point within this, or the process ends
 static const double STUCK_S = 0.4; // in one call this long after a signal: stuck there
 

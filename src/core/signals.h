@@ -26,7 +26,7 @@ bool signals_pending(void);
  * memory. */
 FILE *signals_fdopen(int fd);
 /* A file being written that the watchdog removes if it ends the process
- * (at most 2 at a time); signals_untrack once it has its final name. */
+ * (at most 4 at a time); signals_untrack once it has its final name. */
 void signals_track(const char *path);
 void signals_untrack(const char *path);
 /* Around a call that may never return: a collective whose other ranks died

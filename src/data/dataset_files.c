@@ -687,10 +687,42 @@ static void eval_path(const struct config *c, char *out, size_t n)
         out[0] = '\0';
 }
 
+/* A dataset that is not there: the `dpbench --make-dataset` command that
+ * writes one where dataset.path looks for it, appended to e. Debian's
+ * packaged datasets have their own advice (idx_load). */
+static void make_dataset_hint(const struct config *c, struct error *e)
+{
+    const char *kind = c->dataset.kind, *path = c->dataset.path;
+    char probe[PATH_MAX], dir[PATH_MAX];
+    snprintf(probe, sizeof probe, "%s%s", path,
+             strcmp(kind, "cifar10") == 0 ? "/data_batch_1.bin" : "");
+    if (exists(probe) || strstr(e->msg, "apt-get install"))
+        return;
+    /* idx files and a folder's train/ live in the directory --make-dataset writes */
+    const char *slash = strrchr(path, '/');
+    bool parent = strcmp(kind, "idx") == 0 ||
+                  (strcmp(kind, "folder") == 0 && slash && strcmp(slash, "/train") == 0);
+    if (!parent)
+        snprintf(dir, sizeof dir, "%s", path);
+    else if (slash)
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    else
+        snprintf(dir, sizeof dir, ".");
+    size_t len = strlen(path), used = strlen(e->msg);
+    bool gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
+    char tail[PATH_MAX + 64] = "";
+    if (strcmp(kind, "folder") == 0 && !parent)
+        snprintf(tail, sizeof tail, ", then set dataset.path to %s/train", dir);
+    snprintf(e->msg + used, sizeof e->msg - used,
+             "; no such dataset: `dpbench --make-dataset %s %s%s` writes one%s", kind, dir,
+             gz ? " --gzip" : "", tail);
+}
+
 int dataset_files_load(struct dataset *d, const struct config *c, struct error *e)
 {
     char ev[PATH_MAX];
     if (load_split(d, c, c->dataset.path, true, e)) {
+        make_dataset_hint(c, e);
         dataset_free(d);
         return -1;
     }

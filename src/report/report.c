@@ -13,98 +13,91 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysinfo.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #ifndef DPBENCH_GIT
 #define DPBENCH_GIT "unknown"
 #endif
 
-void machine_describe(struct machine *m)
+/* The measured epochs' times of run, in ms (caller frees); NULL when none. */
+static double *epoch_ms(const struct run_result *run)
 {
-    memset(m, 0, sizeof *m);
-    snprintf(m->cpu, sizeof m->cpu, "unknown cpu");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f)) {
-            if (strncmp(line, "model name", 10) != 0)
-                continue;
-            char *v = strchr(line, ':');
-            if (v) {
-                v += 1 + (v[1] == ' ');
-                v[strcspn(v, "\n")] = '\0';
-                snprintf(m->cpu, sizeof m->cpu, "%s", v);
-            }
-            break;
-        }
-        fclose(f);
-    }
-    m->cores = sysconf(_SC_NPROCESSORS_ONLN);
-    struct sysinfo si;
-    if (sysinfo(&si) == 0)
-        m->mem_bytes = (double)si.totalram * si.mem_unit;
-    struct utsname u;
-    if (uname(&u) == 0)
-        snprintf(m->kernel, sizeof m->kernel, "%s %s", u.sysname, u.release);
+    double *t = run->n_epochs > 0 ? malloc((size_t)run->n_epochs * sizeof *t) : NULL;
+    for (int k = 0; t && k < run->n_epochs; k++)
+        t[k] = 1e3 * run->epochs[k].seconds;
+    return t;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* speedup of run i against the first run: the ratio of medians, its
+ * interval and the verdict of stats_compare (noise reads "same") */
+static void summarize_speedup(const struct results *r, struct run_summary *s, const double *t,
+                              int n)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    double *t0 = epoch_ms(&r->runs[0]);
+    if (!t0)
+        return;
+    struct comparison c;
+    stats_compare(t0, (size_t)r->runs[0].n_epochs, t, (size_t)n, &c);
+    s->speedup = 1 / c.ratio;
+    s->speedup_ci95[0] = 1 / c.ci95[1];
+    s->speedup_ci95[1] = 1 / c.ci95[0];
+    s->speedup_verdict = c.verdict;
+    free(t0);
+}
+
+void report_summarize_run(struct results *r, int i)
+{
+    struct run_result *run = &r->runs[i];
+    struct run_summary *s = &run->sum;
+    int n = run->n_epochs;
+    *s = (struct run_summary){.median_s = NAN, .min_s = NAN, .max_s = NAN,
+                              .samples_per_s = NAN, .overlap = NAN, .copy_gbps = NAN,
+                              .host_us = NAN, .final_loss = NAN, .speedup = NAN,
+                              .speedup_ci95 = {NAN, NAN}, .floor_ratio = NAN, .au = NAN};
+    stats_compute(NULL, 0, &s->epoch_ms);
+    report_ddp_summarize(run);
+    double *t = epoch_ms(run);
+    if (!t)
+        return;
+    double total = 0, wait = 0, copy = 0, compute = 0, hidden = 0, bytes = 0, host = 0;
+    for (int k = 0; k < n; k++) {
+        const struct epoch_result *ep = &run->epochs[k];
+        total += ep->seconds;
+        wait += ep->st.wait_s;
+        copy += ep->st.copy_s;
+        compute += ep->st.compute_s;
+        hidden += ep->st.hidden_s;
+        bytes += ep->st.copy_bytes;
+        host += ep->st.host_s;
+    }
+    stats_compute(t, (size_t)n, &s->epoch_ms);
+    if (!stats_noise_warning(&s->epoch_ms, s->warning, sizeof s->warning))
+        s->warning[0] = '\0';
+    s->median_s = s->epoch_ms.median / 1e3;
+    s->min_s = s->epoch_ms.min / 1e3;
+    s->max_s = s->epoch_ms.max / 1e3;
+    s->samples_per_s = (double)run->epochs[0].st.samples / s->median_s;
+    s->wait_share = wait / total;
+    s->copy_share = copy / total;
+    s->compute_share = compute / total;
+    s->au = compute / total; // DLIO / MLPerf Storage: compute time over wall time
+    if (copy > 0) {
+        s->overlap = hidden / copy;
+        s->copy_gbps = bytes / copy / 1e9;
+    }
+    if (host > 0)
+        s->host_us = 1e6 * host / ((double)n * (double)run->n_batches);
+    s->final_loss = run->epochs[n - 1].loss;
+    summarize_speedup(r, s, t, n);
+    if (run->floor.measured && run->floor.seconds > 0)
+        s->floor_ratio = s->median_s / run->floor.seconds;
+    free(t);
 }
 
 void report_summarize(struct results *r)
 {
-    for (int i = 0; i < r->n_runs; i++) {
-        struct run_result *run = &r->runs[i];
-        struct run_summary *s = &run->sum;
-        int n = run->n_epochs;
-        *s = (struct run_summary){.median_s = NAN, .min_s = NAN, .max_s = NAN,
-                                  .samples_per_s = NAN, .overlap = NAN, .copy_gbps = NAN,
-                                  .host_us = NAN, .final_loss = NAN, .speedup = NAN,
-                                  .floor_ratio = NAN, .au = NAN};
-        report_ddp_summarize(run);
-        if (n == 0)
-            continue;
-        double *t = malloc((size_t)n * sizeof(double));
-        if (!t)
-            continue;
-        double total = 0, wait = 0, copy = 0, compute = 0, hidden = 0, bytes = 0, host = 0;
-        for (int k = 0; k < n; k++) {
-            const struct epoch_result *ep = &run->epochs[k];
-            t[k] = ep->seconds;
-            total += ep->seconds;
-            wait += ep->st.wait_s;
-            copy += ep->st.copy_s;
-            compute += ep->st.compute_s;
-            hidden += ep->st.hidden_s;
-            bytes += ep->st.copy_bytes;
-            host += ep->st.host_s;
-        }
-        qsort(t, (size_t)n, sizeof *t, cmp_double);
-        s->median_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-        s->min_s = t[0];
-        s->max_s = t[n - 1];
-        free(t);
-        s->samples_per_s = (double)run->epochs[0].st.samples / s->median_s;
-        s->wait_share = wait / total;
-        s->copy_share = copy / total;
-        s->compute_share = compute / total;
-        s->au = compute / total; // DLIO / MLPerf Storage: compute time over wall time
-        if (copy > 0) {
-            s->overlap = hidden / copy;
-            s->copy_gbps = bytes / copy / 1e9;
-        }
-        if (host > 0)
-            s->host_us = 1e6 * host / ((double)n * (double)run->n_batches);
-        s->final_loss = run->epochs[n - 1].loss;
-        s->speedup = r->runs[0].sum.median_s / s->median_s;
-        if (run->floor.measured && run->floor.seconds > 0)
-            s->floor_ratio = s->median_s / run->floor.seconds;
-    }
+    for (int i = 0; i < r->n_runs; i++)
+        report_summarize_run(r, i);
 }
 
 /* A stage bounds the epoch only when it dominates: at least DOMINANT_SHARE of
@@ -152,6 +145,14 @@ void report_verdict(const struct run_result *run, char *buf, size_t n)
     else
         snprintf(buf, n, "compute-bound: DataParallel steps took %.0f%% of the epoch",
                  100 * s->compute_share);
+}
+
+const char *run_warning(const struct run_result *run, char *buf, size_t n)
+{
+    if (!run->sum.warning[0])
+        return NULL;
+    snprintf(buf, n, "%s%s%s", run->label, run->label[0] ? ": " : "", run->sum.warning);
+    return buf;
 }
 
 /* ---- text ---------------------------------------------------------------- */
@@ -226,6 +227,12 @@ static void text_floor(FILE *f, const struct run_result *run)
         fprintf(f, "gather %.3g only; the device's step and copies are not measured", 1e3 * fl->gather_s);
     else if (run->cfg.loader.num_workers == 0)
         fprintf(f, "gather %.3g + compute %.3g", 1e3 * fl->gather_s, 1e3 * fl->compute_s);
+    else if (fl->overlapped)
+        fprintf(f, "overlapped: %ld workers gathering while the step's BLAS runs, measured "
+                   "together; apart the larger of loading %.3g = gather %.3g over the workers, "
+                   "and compute %.3g",
+                run->cfg.loader.num_workers, 1e3 * fl->loading_s, 1e3 * fl->gather_s,
+                1e3 * fl->compute_s);
     else
         fprintf(f, "the larger of loading %.3g = gather %.3g over %ld workers, and compute %.3g",
                 1e3 * fl->loading_s, 1e3 * fl->gather_s, run->cfg.loader.num_workers,
@@ -239,8 +246,11 @@ static void text_header(FILE *f, const struct results *r)
     const struct run_result *run0 = &r->runs[0];
     fprintf(f, "# dpbench %s  name: %s  config: %s  date: %s\n", DPBENCH_VERSION, c->name,
             c->source[0] ? c->source : "(defaults)", r->date);
-    fprintf(f, "# machine: %s, %ld cores, %.1f GiB, %s\n", r->machine.cpu, r->machine.cores,
-            r->machine.mem_bytes / (1 << 30), r->machine.kernel);
+    const struct machine *m = &r->machine;
+    fprintf(f, "# machine: %s, %ld cores, %ld threads, %.1f GiB, %s\n", m->cpu, m->cores,
+            m->threads, m->mem_bytes / (1 << 30), m->kernel);
+    fprintf(f, "# build: dpbench %s (%s), %s, %s (core %s)%s%s\n", DPBENCH_VERSION, DPBENCH_GIT,
+            m->compiler, m->blas, m->openblas_core, m->xsmm[0] ? ", libxsmm " : "", m->xsmm);
     if (r->machine.devices[0])
         fprintf(f, "# devices: %s\n", r->machine.devices);
     const struct config *rc = &run0->cfg; // labelled data decides the shapes
@@ -260,6 +270,12 @@ static void text_header(FILE *f, const struct results *r)
             run0->backend, run0->replicas, run0->replicas == 1 ? "" : "s",
             run0->shared_devices ? " (some replicas share a device)" : "", c->train.epochs,
             c->train.warmup_epochs, c->train.lr);
+}
+
+/* notes and BLAS choices: after the table in a sweep (its rows come first) */
+static void text_notes(FILE *f, const struct results *r)
+{
+    const struct run_result *run0 = &r->runs[0];
     /* notes come from each point's own config: a swept knob has them too */
     bool same = true;
     for (int i = 1; i < r->n_runs; i++)
@@ -270,6 +286,12 @@ static void text_header(FILE *f, const struct results *r)
                     r->runs[i].notes);
     for (int i = 0; i < r->n_runs; i++)
         text_blas(f, &r->runs[i]);
+}
+
+static void text_header_tail(FILE *f, const struct results *r)
+{
+    const struct config *c = &r->cfg;
+    const struct run_result *run0 = &r->runs[0];
     if (run0->world_size > 1)
         fprintf(f, "# ddp: %d ranks (%s), one replica each, batch %ld per rank (global %ld)\n",
                 run0->world_size, run0->comm, c->loader.batch_size,
@@ -311,26 +333,90 @@ static void text_epochs(FILE *f, const struct run_result *run)
     }
 }
 
-static void text_points(FILE *f, const struct results *r)
+/* "1.42x faster  1.30-1.55": the speed-up against the first point with its
+ * interval; noise reads "same", never as a speed-up */
+static void text_speedup(const struct run_summary *s, char *buf, size_t n)
 {
-    int w = 5; /* the point column fits the longest label */
+    if (isnan(s->speedup))
+        snprintf(buf, n, "-");
+    else if (isnan(s->speedup_ci95[0]))
+        snprintf(buf, n, "%.2fx %s (too few epochs to test)", s->speedup,
+                 verdict_name(s->speedup_verdict));
+    else
+        snprintf(buf, n, "%.2fx %-6s %.2f-%.2f", s->speedup, verdict_name(s->speedup_verdict),
+                 s->speedup_ci95[0], s->speedup_ci95[1]);
+}
+
+/* half the width of the median's 95% interval, ms */
+static double half_ci(const struct stats *st) { return 0.5 * (st->ci95[1] - st->ci95[0]); }
+
+int report_label_width(const struct results *r)
+{
+    int w = r->label_width > 5 ? r->label_width : 5; // the point column fits the longest label
     for (int i = 0; i < r->n_runs; i++)
         if ((int)strlen(r->runs[i].label) > w)
             w = (int)strlen(r->runs[i].label);
-    fprintf(f, "%-*s %10s %10s %10s %12s %6s %8s %12s %8s\n", w, "point", "median", "min", "max",
-            "samples/s", "wait", "overlap", "loss", "speedup");
-    fprintf(f, "%-*s %10s %10s %10s %12s %6s %8s %12s %8s\n", w, "", "ms", "ms", "ms", "", "%",
-            "%", "", "x");
-    for (int i = 0; i < r->n_runs; i++) {
-        const struct run_summary *s = &r->runs[i].sum;
-        char ov[16] = "-";
-        if (!isnan(s->overlap))
-            snprintf(ov, sizeof ov, "%.0f", 100 * s->overlap);
-        fprintf(f, "%-*s %10.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g %8.2f\n", w,
-                r->runs[i].label[0] ? r->runs[i].label : "(base)", 1e3 * s->median_s,
-                1e3 * s->min_s, 1e3 * s->max_s, s->samples_per_s, 100 * s->wait_share, ov,
-                s->final_loss, s->speedup);
+    return w;
+}
+
+void report_text_table_head(FILE *f, const struct results *r)
+{
+    int w = report_label_width(r);
+    /* "±" is two bytes in UTF-8 and one column: its field is one byte wider */
+    fprintf(f, "%-*s %10s %9s %10s %10s %12s %6s %8s %12s  %s\n", w, "point", "median", "±",
+            "min", "max", "samples/s", "wait", "overlap", "loss", "speedup vs first, 95% CI");
+    fprintf(f, "%-*s %10s %8s %10s %10s %12s %6s %8s %12s  %s\n", w, "", "ms", "ms", "ms", "ms",
+            "", "%", "%", "", "x");
+}
+
+void report_text_row(FILE *f, const struct results *r, int i)
+{
+    int w = report_label_width(r);
+    const struct run_result *run = &r->runs[i];
+    const char *label = run->label[0] ? run->label : "(base)";
+    if (run->same) {
+        fprintf(f, "%-*s %10s = point %d (not run again: %s)\n", w, label, "", run->same_as,
+                run->notes[0] ? run->notes : "the same effective settings");
+        return;
     }
+    const struct run_summary *s = &run->sum;
+    char ov[16] = "-", sp[64];
+    if (!isnan(s->overlap))
+        snprintf(ov, sizeof ov, "%.0f", 100 * s->overlap);
+    text_speedup(s, sp, sizeof sp);
+    fprintf(f, "%-*s %10.4f %8.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g  %s\n", w, label,
+            1e3 * s->median_s, half_ci(&s->epoch_ms), 1e3 * s->min_s, 1e3 * s->max_s,
+            s->samples_per_s, 100 * s->wait_share, ov, s->final_loss, sp);
+}
+
+static void text_warnings(FILE *f, const struct results *r)
+{
+    for (int i = 0; i < r->n_runs; i++) {
+        char w[sizeof r->runs[i].label + sizeof r->runs[i].sum.warning + 8];
+        if (run_warning(&r->runs[i], w, sizeof w))
+            fprintf(f, "# warning: %s\n", w);
+    }
+}
+
+/* "# median epoch 13.2 ms ± 0.41 (95% CI of the median 12.9-13.7), mean 13.5 ± 1.1 sd, ..." */
+static void text_run_stats(FILE *f, const struct run_result *run)
+{
+    const struct run_summary *s = &run->sum;
+    const struct stats *st = &s->epoch_ms;
+    fprintf(f, "# median epoch %.4f ms ± %.4f (95%% CI of the median %.4f-%.4f%s) over %d "
+               "epochs%s, %.0f samples/s\n",
+            st->median, half_ci(st), st->ci95[0], st->ci95[1],
+            st->ci_exact ? "" : ", min-max: too few epochs for 95%", run->n_epochs,
+            run->repeats > 1 ? " of all repeats" : "", s->samples_per_s);
+    fprintf(f, "# epoch ms: mean %.4f ± %.4f sd, min %.4f, p90 %.4f, p99 %.4f, max %.4f\n",
+            st->mean, st->stddev, st->min, st->p90, st->p99, st->max);
+}
+
+void report_text_head(FILE *f, const struct results *r)
+{
+    text_header(f, r);
+    text_header_tail(f, r);
+    report_text_table_head(f, r);
 }
 
 void report_text(FILE *f, const struct results *r)
@@ -338,17 +424,21 @@ void report_text(FILE *f, const struct results *r)
     char verdict[256];
     if (r->n_runs == 0)
         return;
-    text_header(f, r);
+    bool table = r->n_runs > 1 || r->rows_shown; // a sweep's: one row per point
+    if (!r->rows_shown)
+        text_header(f, r);
+    if (!table)
+        text_notes(f, r);
+    if (!r->rows_shown)
+        text_header_tail(f, r);
     if (r->n_runs == 1 && r->runs[0].n_epochs == 0) { // failed before an epoch completed
         fprintf(f, "# no complete epoch\n");
         if (r->runs[0].stopped[0])
             fprintf(f, "# stopped: %s\n", r->runs[0].stopped);
-    } else if (r->n_runs == 1) {
+    } else if (!table) {
         text_epochs(f, &r->runs[0]);
         const struct run_summary *s = &r->runs[0].sum;
-        fprintf(f, "# median epoch %.4f ms (min %.4f, max %.4f) over %d epochs, %.0f samples/s\n",
-                1e3 * s->median_s, 1e3 * s->min_s, 1e3 * s->max_s, r->runs[0].n_epochs,
-                s->samples_per_s);
+        text_run_stats(f, &r->runs[0]);
         if (!isnan(s->copy_gbps))
             fprintf(f, "# copy: %.2f GB/s, %.0f%% hidden behind compute\n", s->copy_gbps,
                     100 * s->overlap);
@@ -364,10 +454,17 @@ void report_text(FILE *f, const struct results *r)
         if (r->runs[0].stopped[0])
             fprintf(f, "# stopped: %s\n", r->runs[0].stopped);
     } else {
-        text_points(f, r);
+        if (!r->rows_shown) {
+            report_text_table_head(f, r);
+            for (int i = 0; i < r->n_runs; i++)
+                report_text_row(f, r, i);
+        }
+        text_notes(f, r);
         for (int i = 0; i < r->n_runs; i++)
             text_floor(f, &r->runs[i]);
         for (int i = 0; i < r->n_runs; i++) {
+            if (r->runs[i].same)
+                continue;
             report_verdict(&r->runs[i], verdict, sizeof verdict);
             fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
             if (r->runs[i].stopped[0])
@@ -381,6 +478,7 @@ void report_text(FILE *f, const struct results *r)
                     run->label[0] ? " " : "", run->label, run->eval.loss,
                     100 * run->eval.accuracy, run->eval.samples);
     }
+    text_warnings(f, r);
     fprintf(f, "# peak RSS %.1f MiB\n", r->peak_rss_bytes / (1 << 20));
     /* partial results: a signal (interrupted) or an error mid-run (failed) */
     const char *why = stop_requested() ? "interrupted" : "failed";
@@ -423,9 +521,66 @@ void report_csv(FILE *f, const struct results *r)
     }
 }
 
+/* One row per point: its swept keys' values, then the statistics of its
+ * epoch times (ms); a point not run again names its run in same_as. */
+void report_summary_csv(FILE *f, const struct results *r)
+{
+    const struct config *c = &r->cfg;
+    fprintf(f, "run,point,same_as");
+    for (int k = 0; k < c->n_sweep; k++)
+        fprintf(f, ",%s", c->sweep[k].key);
+    fprintf(f, ",epochs,mean_ms,stddev_ms,median_ms,min_ms,max_ms,p90_ms,p99_ms,"
+               "ci95_low_ms,ci95_high_ms,samples_per_second,final_loss\n");
+    for (int i = 0; i < r->n_runs; i++) {
+        const struct run_result *run = &r->runs[i];
+        fprintf(f, "%d,\"%s\",", i, run->label);
+        if (run->same)
+            fprintf(f, "%d", run->same_as);
+        for (int k = 0; k < c->n_sweep; k++) {
+            char v[CONFIG_STR];
+            config_get_text(&run->cfg, c->sweep[k].key, v, sizeof v);
+            fprintf(f, ",\"%s\"", v);
+        }
+        const struct run_result *m = run->same ? &r->runs[run->same_as] : run; // its measurement
+        const struct stats *st = &m->sum.epoch_ms;
+        double v[] = {st->mean, st->stddev, st->median, st->min, st->max, st->p90, st->p99,
+                      st->ci95[0], st->ci95[1], m->sum.samples_per_s, m->sum.final_loss};
+        fprintf(f, ",%d", m->n_epochs);
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+            if (isfinite(v[k]))
+                fprintf(f, ",%.9g", v[k]);
+            else
+                fprintf(f, ",");
+        fputc('\n', f);
+    }
+}
+
 /* ---- JSON ----------------------------------------------------------------- */
 
 static cJSON *number_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
+
+static cJSON *pair_json(const double v[2])
+{
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, number_or_null(v[0]));
+    cJSON_AddItemToArray(a, number_or_null(v[1]));
+    return a;
+}
+
+/* runs[i].stats.epoch_ms: exactly these keys (the interface) */
+static cJSON *stats_json(const struct stats *st)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "mean", number_or_null(st->mean));
+    cJSON_AddItemToObject(o, "stddev", number_or_null(st->stddev));
+    cJSON_AddItemToObject(o, "median", number_or_null(st->median));
+    cJSON_AddItemToObject(o, "min", number_or_null(st->min));
+    cJSON_AddItemToObject(o, "max", number_or_null(st->max));
+    cJSON_AddItemToObject(o, "p90", number_or_null(st->p90));
+    cJSON_AddItemToObject(o, "p99", number_or_null(st->p99));
+    cJSON_AddItemToObject(o, "ci95", pair_json(st->ci95));
+    return o;
+}
 
 static cJSON *run_json(const struct run_result *run)
 {
@@ -441,6 +596,12 @@ static cJSON *run_json(const struct run_result *run)
     plain.n_sweep = 0; // the point's own config, without the sweep it came from
     cJSON_AddItemToObject(o, "config", config_to_json(&plain));
     cJSON_AddStringToObject(o, "backend", run->backend);
+    if (run->same) { // no timings of its own: they are run same_as's
+        cJSON_AddNumberToObject(o, "same_as", run->same_as);
+        if (run->notes[0])
+            cJSON_AddStringToObject(o, "notes", run->notes);
+        return o;
+    }
     cJSON_AddStringToObject(o, "loss", run->loss ? run->loss : "mse");
     cJSON_AddBoolToObject(o, "failed", run->failed);
     cJSON_AddNumberToObject(o, "replicas", run->replicas);
@@ -469,6 +630,8 @@ static cJSON *run_json(const struct run_result *run)
         cJSON_AddNumberToObject(fo, "loading_seconds", fl->loading_s);
         cJSON_AddItemToObject(fo, "compute_seconds", number_or_null(fl->compute_s));
         cJSON_AddItemToObject(fo, "copy_seconds", number_or_null(fl->copy_s));
+        cJSON_AddNumberToObject(fo, "apart_seconds", fl->apart_s);
+        cJSON_AddStringToObject(fo, "kind", fl->overlapped ? "overlapped" : "apart");
         cJSON_AddNumberToObject(fo, "seconds", fl->seconds);
         cJSON_AddItemToObject(fo, "ratio", number_or_null(run->sum.floor_ratio));
     } else {
@@ -516,6 +679,8 @@ static cJSON *run_json(const struct run_result *run)
         cJSON_AddItemToArray(eps, e);
     }
     const struct run_summary *s = &run->sum;
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "stats"), "epoch_ms",
+                          stats_json(&s->epoch_ms));
     cJSON *sum = cJSON_AddObjectToObject(o, "summary");
     cJSON_AddItemToObject(sum, "median_seconds", number_or_null(s->median_s));
     cJSON_AddItemToObject(sum, "min_seconds", number_or_null(s->min_s));
@@ -531,6 +696,8 @@ static cJSON *run_json(const struct run_result *run)
                           number_or_null(s->host_us / run->replicas));
     cJSON_AddItemToObject(sum, "final_loss", number_or_null(s->final_loss));
     cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
+    cJSON_AddItemToObject(sum, "speedup_ci95", pair_json(s->speedup_ci95));
+    cJSON_AddStringToObject(sum, "speedup_verdict", verdict_name(s->speedup_verdict));
     report_ddp_json(o, sum, run);
     char verdict[256];
     report_verdict(run, verdict, sizeof verdict);
@@ -556,6 +723,7 @@ static cJSON *run_json(const struct run_result *run)
 char *report_json(const struct results *r)
 {
     cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "schema_version", REPORT_SCHEMA_VERSION);
     cJSON *tool = cJSON_AddObjectToObject(root, "dpbench");
     cJSON_AddStringToObject(tool, "version", DPBENCH_VERSION);
     cJSON_AddStringToObject(tool, "git_commit", DPBENCH_GIT);
@@ -563,14 +731,29 @@ char *report_json(const struct results *r)
     cJSON_AddStringToObject(root, "date", r->date);
     cJSON *m = cJSON_AddObjectToObject(root, "machine");
     cJSON_AddStringToObject(m, "cpu", r->machine.cpu);
+    cJSON_AddItemToObject(m, "cpu_mhz", r->machine.cpu_mhz > 0 ? cJSON_CreateNumber(r->machine.cpu_mhz)
+                                                                : cJSON_CreateNull());
     cJSON_AddNumberToObject(m, "cores", (double)r->machine.cores);
+    cJSON_AddNumberToObject(m, "threads", (double)r->machine.threads);
     cJSON_AddNumberToObject(m, "memory_bytes", r->machine.mem_bytes);
     cJSON_AddStringToObject(m, "kernel", r->machine.kernel);
     cJSON_AddStringToObject(m, "devices", r->machine.devices);
+    cJSON_AddStringToObject(m, "compiler", r->machine.compiler);
+    cJSON_AddStringToObject(m, "blas", r->machine.blas);
+    cJSON_AddStringToObject(m, "openblas_core", r->machine.openblas_core);
+    cJSON_AddItemToObject(m, "libxsmm", r->machine.xsmm[0] ? cJSON_CreateString(r->machine.xsmm)
+                                                            : cJSON_CreateNull());
     cJSON_AddItemToObject(root, "config", config_to_json(&r->cfg));
     cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
     cJSON_AddNumberToObject(root, "peak_rss_bytes", r->peak_rss_bytes);
     cJSON_AddNumberToObject(root, "host_memory_estimate_bytes", r->estimate_bytes);
+    cJSON_AddNumberToObject(root, "repeat", r->repeat > 0 ? r->repeat : 1);
+    cJSON *warn = cJSON_AddArrayToObject(root, "warnings");
+    for (int i = 0; i < r->n_runs; i++) {
+        char w[sizeof r->runs[i].label + sizeof r->runs[i].sum.warning + 8];
+        if (run_warning(&r->runs[i], w, sizeof w))
+            cJSON_AddItemToArray(warn, cJSON_CreateString(w));
+    }
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     for (int i = 0; i < r->n_runs; i++)
         cJSON_AddItemToArray(runs, run_json(&r->runs[i]));
@@ -590,8 +773,8 @@ char *report_json(const struct results *r)
 
 enum { MAX_SEQ = 999 };
 /* The longest name this file creates beyond NAME-STAMP: a temp file
- * ".NAME-STAMP.PID.json.tmp" (pid up to 10 digits), or "-999.json". */
-#define SUFFIX_MAX (sizeof ".." "4294967295" ".json.tmp" - 1)
+ * ".NAME-STAMP.PID-summary.csv.tmp" (pid up to 10 digits), or "-999-summary.csv". */
+#define SUFFIX_MAX (sizeof ".." "4294967295" "-summary.csv.tmp" - 1)
 
 static void result_base(const char *name, const char *stamp, char *buf, size_t n)
 {
@@ -635,11 +818,18 @@ int report_check_out(const char *dir, const char *name, struct error *e)
     return 0;
 }
 
-/* Writes text (or the CSV of r when text is NULL) to a new file at path,
+/* A temp file of ours gone: removed, and no longer the signal handler's to remove. */
+static void drop(const char *path)
+{
+    unlink(path);
+    signals_untrack(path);
+}
+
+/* Writes text (or render(r) when text is NULL) to a new file at path,
  * synced; on failure (a signal on the way included: signals.h) removes it
  * and names the path in e. */
 static int write_new(const char *path, const char *text, const struct results *r,
-                     struct error *e)
+                     void (*render)(FILE *, const struct results *), struct error *e)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -650,7 +840,7 @@ static int write_new(const char *path, const char *text, const struct results *r
     if (f && text)
         fputs(text, f);
     else if (f)
-        report_csv(f, r);
+        render(f, r);
     if (f && (fflush(f) != 0 || ferror(f)))
         err = errno ? errno : EIO;
     if (f && fclose(f) != 0 && !err)
@@ -660,8 +850,7 @@ static int write_new(const char *path, const char *text, const struct results *r
     if (close(fd) != 0 && !err)
         err = errno;
     if (err) {
-        unlink(path);
-        signals_untrack(path);
+        drop(path);
         char why[256];
         return error_set(e, "%s: cannot write: %s", path, rlimits_write_error(err, why, sizeof why));
     }
@@ -684,59 +873,66 @@ static int place(const char *tmp, const char *dst)
     return errno == EEXIST ? 1 : -1;
 }
 
+/* The files of one result: NAME-STAMP.json, .csv and -summary.csv. */
+enum { N_FILES = 3 };
+static const char *const file_suffix[N_FILES] = {".json", ".csv", "-summary.csv"};
+
+/* Links every temp file to its name with sequence suffix seq: 0 when all
+ * are placed, 1 when a name is taken (none left placed), -1 on an error. */
+static int place_all(char tmp[][4400], const char *dir, const char *base, const char *seq,
+                     char path[][4400], struct error *e)
+{
+    for (int i = 0; i < N_FILES; i++) {
+        snprintf(path[i], sizeof path[i], "%s/%s%s%s", dir, base, seq, file_suffix[i]);
+        int got = place(tmp[i], path[i]);
+        if (got == 0)
+            continue;
+        int err = errno;
+        for (int j = 0; j < i; j++)
+            unlink(path[j]); // this run's, just linked: the set goes whole or not at all
+        if (got < 0)
+            return error_set(e, "%s: cannot create: %s", path[i], strerror(err));
+        return 1;
+    }
+    return 0;
+}
+
 int report_write_files(const struct results *r, const char *dir, char *json_path, size_t n,
                        struct error *e)
 {
     char base[CONFIG_STR + 64];
     result_base(r->cfg.name, r->stamp, base, sizeof base);
-    char tmp_json[4400], tmp_csv[4400], path_json[4400], path_csv[4400];
-    snprintf(tmp_json, sizeof tmp_json, "%s/.%s.%ld.json.tmp", dir, base, (long)getpid());
-    snprintf(tmp_csv, sizeof tmp_csv, "%s/.%s.%ld.csv.tmp", dir, base, (long)getpid());
+    char tmp[N_FILES][4400], path[N_FILES][4400];
+    for (int i = 0; i < N_FILES; i++)
+        snprintf(tmp[i], sizeof tmp[i], "%s/.%s.%ld%s.tmp", dir, base, (long)getpid(),
+                 file_suffix[i]);
     char *json = report_json(r);
     if (!json)
         return error_set(e, "out of memory rendering JSON");
-    int rc = write_new(tmp_json, json, r, e);
+    int rc = write_new(tmp[0], json, r, NULL, e);
     free(json);
+    if (rc == 0 && (rc = write_new(tmp[1], NULL, r, report_csv, e)) != 0)
+        drop(tmp[0]);
+    if (rc == 0 && (rc = write_new(tmp[2], NULL, r, report_summary_csv, e)) != 0) {
+        drop(tmp[0]);
+        drop(tmp[1]);
+    }
     if (rc)
         return -1;
-    if (write_new(tmp_csv, NULL, r, e)) {
-        unlink(tmp_json);
-        signals_untrack(tmp_json);
-        return -1;
-    }
     rc = 1; // 1: every name taken, -1: an error, 0: placed
     for (int k = 1; k <= MAX_SEQ && rc == 1; k++) {
         char seq[16] = "";
         if (k > 1)
             snprintf(seq, sizeof seq, "-%d", k);
-        snprintf(path_json, sizeof path_json, "%s/%s%s.json", dir, base, seq);
-        snprintf(path_csv, sizeof path_csv, "%s/%s%s.csv", dir, base, seq);
-        int got = place(tmp_json, path_json);
-        if (got == 1)
-            continue;
-        if (got < 0) {
-            rc = error_set(e, "%s: cannot create: %s", path_json, strerror(errno));
-            break;
-        }
-        got = place(tmp_csv, path_csv);
-        if (got == 0) {
-            rc = 0;
-            break;
-        }
-        int err = errno;
-        unlink(path_json); // this run's, just linked: the pair goes whole or not at all
-        if (got < 0)
-            rc = error_set(e, "%s: cannot create: %s", path_csv, strerror(err));
+        rc = place_all(tmp, dir, base, seq, path, e);
     }
     if (rc == 1)
         rc = error_set(e, "report.out %s: %s and %d more names like it are all taken", dir, base,
                   MAX_SEQ - 1);
-    unlink(tmp_json); // gone already where rename placed it
-    unlink(tmp_csv);
-    signals_untrack(tmp_json);
-    signals_untrack(tmp_csv);
+    for (int i = 0; i < N_FILES; i++)
+        drop(tmp[i]); // gone already where rename placed it
     if (rc == 0)
-        snprintf(json_path, n, "%s", path_json);
+        snprintf(json_path, n, "%s", path[0]);
     return rc;
 }
 

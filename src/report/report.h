@@ -6,15 +6,12 @@
 
 #include <stdio.h>
 
+#include "machine.h"
 #include "train.h"
 
-struct machine {
-    char cpu[256];      // model name
-    long cores;         // online
-    double mem_bytes;   // physical memory
-    char kernel[128];   // uname -sr
-    char devices[512];  // backend's device line ("" on cpu)
-};
+/* The JSON's "schema_version": docs/result.schema.json describes it; raised
+ * when a field changes meaning or goes away (added fields keep it). */
+#define REPORT_SCHEMA_VERSION 1
 
 struct results {
     struct config cfg;       // the resolved base config (before sweep overrides)
@@ -24,18 +21,34 @@ struct results {
     struct run_result *runs; // (n_runs)
     int n_runs;
     long n_points;           // points the sweep asked for (1 without a sweep)
+    int label_width;         // the longest point label of the whole sweep (the table's first column)
+    bool rows_shown;         // text: the points' table was printed as they finished
+    int repeat;              // --repeat: each point ran this many times in a row (0 = 1)
     bool interrupted;        // by a signal: runs holds only complete epochs
     double estimate_bytes;   // host memory estimated before the run (the largest point)
     double peak_rss_bytes;   // the process's peak resident memory after the runs
 };
 
-void machine_describe(struct machine *m);
 void report_summarize(struct results *r);
+/* The figures of run i alone (run 0's must be there: speed-ups are against it). */
+void report_summarize_run(struct results *r, int i);
 /* The bounding stage in words, e.g. "input-bound: ..."; written to buf. */
 void report_verdict(const struct run_result *run, char *buf, size_t n);
 
+/* "LABEL: " + the run's noise warning, or NULL when its spread is fine. */
+const char *run_warning(const struct run_result *run, char *buf, size_t n);
+
+/* The points' table, a row at a time (a sweep prints each as it finishes). */
+int report_label_width(const struct results *r);
+void report_text_table_head(FILE *f, const struct results *r);
+/* The header lines, then the table's head: a sweep's first row follows. */
+void report_text_head(FILE *f, const struct results *r);
+void report_text_row(FILE *f, const struct results *r, int i);
+
 void report_text(FILE *f, const struct results *r);
 void report_csv(FILE *f, const struct results *r);
+/* One row per point: swept keys, then the epoch-time statistics (ms). */
+void report_summary_csv(FILE *f, const struct results *r);
 /* The JSON document as a string (caller frees), or NULL when out of memory. */
 char *report_json(const struct results *r);
 
@@ -43,7 +56,7 @@ char *report_json(const struct results *r);
  * a directory (a regular file, /dev/null), not writable, refusing new files
  * (/proc), or a name too long for a file name there. Creates DIR if missing. */
 int report_check_out(const char *dir, const char *name, struct error *e);
-/* Writes DIR/NAME-STAMP.json and .csv as one result: both or neither, never
+/* Writes DIR/NAME-STAMP.json, .csv and -summary.csv as one result: all or none, never
  * replacing an existing result (a second run in the same second gets
  * NAME-STAMP-2). The JSON's path goes to json_path. */
 int report_write_files(const struct results *r, const char *dir, char *json_path, size_t n,

@@ -7,10 +7,14 @@
  *            on torch.chunk's chunk sizes, warm, in the run's library and
  *            thread count,
  *            with replicas side by side as far as the cores allow.
- * Without workers one thread does both in turn, so the floor is their sum;
- * with workers loading overlaps compute and spreads over min(workers, cores)
- * threads, so the floor is the larger of the two. Anything the run spends
- * beyond it is overhead: hand-offs, waits, cache misses between stages. */
+ * Without workers one thread does both in turn, so the floor is their sum.
+ * With workers the two stages run at once, on the same cores, and slow each
+ * other down (two hyperthreads of one core share its units and caches): the
+ * larger of the two measured apart is a floor no run reaches. So the floor
+ * is measured as the run overlaps them: the run's own loader and workers
+ * gather an epoch while this thread runs the step's BLAS for each batch as
+ * it arrives. What the run spends beyond it is the step's own work besides
+ * BLAS (scatter, gather, loss, reduce) and hand-offs. */
 #include "floor.h"
 
 #include <math.h>
@@ -77,6 +81,50 @@ static double batch_compute(struct blas_work *bw, const struct floor_setup *s, l
     return waves * blas_work_seconds(bw, split[0]);
 }
 
+/* The step's BLAS for one batch of `rows` rows, once: its replicas' chunks in
+ * waves of as many as run side by side (batch_compute's count). */
+static void batch_run(struct blas_work *bw, const struct floor_setup *s, long rows)
+{
+    long split[s->replicas];
+    int active = chunk_split(rows, s->replicas, split);
+    int slots = s->compute_cores / s->blas_threads;
+    int waves = (active + (slots < 1 ? 1 : slots) - 1) / (slots < 1 ? 1 : slots);
+    for (int w = 0; w < waves; w++)
+        blas_work_run(bw, split[0]);
+}
+
+/* Seconds of the overlapped epoch: the run's loader with its workers, this
+ * thread computing on each batch while the workers gather the next ones;
+ * the best of up to 3 epochs (fewer when they are long). */
+static int overlap_seconds(const struct dataset *d, const struct floor_setup *s,
+                           struct blas_work *bw, double *out, struct error *e)
+{
+    struct loader_options lo = s->lo;
+    lo.extra_buffers = 0;
+    struct loader l;
+    if (loader_init(&l, d, &lo, e))
+        return error_wrap(e, "report.floor");
+    *out = INFINITY;
+    double spent = 0;
+    int rc = 0;
+    for (long ep = 0; ep < 3 && spent < 2.0 && rc == 0 && !stop_requested(); ep++) {
+        double t0 = now_seconds();
+        if ((rc = loader_epoch_begin(&l, ep, e)))
+            break;
+        struct batch *b;
+        while ((rc = loader_next(&l, &b, e)) == 1) {
+            batch_run(bw, s, b->rows);
+            loader_release(&l, b); // held while computed, as a step holds its batch
+        }
+        loader_epoch_end(&l);
+        if (rc == 0)
+            *out = fmin(*out, now_seconds() - t0);
+        spent += now_seconds() - t0;
+    }
+    loader_free(&l);
+    return rc < 0 ? error_wrap(e, "report.floor") : 0;
+}
+
 int floor_measure(const struct dataset *d, const struct floor_setup *s, struct run_floor *out,
                   struct error *e)
 {
@@ -86,7 +134,7 @@ int floor_measure(const struct dataset *d, const struct floor_setup *s, struct r
         return -1;
     int spread = s->workers < s->cores ? s->workers : s->cores;
     out->loading_s = s->workers > 0 ? out->gather_s / spread : out->gather_s;
-    out->seconds = out->loading_s;
+    out->seconds = out->apart_s = out->loading_s;
     if (s->blas_threads > 0) {
         long B = s->lo.batch_size, full = d->length / B, last = d->length % B;
         if (s->lo.drop_last)
@@ -98,9 +146,16 @@ int floor_measure(const struct dataset *d, const struct floor_setup *s, struct r
         out->compute_s = (double)full * batch_compute(&bw, s, B);
         if (last > 0)
             out->compute_s += batch_compute(&bw, s, last);
-        blas_work_free(&bw);
-        out->seconds = s->workers > 0 ? fmax(out->loading_s, out->compute_s)
+        out->apart_s = s->workers > 0 ? fmax(out->loading_s, out->compute_s)
                                       : out->loading_s + out->compute_s;
+        out->seconds = out->apart_s;
+        int rc = s->workers > 0 ? overlap_seconds(d, s, &bw, &out->seconds, e) : 0;
+        blas_work_free(&bw);
+        if (rc)
+            return -1;
+        out->overlapped = s->workers > 0 && isfinite(out->seconds);
+        if (!out->overlapped)
+            out->seconds = out->apart_s; // interrupted before an epoch completed
     }
     out->measured = true;
     return 0;

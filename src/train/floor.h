@@ -25,7 +25,12 @@ struct run_floor {
     double loading_s;  // gather_s spread over the workers (= gather_s without workers)
     double compute_s;  // the epoch's step BLAS at the chosen threads; NAN off the host
     double copy_s;     // host-to-device copies; NAN where not measured
-    double seconds;    // loading + compute without workers, max(loading, compute) with them
+    double apart_s;    // the stages one at a time: loading + compute without workers,
+                       // max(loading, compute) with them
+    bool overlapped;   // seconds was measured with the stages at once (workers)
+    double seconds;    // the floor: apart_s without workers; with workers, an epoch of
+                       // the run's loader and workers gathering while this thread runs
+                       // the step's BLAS on each batch, the best of up to 3 epochs
 };
 
 int floor_measure(const struct dataset *d, const struct floor_setup *s, struct run_floor *out,

@@ -11,6 +11,8 @@
 #include "comm.h"
 #include "ddp.h"
 #include "rlimits.h"
+#include "effect.h"
+#include "progress.h"
 #include "rng.h"
 #include "step.h"
 
@@ -40,23 +42,13 @@ static bool stopping(const struct comm *cm)
     return cm && cm->world > 1 ? cm->stop : stop_requested();
 }
 
-/* Redraws "epoch e/E batch k/K" at most 4 times a second; `done` clears it. */
+/* Progress after batch k of epoch ep (progress.c says how and how often); `done` clears it. */
 static void progress(long ep, long epochs, long k, long batches, bool done)
 {
-    static double last;
-    static bool shown;
-    if (done) {
-        if (shown)
-            fprintf(stderr, "\r%60s\r", "");
-        shown = false;
-        return;
-    }
-    double t = now_seconds();
-    if (t - last < 0.25)
-        return;
-    last = t;
-    shown = true;
-    fprintf(stderr, "\rdpbench: epoch %ld/%ld  batch %ld/%ld ", ep, epochs, k, batches);
+    if (done)
+        progress_clear();
+    else
+        progress_batch(ep, epochs, k, batches);
 }
 
 void train_init_params(unsigned long seed, int in, int out, float *w, float *b)
@@ -188,15 +180,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     out->comm = cm ? cm->name : NULL;
     out->allreduce_bytes = (double)(O * F + O) * sizeof(float);
     out->shared_devices = devices_shared(c);
-    if (strcmp(be->name, "cpu") == 0 && (c->loader.pin_memory || c->loader.async_copy))
-        snprintf(out->notes, sizeof out->notes,
-                 "pin_memory and async_copy have no effect on the cpu backend");
-    if (c->loader.num_workers == 0 &&
-        (c->loader.persistent_workers || config_is_explicit(c, "loader.prefetch_factor"))) {
-        size_t used = strlen(out->notes); // a num_workers sweep's point without workers
-        snprintf(out->notes + used, sizeof out->notes - used, "%spersistent_workers and "
-                 "prefetch_factor have no effect with num_workers 0", used ? "; " : "");
-    }
+    effect_notes(c, be, out->notes, sizeof out->notes);
 
     long device_ids[CONFIG_MAX_DEVICES];
     for (int i = 0; i < n && i < CONFIG_MAX_DEVICES; i++)

@@ -12,6 +12,7 @@
 #include "floor.h"
 #include "config.h"
 #include "dataset.h"
+#include "stats.h"
 
 struct epoch_result {
     long epoch;             // 1-based among measured epochs
@@ -26,6 +27,8 @@ struct epoch_result {
 /* Figures derived once from the measured epochs, for every renderer. */
 struct run_summary {
     double median_s, min_s, max_s; // epoch seconds over measured epochs
+    struct stats epoch_ms;         // statistics of the measured epochs' times, ms
+    char warning[320];             // stats_noise_warning's text, "" when the spread is fine
     double samples_per_s;          // at the median epoch time
     double wait_share;             // of the summed epoch time, waiting for data
     double copy_share;             // ... copying (exposed and hidden)
@@ -36,6 +39,8 @@ struct run_summary {
     double final_loss;             // last measured epoch's loss
     double au;                     // accelerator utilisation: compute time / epoch time
     double speedup;                // baseline median / this median (first run = 1)
+    double speedup_ci95[2];        // its 95% bootstrap interval (NAN with too few epochs)
+    enum verdict speedup_verdict;  // this point against the first: faster / slower / same
     double floor_ratio;            // median / floor, NAN without report.floor
     /* ddp, several ranks (NAN otherwise) */
     double allreduce_s;            // gradient allreduce seconds per epoch, mean over ranks
@@ -81,14 +86,17 @@ struct run_result {
     struct blas_choice blas; // OpenBLAS threads per replica and what was measured (cpu)
     struct run_floor floor; // report.floor: this machine's floor for the run's shapes
     char stopped[256];      // why the run stopped early (a non-finite loss), "" if not
+    bool same;              // not run: its effective settings equal run same_as's
+    int same_as;            // index into the results' runs when `same`
+    int repeats;            // times the point ran in a row (--repeat); its epochs are all of them
     struct run_summary sum; // filled by report_summarize
 };
 
 /* The communicator of a ddp run (main opens it); NULL: a world of one. */
 struct comm;
 extern struct comm *train_comm;
-/* When set (stderr is a terminal), a progress line is redrawn on stderr
- * during epochs that take longer than a moment. */
+/* When set, progress goes to stderr during epochs (progress.c: a live line
+ * on a terminal, "progress:" lines otherwise). */
 extern bool train_progress;
 
 /* Trains c on d with backend be, then evaluates d->eval if any. Trace lines

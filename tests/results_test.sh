@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# Numbers a user can trust, end to end: statistics on every point, --repeat,
+# `dpbench compare` on result files whose answer is known, honest sweeps
+# (a point without effect is not run again), --no-sweep, progress lines when
+# stderr is not a terminal, the summary CSV, and every result file this test
+# writes against docs/result.schema.json. Prints "results: N passed, N failed".
+set -u
+BIN=$(realpath "${1:-./dpbench}")
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+. tests/lib.sh
+T=configs/tutorial.yaml
+
+# ---- statistics and --repeat
+# --repeat 3 of 4 epochs: 12 measured epochs numbered on, statistics over all
+if "$BIN" -c $T --set train.epochs=4 --repeat 3 --format json >"$TMP/rep.json" 2>"$TMP/err" &&
+    python3 - "$TMP/rep.json" <<'PY'
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+r = d["runs"][0]
+assert d["repeat"] == 3 and [e["epoch"] for e in r["epochs"]] == list(range(1, 13)), r["epochs"]
+st = r["stats"]["epoch_ms"]
+assert sorted(st) == sorted(["mean", "stddev", "median", "min", "max", "p90", "p99", "ci95"]), st
+t = [1e3 * e["seconds"] for e in r["epochs"]]
+assert abs(st["median"] - statistics.median(t)) < 1e-9 and abs(st["mean"] - statistics.mean(t)) < 1e-9
+assert st["ci95"][0] <= st["median"] <= st["ci95"][1] and st["min"] == min(t), st
+assert isinstance(d["warnings"], list)
+PY
+then ok; else bad "--repeat 3: $(cat "$TMP/err")"; fi
+"$BIN" -c $T --repeat 0 >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--repeat: expected a whole number" "$TMP/err"; then ok
+else bad "--repeat 0: exit $rc: $(cat "$TMP/err")"; fi
+if "$BIN" -c $T >"$TMP/out" 2>&1 && grep -q '^# median epoch [0-9.]* ms ± [0-9.]* (95% CI of the median' "$TMP/out"
+then ok; else bad "text summary: median ± half-width: $(grep median "$TMP/out")"; fi
+
+# ---- dpbench compare on crafted result files whose answer is known
+# craft OUT BASE SPEC: copies result BASE with each run's epoch times replaced;
+# SPEC is a Python list of (overrides of config as {"section.key": value},
+# epoch ms list); a "backend"/"version" override makes it PyTorch's
+"$BIN" -c $T --set train.epochs=3 --format json >"$TMP/base.json" 2>/dev/null
+craft() {
+    python3 - "$TMP/base.json" "$TMP/$1" "$2" <<'PY'
+import copy, json, sys
+base = json.load(open(sys.argv[1]))
+doc = copy.deepcopy(base)
+run0 = base["runs"][0]
+doc["runs"] = []
+for over, ms in eval(sys.argv[3]):
+    r = copy.deepcopy(run0)
+    for k, v in over.items():
+        if k == "backend":
+            r["backend"] = v
+        elif k == "version":
+            doc["dpbench"]["version"] = v
+        else:
+            sec, key = k.split(".")
+            r["config"][sec][key] = v
+    r["point"] = " ".join("%s=%s" % kv for kv in over.items() if "." in kv[0])
+    r["epochs"] = [dict(r["epochs"][0], epoch=i + 1, seconds=t / 1e3) for i, t in enumerate(ms)]
+    doc["runs"].append(r)
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+}
+# ten epochs each; B's times are A's scaled (0.8: faster, 1.25: slower) or
+# A's in another order (same): the verdict follows from the numbers
+A='[10.0, 10.4, 9.7, 10.1, 10.3, 9.9, 10.6, 9.8, 10.2, 10.0]'
+craft a.json "[({}, $A)]"
+craft fast.json "[({'loader.num_workers': 2}, [0.8 * t for t in $A])]"
+craft slow.json "[({}, [1.25 * t for t in $A])]"
+craft same.json "[({}, list(reversed($A)))]"
+for want in fast:faster slow:slower same:same; do
+    f=${want%%:*} v=${want#*:}
+    if "$BIN" compare "$TMP/a.json" "$TMP/$f.json" --format json >"$TMP/cmp.json" 2>"$TMP/err" &&
+        python3 - "$TMP/cmp.json" "$v" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p, = d["pairs"]
+want = {"faster": 0.8, "slower": 1.25, "same": 1.0}[sys.argv[2]]
+assert p["verdict"] == sys.argv[2], p
+assert abs(p["ratio"] - want) < 1e-9 and p["ci95"][0] <= p["ratio"] <= p["ci95"][1], p
+assert set(p) >= {"a", "b", "ratio", "ci95", "verdict"} and d["unmatched"] == {"a": [], "b": []}
+PY
+    then ok; else bad "compare $f: want $v: $(cat "$TMP/cmp.json" "$TMP/err")"; fi
+done
+# one point each: compared whatever their settings, the differing ones listed
+if "$BIN" compare "$TMP/a.json" "$TMP/fast.json" >"$TMP/cmp.txt" 2>"$TMP/err" &&
+    grep -q '^(base) .* faster$' "$TMP/cmp.txt" &&
+    grep -q 'settings differ: loader.num_workers: 0 vs 2' "$TMP/cmp.txt"; then ok
+else bad "compare text: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
+# several points: paired by workload and settings (B in another order), a
+# point of another workload listed as unmatched, never compared
+craft multi-a.json "[({'loader.num_workers': 0}, $A), ({'loader.num_workers': 2}, $A)]"
+craft multi-b.json "[({'loader.num_workers': 2}, [1.25 * t for t in $A]), ({'dataset.length': 200}, $A), ({'loader.num_workers': 0}, [0.8 * t for t in $A])]"
+if "$BIN" compare "$TMP/multi-a.json" "$TMP/multi-b.json" --format json >"$TMP/cmp.json" 2>"$TMP/err" &&
+    python3 - "$TMP/cmp.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = [(p["a"]["run"], p["b"]["run"], p["verdict"]) for p in d["pairs"]]
+assert got == [(0, 2, "faster"), (1, 0, "slower")], got
+u, = d["unmatched"]["b"]
+assert u["run"] == 1 and "different workload (dataset.length: 200 vs 100)" in u["why"], u
+PY
+then ok; else bad "compare several points: $(cat "$TMP/cmp.json" "$TMP/err")"; fi
+# different workloads only: listed, nothing compared, exit 2
+craft other.json "[({'dataset.length': 200}, $A)]"
+"$BIN" compare "$TMP/a.json" "$TMP/other.json" >"$TMP/cmp.txt" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "unmatched in A: (base): different workload (dataset.length: 100 vs 200)" "$TMP/cmp.txt" &&
+    grep -q "nothing compared" "$TMP/err"; then ok
+else bad "compare different workloads: exit $rc: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
+# a PyTorch reference result (torch_reference.py's schema): the backend
+# torch-cpu is the cpu, so no setting differs
+craft torch.json "[({'backend': 'torch-cpu', 'version': 'torch-1.13.1'}, [1.25 * t for t in $A])]"
+if "$BIN" compare "$TMP/a.json" "$TMP/torch.json" >"$TMP/cmp.txt" 2>"$TMP/err" &&
+    grep -q '^# B: torch-1.13.1' "$TMP/cmp.txt" && grep -q 'slower$' "$TMP/cmp.txt" &&
+    ! grep -q 'settings differ' "$TMP/cmp.txt"; then ok
+else bad "compare with a PyTorch result: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
+# unusable input: exit 2 and one line that says why
+echo '{"runs": []}' >"$TMP/empty.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["runs"][0]["epochs"][1]["seconds"]; json.dump(d, open(sys.argv[2], "w"))' \
+    "$TMP/a.json" "$TMP/noseconds.json"
+for c in "configs/tutorial.yaml:not valid JSON" "$TMP/empty.json:not a dpbench result" \
+         "$TMP/nowhere.json:cannot read" "$TMP/noseconds.json:epoch 2: \"seconds\" is not a positive number"; do
+    "$BIN" compare "$TMP/a.json" "${c%%:*}" >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -qF -- "${c#*:}" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok
+    else bad "compare with ${c%%:*}: exit $rc: $(cat "$TMP/err")"; fi
+done
+rm "$TMP/noseconds.json" # not a result any more: kept out of the schema check below
+"$BIN" compare "$TMP/a.json" >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "expected two result files" "$TMP/err"; then ok
+else bad "compare with one file: exit $rc: $(cat "$TMP/err")"; fi
+
+# ---- honest sweeps: a point whose effective settings are an earlier one's is not run again
+if "$BIN" -c $T --sweep loader.num_workers=0,1 --sweep loader.prefetch_factor=2,4 \
+    --sweep loader.pin_memory=false,true --format json >"$TMP/same.json" 2>"$TMP/err" &&
+    python3 - "$TMP/same.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+# points: workers x prefetch x pin (innermost); at 0 workers prefetch acts not,
+# on the cpu pin_memory acts not
+same = [r.get("same_as") for r in runs]
+assert same == [None, 0, 0, 0, None, 4, None, 6], same
+for r in runs:
+    if "same_as" in r:
+        assert not {"epochs", "stats", "summary"} & set(r), list(r)
+        assert r["config"]["loader"]["num_workers"] in (0, 1)
+    else:
+        assert len(r["epochs"]) == 10 and "stats" in r
+PY
+then ok; else bad "same_as in a sweep: $(cat "$TMP/err")"; fi
+"$BIN" -c $T --sweep loader.num_workers=0,1 --sweep loader.prefetch_factor=2,4 >"$TMP/same.txt" 2>"$TMP/err"
+if grep -q "^loader.num_workers=0 loader.prefetch_factor=4  *= point 0 " "$TMP/same.txt" &&
+    [ "$(grep -c "= point" "$TMP/same.txt")" -eq 1 ]; then ok
+else bad "= point K in the table: $(cat "$TMP/same.txt" "$TMP/err")"; fi
+# a compare through a same_as point reads its measurement: the same epochs, verdict same
+python3 - "$TMP/same.json" "$TMP/same-b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["runs"] = [d["runs"][1]]  # same_as 0: refers to a run not in the file
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$BIN" compare "$TMP/same.json" "$TMP/same-b.json" >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "same_as 0 is not an earlier run" "$TMP/err"; then ok
+else bad "compare with a dangling same_as: exit $rc: $(cat "$TMP/err")"; fi
+
+# ---- --no-sweep: the config's sweep is ignored; --sweep flags still apply
+printf 'sweep:\n  parallel.replicas: [1, 2, 3]\ntrain:\n  epochs: 3\n' >"$TMP/sweep.yaml"
+n1=$("$BIN" -c "$TMP/sweep.yaml" --no-sweep --format json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')
+n2=$("$BIN" -c "$TMP/sweep.yaml" --no-sweep --sweep loader.shuffle=true,false --format json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["runs"]), d["config"].get("sweep"))')
+n3=$("$BIN" -c "$TMP/sweep.yaml" --format json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')
+if [ "$n1" = 1 ] && [ "$n2" = "2 {'loader.shuffle': ['true', 'false']}" ] && [ "$n3" = 3 ]; then ok
+else bad "--no-sweep: runs $n1, $n2, without it $n3"; fi
+
+# ---- progress lines when stderr is not a terminal (here a file): point,
+# epoch, elapsed, remaining; at most one a second; --quiet silences them
+SLOW=(-c $T --set dataset.sample_cost_us=1500 --sweep parallel.replicas=1,2)  # ~0.15 s an epoch, 22 epochs
+"$BIN" "${SLOW[@]}" >"$TMP/slow.out" 2>"$TMP/slow.err"
+if python3 - "$TMP/slow.err" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+prog = [l for l in lines if l.startswith("progress:")]
+pat = re.compile(r"progress: point ([12])/2, epoch (\d+)/11, batch \d+/4, elapsed ([\d.]+) s, "
+                 r"remaining ~([\d.]+) s$")
+got = [pat.match(l) for l in prog]
+assert len(prog) >= 2 and all(got), prog
+t = [float(m.group(3)) for m in got]
+# one line a second at most: the printed elapsed times (0.1 s steps) are >= 0.9 s apart
+assert all(b - a >= 0.9 for a, b in zip(t, t[1:])), t
+assert {m.group(1) for m in got} == {"1", "2"}, prog
+PY
+then ok; else bad "progress lines: $(cat "$TMP/slow.err")"; fi
+# each point's row is on stdout as soon as its point finished: the first row
+# is there while the second point still runs
+"$BIN" -c $T --set dataset.sample_cost_us=1500 --sweep parallel.replicas=1,2 >"$TMP/live.out" 2>/dev/null &
+pid=$!
+for i in $(seq 600); do grep -q "^parallel.replicas=1 " "$TMP/live.out" 2>/dev/null && break; sleep 0.1; done # up to 60 s on a loaded machine
+if grep -q '^parallel.replicas=1 ' "$TMP/live.out" && ! grep -q '^parallel.replicas=2 ' "$TMP/live.out" &&
+    kill -0 $pid 2>/dev/null; then ok
+else bad "first row before the second point ends: $(cat "$TMP/live.out")"; fi
+wait $pid
+if grep -q '^parallel.replicas=2 ' "$TMP/live.out" && [ "$(grep -c '^point ' "$TMP/live.out")" -eq 1 ]; then ok
+else bad "the table after the run: $(cat "$TMP/live.out")"; fi
+"$BIN" "${SLOW[@]}" --quiet >/dev/null 2>"$TMP/quiet.err"
+if [ ! -s "$TMP/quiet.err" ]; then ok; else bad "--quiet: $(cat "$TMP/quiet.err")"; fi
+
+# ---- --out: NAME-STAMP.json, .csv and -summary.csv; the summary has one row
+# per point, a column per swept key and per statistic, the JSON's numbers
+"$BIN" -c $T --sweep loader.num_workers=0,1 --sweep loader.prefetch_factor=2,4 --out "$TMP/res" \
+    >/dev/null 2>"$TMP/err"
+if python3 - "$TMP/res" <<'PY'
+import csv, glob, json, sys
+j, = glob.glob(sys.argv[1] + "/tutorial-*[0-9].json")
+s, = glob.glob(sys.argv[1] + "/tutorial-*-summary.csv")
+assert s == j[:-5] + "-summary.csv" and len(glob.glob(sys.argv[1] + "/*")) == 3
+d = json.load(open(j))
+rows = list(csv.reader(open(s)))
+assert rows[0] == ["run", "point", "same_as", "loader.num_workers", "loader.prefetch_factor",
+                   "epochs", "mean_ms", "stddev_ms", "median_ms", "min_ms", "max_ms", "p90_ms",
+                   "p99_ms", "ci95_low_ms", "ci95_high_ms", "samples_per_second",
+                   "final_loss"], rows[0]
+assert [r[2:5] for r in rows[1:]] == [["", "0", "2"], ["0", "0", "4"], ["", "1", "2"], ["", "1", "4"]], rows
+for r, run in zip(rows[1:], d["runs"]):
+    st = d["runs"][run.get("same_as", int(r[0]))]["stats"]["epoch_ms"]
+    got = dict(zip(rows[0], r))
+    for k in ("mean", "stddev", "median", "min", "max", "p90", "p99"):
+        assert abs(float(got[k + "_ms"]) - st[k]) <= 1e-8 * st[k], (k, got, st)
+    assert abs(float(got["ci95_high_ms"]) - st["ci95"][1]) <= 1e-8 * st["ci95"][1]
+PY
+then ok; else bad "summary CSV: $(cat "$TMP/err"; ls "$TMP/res")"; fi
+
+# ---- a missing dataset names the command that writes it, and that command works
+"$BIN" -c $T --set dataset.kind=cifar10 --set dataset.path="$TMP/cifar" >/dev/null 2>"$TMP/err"
+rc=$?
+cmd=$(grep -o '`dpbench --make-dataset [^`]*`' "$TMP/err" | tr -d '`')
+if [ $rc -eq 2 ] && [ "$cmd" = "dpbench --make-dataset cifar10 $TMP/cifar" ] &&
+    "$BIN" ${cmd#dpbench } --per-class 2 >/dev/null 2>&1 &&
+    "$BIN" -c $T --set dataset.kind=cifar10 --set dataset.path="$TMP/cifar" --set train.epochs=1 >/dev/null 2>&1
+then ok; else bad "missing dataset: exit $rc, '$cmd': $(cat "$TMP/err")"; fi
+"$BIN" -c $T --set dataset.kind=idx --set dataset.path="$TMP/mn/train-images-idx3-ubyte.gz" >/dev/null 2>"$TMP/err"
+if grep -qF "\`dpbench --make-dataset idx $TMP/mn --gzip\` writes one" "$TMP/err"; then ok
+else bad "missing idx dataset: $(cat "$TMP/err")"; fi
+
+# ---- every result file this test wrote follows docs/result.schema.json
+if python3 scripts/validate_result.py --skip-other $(find "$TMP" -name '*.json') >"$TMP/v.out" 2>"$TMP/err" &&
+    grep -q "[1-9][0-9]* result files checked, 0 invalid" "$TMP/err"; then ok
+else bad "schema: $(cat "$TMP/v.out" "$TMP/err")"; fi
+# ... and the check can fail: a stats block with a key too many, a run without epochs
+python3 - "$TMP/rep.json" "$TMP/bad1.json" "$TMP/bad2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["runs"][0]["stats"]["epoch_ms"]["iqr"] = 1.0
+json.dump(d, open(sys.argv[2], "w"))
+d = json.load(open(sys.argv[1]))
+del d["runs"][0]["epochs"]
+json.dump(d, open(sys.argv[3], "w"))
+PY
+for f in bad1 bad2; do
+    if ! python3 scripts/validate_result.py "$TMP/$f.json" >/dev/null 2>&1; then ok
+    else bad "the schema accepts $f"; fi
+done
+
+echo "results: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
