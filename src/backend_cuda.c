@@ -32,6 +32,7 @@
 
 #include "backend.h"
 #include "chunk.h"
+#include "emulate_profile.h"
 #include "loss.h"
 
 /* ---- error checks ------------------------------------------------------- */
@@ -1192,7 +1193,7 @@ static int bw_wrong(struct bw *bw, const void *src, size_t bytes, long *wrong, s
     return 0;
 }
 
-static int bw_table(struct bw *bw, FILE *out, struct error *e)
+static int bw_table(struct bw *bw, FILE *out, struct h2d_profile *prof, struct error *e)
 {
     double best = 0;
     size_t best_size = 0;
@@ -1220,6 +1221,11 @@ static int bw_table(struct bw *bw, FILE *out, struct error *e)
         }
         fprintf(out, " %12zu %6d %10.2f %10.2f %10.2f %7ld\n", size, iters, pinned, pageable,
                 pinned / pageable, wrong);
+        if (prof && prof->n < H2D_PROFILE_MAX_ROWS && wrong == 0) {
+            prof->rows[prof->n].bytes = (double)size;
+            prof->rows[prof->n].pinned_gbps = pinned;
+            prof->rows[prof->n++].pageable_gbps = pageable;
+        }
     }
     fprintf(out, "# best plain cudaMemcpy loop (pinned, host clock): %.2f GB/s at %zu B\n",
             best, best_size);
@@ -1245,15 +1251,17 @@ static int bw_setup(struct bw *bw, struct error *e)
     return 0;
 }
 
-static int cuda_bandwidth(FILE *out, struct error *e)
+static int cuda_bandwidth(FILE *out, struct h2d_profile *prof, struct error *e)
 {
     struct bw bw = {.max = (size_t)256 << 20};
     char dev[512];
     cuda_describe(dev, sizeof dev);
+    if (prof)
+        snprintf(prof->device, sizeof prof->device, "%s", dev);
     fprintf(out, "# dpbench %s h2d-bandwidth: host to device 0, cudaMemcpyAsync on one stream, "
                  "timed with CUDA events\n# devices: %s\n",
             DPBENCH_VERSION, dev);
-    int rc = bw_setup(&bw, e) || bw_table(&bw, out, e) ? -1 : 0;
+    int rc = bw_setup(&bw, e) || bw_table(&bw, out, prof, e) ? -1 : 0;
     if (bw.t0)
         CUDA_WARN(cudaEventDestroy(bw.t0));
     if (bw.t1)

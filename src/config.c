@@ -96,8 +96,9 @@ static const struct key keys[] = {
     {"train.warmup_epochs", KEY_INT, OFF(train.warmup_epochs), "0", 0, 1e7, NULL,
      "epochs run before the measured ones and left out of the results"},
     {"train.lr", KEY_FLOAT, OFF(train.lr), "0.01", 0, 1e6, NULL, "SGD learning rate"},
-    {"parallel.device", KEY_ENUM, OFF(parallel.device), "cpu", 0, 0, "cpu|cuda|auto",
-     "where replicas run; auto = cuda when a device is usable, else cpu"},
+    {"parallel.device", KEY_ENUM, OFF(parallel.device), "cpu", 0, 0, "cpu|cuda|emulated|auto",
+     "where replicas run; auto = cuda when a device is usable, else cpu; emulated = a GPU's "
+     "timing (the emulate.* keys) with the math on this host"},
     {"parallel.mode", KEY_ENUM, OFF(parallel.mode), "dp", 0, 0, "dp|ddp",
      "dp = nn.DataParallel in one process; ddp = DistributedDataParallel, one rank per "
      "process (mpirun -np N)"},
@@ -110,6 +111,24 @@ static const struct key keys[] = {
      "DataParallel replicas (cuda: the first N devices)"},
     {"parallel.devices", KEY_INT_LIST, OFF(parallel.devices), "[]", 0, 1023, NULL,
      "cuda device ids, one per replica; a repeated id shares that GPU"},
+    {"emulate.h2d_gbps", KEY_FLOAT, OFF(emulate.h2d_gbps), "55", 0.001, 1e5, NULL,
+     "emulated: pinned host-to-device copy rate, GB/s; default: H100 pinned copies measure "
+     "about 55 GB/s (published, docs/emulated.md)"},
+    {"emulate.pageable_gbps", KEY_FLOAT, OFF(emulate.pageable_gbps), "21", 0.001, 1e5, NULL,
+     "emulated: pageable host-to-device copy rate, GB/s; default: 55 / 2.6, published "
+     "bandwidthTest runs on A100 hosts show pinned 2.6x to 5x pageable"},
+    {"emulate.launch_us", KEY_FLOAT, OFF(emulate.launch_us), "5", 0, 1e7, NULL,
+     "emulated: fixed device time per replica per step, us; default: a kernel launch costs "
+     "about 2 to 5 us (published), the upper end"},
+    {"emulate.compute_us", KEY_FLOAT, OFF(emulate.compute_us), "0", 0, 1e7, NULL,
+     "emulated: device time per sample per step, us: your model's step time / batch size, "
+     "measured in your PyTorch loop (docs/emulated.md); 0 = launch time only"},
+    {"emulate.p2p_gbps", KEY_FLOAT, OFF(emulate.p2p_gbps), "0", 0, 1e5, NULL,
+     "emulated: device-to-device rate of the gradient reduce, GB/s; 0 = not timed (H100 "
+     "NVLink peer copies measure about 375 GB/s one way, published)"},
+    {"emulate.profile", KEY_STRING, OFF(emulate.profile), "", 0, CONFIG_STR - 1, NULL,
+     "emulated: a profile JSON written by dpbench --h2d-bandwidth --out DIR on a GPU; keys "
+     "set in the config override it"},
     {"report.trace", KEY_BOOL, OFF(report.trace), "false", 0, 0, NULL,
      "print the tutorial's In Model / Outside lines for each batch of the first epoch"},
     {"report.format", KEY_ENUM, OFF(report.format), "text", 0, 0, "text|json|csv",
@@ -123,7 +142,7 @@ static const struct key keys[] = {
 _Static_assert(N_KEYS <= 64, "config.explicit_keys has one bit per key");
 
 static const char *const sections[] = {"dataset", "model", "loader", "train", "parallel",
-                                       "report", "transform"};
+                                       "report", "transform", "emulate"};
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 
 
@@ -816,8 +835,8 @@ int config_validate(const struct config *c, struct error *e)
     const char *dev = c->parallel.device;
     if (c->parallel.n_devices > 0) {
         if (strcmp(dev, "cpu") == 0)
-            return error_set(e, "parallel.devices: device ids need parallel.device: cuda "
-                                "(or auto); on the cpu use parallel.replicas");
+            return error_set(e, "parallel.devices: device ids need parallel.device: cuda, "
+                                "emulated or auto; on the cpu use parallel.replicas");
         if (c->parallel.replicas != 1 && c->parallel.replicas != c->parallel.n_devices)
             return error_set(e, "parallel.replicas: %ld disagrees with parallel.devices (%d ids); "
                                 "give one or the other",
@@ -855,9 +874,10 @@ int config_validate(const struct config *c, struct error *e)
         return error_set(e, "parallel.replicas: %ld with parallel.mode: ddp; ddp runs one replica "
                             "per rank: start %ld ranks with mpirun -np %ld instead",
                          c->parallel.replicas, c->parallel.replicas, c->parallel.replicas);
-    if (strcmp(c->parallel.comm, "nccl") == 0 && strcmp(dev, "cpu") == 0)
-        return error_set(e, "parallel.comm: nccl needs parallel.device: cuda; the cpu backend's "
-                            "ranks use mpi");
+    if (strcmp(c->parallel.comm, "nccl") == 0 && strcmp(dev, "cuda") != 0 &&
+        strcmp(dev, "auto") != 0)
+        return error_set(e, "parallel.comm: nccl needs parallel.device: cuda; the %s backend's "
+                            "ranks use mpi", dev);
     if (c->loader.drop_last && c->loader.batch_size > c->dataset.length)
         return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
                             "drop_last: true, so an epoch has no batch",

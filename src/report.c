@@ -2,6 +2,7 @@
  * `struct results`, plus atomic result files. */
 #include "report.h"
 #include "report_ddp.h"
+#include "report_emulated.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -102,6 +103,7 @@ void report_summarize(struct results *r)
         s->speedup = r->runs[0].sum.median_s / s->median_s;
         if (run->floor.measured && run->floor.seconds > 0)
             s->floor_ratio = s->median_s / run->floor.seconds;
+        report_emulated_summarize(run);
     }
 }
 
@@ -305,7 +307,7 @@ static void text_epochs(FILE *f, const struct run_result *run)
         if (lab)
             fprintf(f, " %8.2f %10.2f %9.1f", 100 * ep->accuracy, ep->read_bytes / 1e6,
                     ep->read_bytes / 1e6 / ep->seconds);
-        fprintf(f, "\n");
+        fprintf(f, "%s\n", report_emulated_tag(run));
     }
 }
 
@@ -324,10 +326,10 @@ static void text_points(FILE *f, const struct results *r)
         char ov[16] = "-";
         if (!isnan(s->overlap))
             snprintf(ov, sizeof ov, "%.0f", 100 * s->overlap);
-        fprintf(f, "%-*s %10.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g %8.2f\n", w,
+        fprintf(f, "%-*s %10.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g %8.2f%s\n", w,
                 r->runs[i].label[0] ? r->runs[i].label : "(base)", 1e3 * s->median_s,
                 1e3 * s->min_s, 1e3 * s->max_s, s->samples_per_s, 100 * s->wait_share, ov,
-                s->final_loss, s->speedup);
+                s->final_loss, s->speedup, report_emulated_tag(&r->runs[i]));
     }
 }
 
@@ -344,12 +346,13 @@ void report_text(FILE *f, const struct results *r)
     } else if (r->n_runs == 1) {
         text_epochs(f, &r->runs[0]);
         const struct run_summary *s = &r->runs[0].sum;
-        fprintf(f, "# median epoch %.4f ms (min %.4f, max %.4f) over %d epochs, %.0f samples/s\n",
+        const char *tag = report_emulated_tag(&r->runs[0]);
+        fprintf(f, "# median epoch %.4f ms (min %.4f, max %.4f) over %d epochs, %.0f samples/s%s\n",
                 1e3 * s->median_s, 1e3 * s->min_s, 1e3 * s->max_s, r->runs[0].n_epochs,
-                s->samples_per_s);
+                s->samples_per_s, tag);
         if (!isnan(s->copy_gbps))
-            fprintf(f, "# copy: %.2f GB/s, %.0f%% hidden behind compute\n", s->copy_gbps,
-                    100 * s->overlap);
+            fprintf(f, "# copy: %.2f GB/s, %.0f%% hidden behind compute%s\n", s->copy_gbps,
+                    100 * s->overlap, tag);
         if (!isnan(s->host_us))
             fprintf(f, "# host overhead: %.1f us per step issuing device work, %.1f per replica\n",
                     s->host_us, s->host_us / r->runs[0].replicas);
@@ -358,7 +361,8 @@ void report_text(FILE *f, const struct results *r)
         report_verdict(&r->runs[0], verdict, sizeof verdict);
         fprintf(f, "# verdict: %s\n", verdict);
         if (!isnan(s->au))
-            fprintf(f, "# AU (compute time / epoch time): %.0f%%\n", 100 * s->au);
+            fprintf(f, "# AU (compute time / epoch time): %.0f%%%s\n", 100 * s->au, tag);
+        report_emulated_text(f, &r->runs[0]);
         if (r->runs[0].stopped[0])
             fprintf(f, "# stopped: %s\n", r->runs[0].stopped);
     } else {
@@ -368,6 +372,7 @@ void report_text(FILE *f, const struct results *r)
         for (int i = 0; i < r->n_runs; i++) {
             report_verdict(&r->runs[i], verdict, sizeof verdict);
             fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
+            report_emulated_text(f, &r->runs[i]);
             if (r->runs[i].stopped[0])
                 fprintf(f, "# %s: stopped: %s\n", r->runs[i].label, r->runs[i].stopped);
         }
@@ -511,6 +516,7 @@ static cJSON *run_json(const struct run_result *run)
         cJSON_AddItemToObject(e, "read_mbps",
                               number_or_null(ep->read_bytes > 0 ? ep->read_bytes / 1e6 / ep->seconds
                                                                 : NAN));
+        report_emulated_epoch_json(e, run, k);
         cJSON_AddItemToArray(eps, e);
     }
     const struct run_summary *s = &run->sum;
@@ -534,6 +540,7 @@ static cJSON *run_json(const struct run_result *run)
     report_verdict(run, verdict, sizeof verdict);
     cJSON_AddStringToObject(sum, "verdict", verdict);
     cJSON_AddItemToObject(sum, "au", number_or_null(s->au));
+    report_emulated_json(sum, run);
     if (run->eval.done) {
         cJSON *ev = cJSON_AddObjectToObject(o, "eval");
         cJSON_AddItemToObject(ev, "loss", number_or_null(run->eval.loss));

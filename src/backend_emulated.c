@@ -1,0 +1,610 @@
+/* parallel.device: emulated — an accelerator that behaves like a GPU in time
+ * while the data and the math stay real (MLPerf Storage's DLIO does the same
+ * for its accelerator utilisation). The batch is really loaded, decoded,
+ * transformed and split, and the step really computed on this host by the
+ * cpu backend's primitives (so losses and parameters equal device: cpu's);
+ * the device's work takes the device's time (the emulate.* keys).
+ *
+ * Each emulated device has two engines, a host-to-device copy engine and a
+ * compute engine, each a timeline: work queued on it starts when the engine
+ * is free and what it waits for has ended, and runs for its modelled time.
+ * Host threads that must wait for the device (a blocking copy, an event,
+ * the run-ahead limit, the end of the epoch) sleep until that moment on the
+ * monotonic clock: time is real, nothing spins, and the real loader threads
+ * run beside the waits as they would beside a GPU.
+ *
+ * CUDA's rules (docs/emulated.md): a copy from pageable memory holds the
+ * calling thread for its whole duration (the driver stages it through its
+ * pinned buffer); a copy from pinned memory is queued on the device's one
+ * copy engine and the host goes on; a step waits for its batch's copies;
+ * copies and compute of one device overlap only across the two engines.
+ *
+ * The queueing is backend_cuda.c's, rule for rule: a ring of `depth` slots
+ * (copy_depth with async_copy, else 1) filled by a copy thread (async) or by
+ * next() with a blocking copy; a slot's copies wait for the step that last
+ * read it; the host runs at most `depth` steps ahead of the device. */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "backend.h"
+#include "chunk.h"
+
+enum slot_state { SLOT_FREE, SLOT_READY, SLOT_HELD };
+
+/* One emulated device: its engines as timelines (monotonic seconds). */
+struct edev {
+    double copy_free;    // the copy engine's queued work ends
+    double compute_free; // the compute engine's
+    double copy_busy;    // this epoch's seconds of copy work
+    double compute_busy; // this epoch's seconds of compute work
+};
+
+/* One buffer set of the copy ring. The "device memory" is the host batch
+ * itself: the math reads it, so the slot holds the loader's batch until its
+ * step is done (sync: release) or the slot comes round (async). */
+struct eslot {
+    struct step_batch meta; // what the training loop holds
+    float **x;              // (n) x[r]: (split[r], F) views into host->x
+    long *split;            // (n) rows of each replica's chunk
+    struct batch *host;     // the loader's batch behind the views
+    double landed;          // the batch's copies have ended on every device
+    double consumed;        // the step that last read this slot has ended on the device
+    double loaded_at;       // now_seconds() when the loader handed the batch over
+    enum slot_state state;
+};
+
+struct emu {
+    void *cpu;              // the cpu backend's context: the step's real math
+    int n, G, F, O;         // replicas, emulated devices, features, out_features
+    size_t P;               // parameters
+    int *dev;               // (n) device index of each replica
+    struct edev *devs;      // (G)
+    double h2d_bps, pageable_bps; // copy rates, bytes per second
+    double launch_s, row_s; // step time per replica, per sample, seconds
+    double p2p_bps;         // gradient reduce rate, bytes per second; 0 = not timed
+    bool pinned, async;
+    int depth;              // slots: copy_depth with async_copy, else 1
+    struct eslot *slots;    // (depth) batch k uses slot k % depth
+    long cap;               // batches the interval arrays hold
+    double *step_iv;        // (cap, 2) step k on device 0: first kernel, end
+    double *copy_iv;        // (G, cap, 2) batch k's copies to device g: first start, last end
+    struct loader *loader;  // this epoch's
+    long taken, stepped;    // batches handed to the loop, stepped, this epoch
+    double t_begin;         // begin(): host clock after the run-ahead wait
+    double host_s, p2p_s;   // this epoch's host time in steps, reduce time
+    pthread_t copier;
+    bool copier_live;
+    pthread_mutex_t mu;     // guards slot states, `consumed`, and the flags below
+    pthread_cond_t cv;
+    bool done, failed, stop;
+    struct error err;       // the copy thread's first error
+};
+
+/* Sleeps until monotonic time t. Linux lets a sleep overrun by the thread's
+ * timer slack (50 us by default, a whole tutorial step): set to 1 ns for the
+ * threads that wait here. A wake-up still costs tens of us on a loaded VM,
+ * so a modelled time is faithful from about 0.1 ms up (docs/emulated.md). */
+static void sleep_until(double t)
+{
+    static __thread bool slack_set;
+    if (!slack_set) {
+        prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+        slack_set = true;
+    }
+    if (t <= now_seconds())
+        return;
+    struct timespec ts = {.tv_sec = (time_t)t};
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ; // a signal: the stop is seen after the wait, which is short
+}
+
+/* ---- host memory: page-locking means nothing without a DMA engine -------- */
+
+static void *emu_host_alloc(size_t bytes, bool pinned, struct error *e)
+{
+    (void)pinned; // the copy rate follows loader.pin_memory instead
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 1) != 0) {
+        error_set(e, "out of memory (%zu bytes)", bytes);
+        return NULL;
+    }
+    return p;
+}
+
+static void emu_host_free(void *p, bool pinned)
+{
+    (void)pinned;
+    free(p);
+}
+
+/* ---- copies ----------------------------------------------------------------- */
+
+/* `bytes` host-to-device on device g's copy engine, not before `after`, as
+ * part of batch k. Pinned: queued, the caller goes on. Pageable: the calling
+ * thread stages it, so it is held until the copy ends. Returns the end. */
+static double copy_issue(struct emu *m, int g, long k, double bytes, double after)
+{
+    struct edev *d = &m->devs[g];
+    double start = fmax(fmax(now_seconds(), d->copy_free), after);
+    double dur = bytes / (m->pinned ? m->h2d_bps : m->pageable_bps);
+    double *iv = &m->copy_iv[2 * ((size_t)g * (size_t)m->cap + (size_t)k)];
+    if (iv[0] == iv[1]) // the batch's first copy to g (an empty interval so far)
+        iv[0] = start;
+    iv[1] = start + dur;
+    d->copy_free = start + dur;
+    d->copy_busy += dur;
+    if (!m->pinned)
+        sleep_until(start + dur);
+    return start + dur;
+}
+
+/* Scatters batch hb into slot sl by torch.chunk's rule and queues its copies:
+ * each chunk to its replica's device, the targets to device 0, after the
+ * step that last read the slot. */
+static void slot_fill(struct emu *m, struct eslot *sl, struct batch *hb)
+{
+    long k = hb->index;
+    for (int g = 0; g < m->G; g++) { // empty, where the engine's last work ended
+        double *iv = &m->copy_iv[2 * ((size_t)g * (size_t)m->cap + (size_t)k)];
+        iv[0] = iv[1] = m->devs[g].copy_free;
+    }
+    int active = chunk_split(hb->rows, m->n, sl->split);
+    double landed = 0, row_bytes = (double)m->F * sizeof(float);
+    for (int i = 0, row = 0; i < active; row += (int)sl->split[i], i++) {
+        sl->x[i] = hb->x + (size_t)row * (size_t)m->F;
+        landed = fmax(landed, copy_issue(m, m->dev[i], k, (double)sl->split[i] * row_bytes,
+                                         sl->consumed));
+    }
+    double y_bytes = (double)hb->rows * m->O * sizeof(float);
+    landed = fmax(landed, copy_issue(m, 0, k, y_bytes, sl->consumed));
+    sl->meta = (struct step_batch){.index = k, .rows = hb->rows, .active = active,
+                                   .split = sl->split, .x = sl->x, .y = hb->y};
+    sl->host = hb;
+    sl->landed = landed;
+}
+
+/* The copy thread (async_copy): the loader's only consumer while it runs,
+ * as backend_cuda.c's. A slot's batch goes back to the loader when the slot
+ * comes round (its step was released); the rest at epoch_end. */
+static void *copier_main(void *arg)
+{
+    struct emu *m = arg;
+    struct error err;
+    int rc = 0;
+    for (long k = 0;; k++) {
+        struct eslot *sl = &m->slots[k % m->depth];
+        pthread_mutex_lock(&m->mu);
+        while (sl->state != SLOT_FREE && !m->stop)
+            pthread_cond_wait(&m->cv, &m->mu);
+        bool stop = m->stop;
+        pthread_mutex_unlock(&m->mu);
+        if (stop)
+            break;
+        if (sl->host) {
+            loader_release(m->loader, sl->host);
+            sl->host = NULL;
+        }
+        struct batch *hb;
+        rc = loader_next(m->loader, &hb, &err);
+        if (rc <= 0)
+            break;
+        double loaded_at = now_seconds();
+        slot_fill(m, sl, hb);
+        pthread_mutex_lock(&m->mu);
+        sl->loaded_at = loaded_at;
+        sl->state = SLOT_READY;
+        pthread_cond_broadcast(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+    }
+    pthread_mutex_lock(&m->mu);
+    if (rc < 0) {
+        m->failed = true;
+        m->err = err;
+        error_wrap(&m->err, "copy thread");
+    } else {
+        m->done = true;
+    }
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+static void stop_copier(struct emu *m)
+{
+    if (!m->copier_live)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->stop = true;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    pthread_join(m->copier, NULL);
+    m->copier_live = false;
+}
+
+/* ---- the epoch --------------------------------------------------------------- */
+
+static int emu_epoch_begin(void *ctx, struct loader *l, struct error *e)
+{
+    struct emu *m = ctx;
+    if (l->n_batches > m->cap) {
+        free(m->step_iv);
+        free(m->copy_iv);
+        m->cap = l->n_batches;
+        m->step_iv = malloc(2 * (size_t)m->cap * sizeof *m->step_iv);
+        m->copy_iv = malloc(2 * (size_t)m->cap * (size_t)m->G * sizeof *m->copy_iv);
+        if (!m->step_iv || !m->copy_iv)
+            return error_set(e, "emulated backend: out of memory for %ld batches", m->cap);
+    }
+    memset(m->step_iv, 0, 2 * (size_t)m->cap * sizeof *m->step_iv);
+    m->loader = l;
+    m->taken = m->stepped = 0;
+    m->host_s = m->p2p_s = 0;
+    m->done = m->failed = m->stop = false;
+    for (int g = 0; g < m->G; g++)
+        m->devs[g].copy_busy = m->devs[g].compute_busy = 0;
+    for (int k = 0; k < m->depth; k++) {
+        m->slots[k].state = SLOT_FREE;
+        m->slots[k].consumed = 0;
+    }
+    if (m->async) {
+        int rc = thread_start(&m->copier, copier_main, m);
+        if (rc)
+            return error_set(e, "emulated backend: cannot start the copy thread: %s",
+                             strerror(rc));
+        m->copier_live = true;
+    }
+    return 0;
+}
+
+/* The async path of next: the copy thread's next slot, or its end. */
+static int take_ready(struct emu *m, struct eslot *sl, struct epoch_stats *st, struct error *e)
+{
+    double t0 = now_seconds(), loaded_at = 0;
+    int rc = 1;
+    pthread_mutex_lock(&m->mu);
+    while (sl->state != SLOT_READY && !m->failed && !m->done)
+        pthread_cond_wait(&m->cv, &m->mu);
+    if (sl->state == SLOT_READY) { // batches copied before a failure still count
+        sl->state = SLOT_HELD;
+        loaded_at = sl->loaded_at;
+    } else if (m->failed) {
+        *e = m->err;
+        rc = -1;
+    } else {
+        rc = 0;
+    }
+    pthread_mutex_unlock(&m->mu);
+    /* waiting counts until the loader had the batch; the rest went on
+     * issuing its copies (pageable: staging them), which copy_s accounts for */
+    double t1 = now_seconds();
+    if (rc == 1 && loaded_at < t1)
+        t1 = loaded_at > t0 ? loaded_at : t0;
+    st->wait_s += t1 - t0;
+    return rc;
+}
+
+static int emu_next(void *ctx, struct loader *l, struct step_batch **b, struct epoch_stats *st,
+                    struct error *e)
+{
+    struct emu *m = ctx;
+    struct eslot *sl = &m->slots[m->taken % m->depth];
+    if (m->async) {
+        int rc = take_ready(m, sl, st, e);
+        if (rc != 1)
+            return rc;
+    } else {
+        /* the loop waits for the loader, then for its blocking copy */
+        double t0 = now_seconds();
+        struct batch *hb;
+        int got = loader_next(l, &hb, e);
+        st->wait_s += now_seconds() - t0;
+        if (got <= 0)
+            return got;
+        slot_fill(m, sl, hb);
+        sleep_until(sl->landed);
+        sl->state = SLOT_HELD;
+    }
+    m->taken++;
+    st->copy_bytes += (double)sl->meta.rows * (double)(m->F + m->O) * sizeof(float);
+    *b = &sl->meta;
+    return 1;
+}
+
+static struct eslot *slot_of(const struct step_batch *b)
+{
+    return (struct eslot *)((char *)b - offsetof(struct eslot, meta));
+}
+
+static void emu_release(void *ctx, struct loader *l, struct step_batch *b)
+{
+    struct emu *m = ctx;
+    struct eslot *sl = slot_of(b);
+    if (!m->async) { // the training thread is the loader's consumer
+        loader_release(l, sl->host);
+        sl->host = NULL;
+    }
+    double end = m->stepped > b->index ? m->step_iv[2 * b->index + 1] : now_seconds();
+    pthread_mutex_lock(&m->mu);
+    sl->consumed = end;
+    sl->state = SLOT_FREE;
+    pthread_cond_broadcast(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* Length of the overlap of two sorted lists of disjoint intervals. */
+static double overlap(const double *a, long na, const double *b, long nb)
+{
+    double sum = 0;
+    for (long i = 0, j = 0; i < na && j < nb;) {
+        double lo = fmax(a[2 * i], b[2 * j]), hi = fmin(a[2 * i + 1], b[2 * j + 1]);
+        if (hi > lo)
+            sum += hi - lo;
+        if (a[2 * i + 1] < b[2 * j + 1])
+            i++;
+        else
+            j++;
+    }
+    return sum;
+}
+
+/* Stops the copy thread, waits until every engine's queued work has ended
+ * (the device's synchronisation), then adds up the epoch's engine times. */
+static int emu_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
+{
+    (void)e;
+    struct emu *m = ctx;
+    stop_copier(m);
+    double idle = 0;
+    for (int g = 0; g < m->G; g++)
+        idle = fmax(idle, fmax(m->devs[g].copy_free, m->devs[g].compute_free));
+    sleep_until(idle);
+    for (int k = 0; k < m->depth; k++)
+        if (m->slots[k].host) {
+            loader_release(m->loader, m->slots[k].host);
+            m->slots[k].host = NULL;
+        }
+    long n = m->stepped;
+    for (long k = 0; k < n; k++)
+        st->compute_s += m->step_iv[2 * k + 1] - m->step_iv[2 * k];
+    for (int g = 0; g < m->G; g++) {
+        st->copy_s += m->devs[g].copy_busy;
+        st->engine_compute_s += m->devs[g].compute_busy;
+        st->hidden_s += overlap(m->copy_iv + 2 * (size_t)g * (size_t)m->cap, n, m->step_iv, n);
+    }
+    st->p2p_s += m->p2p_s;
+    st->host_s += m->host_s;
+    st->load_s += 1e-9 * (double)__atomic_load_n(&m->loader->fill_ns, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* ---- the step's timing ------------------------------------------------------ */
+
+/* Before a step: at most `depth` steps queued ahead of the device. */
+static int emu_begin(void *ctx, const struct step_batch *b, struct error *e)
+{
+    (void)e;
+    struct emu *m = ctx;
+    long k = b->index;
+    if (k >= m->depth)
+        sleep_until(m->step_iv[2 * (k - m->depth) + 1]);
+    m->t_begin = now_seconds();
+    return 0;
+}
+
+/* After the step's math: its device work, queued on the replicas' compute
+ * engines once its copies have landed and the step before has ended (fork
+ * follows replica 0's SGD), then the gradients' reduce onto device 0. The
+ * device cannot end before the host has issued the step: when the host's
+ * own math is longer, the step takes the host's time (report_emulated.c
+ * says so). */
+static int emu_end(void *ctx, const struct step_batch *b, struct epoch_stats *st,
+                   struct error *e)
+{
+    (void)st, (void)e;
+    struct emu *m = ctx;
+    long k = b->index;
+    double t = now_seconds(), prev = k > 0 ? m->step_iv[2 * k - 1] : 0;
+    double first = INFINITY, last = 0;
+    bool used[m->G];
+    memset(used, 0, sizeof used);
+    int n_used = 0;
+    m->host_s += t - m->t_begin;
+    for (int i = 0; i < b->active; i++) {
+        struct edev *d = &m->devs[m->dev[i]];
+        double start = fmax(fmax(m->t_begin, d->compute_free), fmax(slot_of(b)->landed, prev));
+        double dur = m->launch_s + (double)b->split[i] * m->row_s;
+        d->compute_free = start + dur;
+        d->compute_busy += dur;
+        first = fmin(first, start);
+        last = fmax(last, start + dur);
+        n_used += !used[m->dev[i]];
+        used[m->dev[i]] = true;
+    }
+    if (m->p2p_bps > 0 && n_used > 1) { // each other device's gradient, one after another
+        double r = (double)(n_used - 1) * (double)m->P * sizeof(float) / m->p2p_bps;
+        last += r;
+        m->p2p_s += r;
+    }
+    last = fmax(last, t);
+    m->devs[0].compute_free = fmax(m->devs[0].compute_free, last);
+    m->step_iv[2 * k] = first;
+    m->step_iv[2 * k + 1] = last;
+    m->stepped = k + 1;
+    return 0;
+}
+
+/* ---- the math: the cpu backend's primitives on the same host memory ------- */
+
+static int emu_forward(void *ctx, int q, const float *x, long rows, const float *w, float *out,
+                       struct error *e)
+{
+    return backend_cpu.ops->forward(((struct emu *)ctx)->cpu, q, x, rows, w, out, e);
+}
+
+static int emu_backward(void *ctx, int q, const float *x, const float *dout, long rows,
+                        float alpha, float *g, struct error *e)
+{
+    return backend_cpu.ops->backward(((struct emu *)ctx)->cpu, q, x, dout, rows, alpha, g, e);
+}
+
+static int emu_copy(void *ctx, int q, float *dst, int dst_r, const float *src, int src_r,
+                    size_t n, struct error *e)
+{
+    return backend_cpu.ops->copy(((struct emu *)ctx)->cpu, q, dst, dst_r, src, src_r, n, e);
+}
+
+static int emu_axpy(void *ctx, int q, size_t n, float alpha, const float *x, float *y,
+                    struct error *e)
+{
+    return backend_cpu.ops->axpy(((struct emu *)ctx)->cpu, q, n, alpha, x, y, e);
+}
+
+static int emu_scal(void *ctx, int q, size_t n, float alpha, float *x, struct error *e)
+{
+    return backend_cpu.ops->scal(((struct emu *)ctx)->cpu, q, n, alpha, x, e);
+}
+
+static int emu_fork(void *ctx, int n, struct error *e)
+{
+    return backend_cpu.ops->fork(((struct emu *)ctx)->cpu, n, e);
+}
+
+static int emu_join(void *ctx, int n, struct error *e)
+{
+    return backend_cpu.ops->join(((struct emu *)ctx)->cpu, n, e);
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+
+static void emu_free(void *ctx)
+{
+    struct emu *m = ctx;
+    if (!m)
+        return;
+    stop_copier(m);
+    if (m->cpu)
+        backend_cpu.free(m->cpu);
+    for (int k = 0; m->slots && k < m->depth; k++) {
+        free(m->slots[k].x);
+        free(m->slots[k].split);
+    }
+    free(m->slots);
+    free(m->dev);
+    free(m->devs);
+    free(m->step_iv);
+    free(m->copy_iv);
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv);
+    free(m);
+}
+
+/* Replicas to emulated devices: distinct ids in order of first use (a
+ * repeated id shares that device's engines), replica i's own without ids. */
+static void map_devices(struct emu *m, const long *ids)
+{
+    long seen[m->n];
+    for (int i = 0; i < m->n; i++) {
+        long id = ids ? ids[i] : i;
+        int g = 0;
+        while (g < m->G && seen[g] != id)
+            g++;
+        if (g == m->G)
+            seen[m->G++] = id;
+        m->dev[i] = g;
+    }
+}
+
+static int emu_setup(struct emu *m, const struct backend_setup *s, struct error *e)
+{
+    const struct config_emulate *em = s->emulate;
+    if (!em)
+        return error_set(e, "internal error: no emulate.* settings");
+    m->n = s->replicas;
+    m->F = s->features;
+    m->O = s->out_features;
+    m->P = (size_t)m->O * (size_t)m->F + (size_t)m->O;
+    m->h2d_bps = 1e9 * em->h2d_gbps;
+    m->pageable_bps = 1e9 * em->pageable_gbps;
+    m->launch_s = 1e-6 * em->launch_us;
+    m->row_s = 1e-6 * em->compute_us;
+    m->p2p_bps = 1e9 * em->p2p_gbps;
+    m->pinned = s->pin_memory;
+    m->async = s->async_copy;
+    m->depth = s->async_copy ? s->copy_depth : 1;
+    m->dev = calloc((size_t)m->n, sizeof *m->dev);
+    m->devs = calloc((size_t)m->n, sizeof *m->devs);
+    m->slots = calloc((size_t)m->depth, sizeof *m->slots);
+    if (!m->dev || !m->devs || !m->slots)
+        return error_set(e, "out of memory");
+    map_devices(m, s->device_ids);
+    for (int k = 0; k < m->depth; k++) {
+        m->slots[k].x = calloc((size_t)m->n, sizeof *m->slots[k].x);
+        m->slots[k].split = calloc((size_t)m->n, sizeof *m->slots[k].split);
+        if (!m->slots[k].x || !m->slots[k].split)
+            return error_set(e, "out of memory");
+    }
+    return backend_cpu.init(&m->cpu, s, e);
+}
+
+static int emu_init(void **ctx, const struct backend_setup *s, struct error *e)
+{
+    struct emu *m = calloc(1, sizeof *m);
+    if (!m)
+        return error_set(e, "emulated backend: out of memory");
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->cv, NULL);
+    if (emu_setup(m, s, e)) {
+        emu_free(m);
+        return error_wrap(e, "emulated backend");
+    }
+    *ctx = m;
+    return 0;
+}
+
+static int emu_probe(struct error *e)
+{
+    (void)e;
+    return 0; // runs anywhere
+}
+
+static void emu_describe(char *buf, size_t n)
+{
+    snprintf(buf, n, "emulated accelerator: device times modelled from the emulate.* keys, "
+                     "math on this host");
+}
+
+static const struct device_ops emu_ops = {
+    .forward = emu_forward,
+    .backward = emu_backward,
+    .copy = emu_copy,
+    .axpy = emu_axpy,
+    .scal = emu_scal,
+    .fork = emu_fork,
+    .join = emu_join,
+    .begin = emu_begin,
+    .end = emu_end,
+};
+
+const struct backend backend_emulated = {
+    .name = "emulated",
+    .host_math = true,
+    .emulated = true,
+    .probe = emu_probe,
+    .describe = emu_describe,
+    .host_alloc = emu_host_alloc,
+    .host_free = emu_host_free,
+    .init = emu_init,
+    .epoch_begin = emu_epoch_begin,
+    .next = emu_next,
+    .release = emu_release,
+    .epoch_end = emu_epoch_end,
+    .free = emu_free,
+    .ops = &emu_ops,
+};
