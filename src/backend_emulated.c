@@ -128,11 +128,13 @@ static void emu_host_free(void *p, bool pinned)
 
 /* `bytes` host-to-device on device g's copy engine, not before `after`, as
  * part of batch k. Pinned: queued, the caller goes on. Pageable: the calling
- * thread stages it, so it is held until the copy ends. Returns the end. */
-static double copy_issue(struct emu *m, int g, long k, double bytes, double after)
+ * thread stages it, so it is busy until the copy ends (*host, which the
+ * caller sleeps until once the batch's copies are issued: a late wake-up
+ * between two copies of one batch is no part of the model). Returns the end. */
+static double copy_issue(struct emu *m, int g, long k, double bytes, double after, double *host)
 {
     struct edev *d = &m->devs[g];
-    double start = fmax(fmax(now_seconds(), d->copy_free), after);
+    double start = fmax(fmax(*host, d->copy_free), after);
     double dur = bytes / (m->pinned ? m->h2d_bps : m->pageable_bps);
     double *iv = &m->copy_iv[2 * ((size_t)g * (size_t)m->cap + (size_t)k)];
     if (iv[0] == iv[1]) // the batch's first copy to g (an empty interval so far)
@@ -141,7 +143,7 @@ static double copy_issue(struct emu *m, int g, long k, double bytes, double afte
     d->copy_free = start + dur;
     d->copy_busy += dur;
     if (!m->pinned)
-        sleep_until(start + dur);
+        *host = start + dur;
     return start + dur;
 }
 
@@ -156,14 +158,15 @@ static void slot_fill(struct emu *m, struct eslot *sl, struct batch *hb)
         iv[0] = iv[1] = m->devs[g].copy_free;
     }
     int active = chunk_split(hb->rows, m->n, sl->split);
-    double landed = 0, row_bytes = (double)m->F * sizeof(float);
+    double landed = 0, row_bytes = (double)m->F * sizeof(float), host = now_seconds();
     for (int i = 0, row = 0; i < active; row += (int)sl->split[i], i++) {
         sl->x[i] = hb->x + (size_t)row * (size_t)m->F;
         landed = fmax(landed, copy_issue(m, m->dev[i], k, (double)sl->split[i] * row_bytes,
-                                         sl->consumed));
+                                         sl->consumed, &host));
     }
     double y_bytes = (double)hb->rows * m->O * sizeof(float);
-    landed = fmax(landed, copy_issue(m, 0, k, y_bytes, sl->consumed));
+    landed = fmax(landed, copy_issue(m, 0, k, y_bytes, sl->consumed, &host));
+    sleep_until(host); // pageable: staged by this thread
     sl->meta = (struct step_batch){.index = k, .rows = hb->rows, .active = active,
                                    .split = sl->split, .x = sl->x, .y = hb->y};
     sl->host = hb;
