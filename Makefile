@@ -175,7 +175,8 @@ $(B)/fuzz_config: tests/fuzz_config.c src/config.c src/util.c $(B)/deps.stamp
 test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
 	@LABEL=asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
 
-test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step $(B)/tsan/test_data
+test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step $(B)/tsan/test_data \
+           $(B)/tsan/test_emulated
 	@LABEL=tsan TSAN_OPTIONS="halt_on_error=1" tests/run_unit.sh $^
 
 # dpbench itself under UBSan: size arithmetic over odd shapes, replicas and

@@ -168,6 +168,10 @@ void report_emulated_text(FILE *f, const struct run_result *run)
                "%.3f ms busy, reduce %.3f ms; AU %.0f%% [emulated]\n",
             lab[0] ? " " : "", lab, 1e3 * s->h2d_busy_s, 1e3 * s->exposed_copy_s,
             1e3 * s->compute_busy_s, 1e3 * s->p2p_s, 100 * run->sum.au);
+    fprintf(f, "# emulated AU per epoch%s%s:", lab[0] ? " " : "", lab);
+    for (int k = 0; k < run->n_epochs; k++)
+        fprintf(f, " %.0f%%", 100 * run->epochs[k].st.compute_s / run->epochs[k].seconds);
+    fprintf(f, " [emulated]\n");
     fprintf(f, "# emulated verdict%s%s: %s (device idle %.0f%%, copy engine %.0f%%, compute "
                "engine %.0f%% of the epoch)\n",
             lab[0] ? " " : "", lab, bound_name[s->bound], 100 * s->busy_share[0],
