@@ -19,10 +19,11 @@
  * copy engine and the host goes on; a step waits for its batch's copies;
  * copies and compute of one device overlap only across the two engines.
  *
- * The queueing is backend_cuda.c's, rule for rule: a ring of `depth` slots
- * (copy_depth with async_copy, else 1) filled by a copy thread (async) or by
- * next() with a blocking copy; a slot's copies wait for the step that last
- * read it; the host runs at most `depth` steps ahead of the device. */
+ * The queueing is backend_cuda.c's, by the same code: devpipe.c's ring of
+ * `depth` slots (copy_depth with async_copy, else 1) filled by a copy thread
+ * (async) or by next() with a blocking copy; a slot's copies wait for the
+ * step that last read it; the host runs at most `depth` steps ahead of the
+ * device. This file fills devpipe's primitives with the engines' timelines. */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -34,8 +35,7 @@
 
 #include "backend.h"
 #include "chunk.h"
-
-enum slot_state { SLOT_FREE, SLOT_READY, SLOT_HELD };
+#include "devpipe.h"
 
 /* One emulated device: its engines as timelines (monotonic seconds). */
 struct edev {
@@ -45,18 +45,12 @@ struct edev {
     double compute_busy; // this epoch's seconds of compute work
 };
 
-/* One buffer set of the copy ring. The "device memory" is the host batch
- * itself: the math reads it, so the slot holds the loader's batch until its
- * step is done (sync: release) or the slot comes round (async). */
+/* The device side of one slot of devpipe's ring. The "device memory" is
+ * the host batch itself: the math reads it, so the slot keeps the loader's
+ * batch until its step is released (devpipe_ops.keep_host). */
 struct eslot {
-    struct step_batch meta; // what the training loop holds
-    float **x;              // (n) x[r]: (split[r], F) views into host->x
-    long *split;            // (n) rows of each replica's chunk
-    struct batch *host;     // the loader's batch behind the views
-    double landed;          // the batch's copies have ended on every device
+    float **x;              // (n) x[r]: (split[r], F) views into the host batch
     double consumed;        // the step that last read this slot has ended on the device
-    double loaded_at;       // now_seconds() when the loader handed the batch over
-    enum slot_state state;
 };
 
 struct emu {
@@ -68,22 +62,17 @@ struct emu {
     double h2d_bps, pageable_bps; // copy rates, bytes per second
     double launch_s, row_s; // step time per replica, per sample, seconds
     double p2p_bps;         // gradient reduce rate, bytes per second; 0 = not timed
-    bool pinned, async;
-    int depth;              // slots: copy_depth with async_copy, else 1
-    struct eslot *slots;    // (depth) batch k uses slot k % depth
+    bool pinned;
+    struct devpipe pipe;    // the ring, copy thread and run-ahead (devpipe.c)
+    struct eslot *slots;    // (pipe.depth) device side of slot k
     long cap;               // batches the interval arrays hold
     double *step_iv;        // (cap, 2) step k on device 0: first kernel, end
     double *copy_iv;        // (G, cap, 2) batch k's copies to device g: first start, last end
+    double *landed;         // (cap) batch k's copies have ended on every device
     struct loader *loader;  // this epoch's
-    long taken, stepped;    // batches handed to the loop, stepped, this epoch
+    long stepped;           // batches stepped this epoch (in order)
     double t_begin;         // begin(): host clock after the run-ahead wait
     double host_s, p2p_s;   // this epoch's host time in steps, reduce time
-    pthread_t copier;
-    bool copier_live;
-    pthread_mutex_t mu;     // guards slot states, `consumed`, and the flags below
-    pthread_cond_t cv;
-    bool done, failed, stop;
-    struct error err;       // the copy thread's first error
 };
 
 /* Sleeps until monotonic time t. Linux lets a sleep overrun by the thread's
@@ -147,89 +136,72 @@ static double copy_issue(struct emu *m, int g, long k, double bytes, double afte
     return start + dur;
 }
 
-/* Scatters batch hb into slot sl by torch.chunk's rule and queues its copies:
- * each chunk to its replica's device, the targets to device 0, after the
- * step that last read the slot. */
-static void slot_fill(struct emu *m, struct eslot *sl, struct batch *hb)
+/* devpipe's fill: scatters batch hb into slot s by torch.chunk's rule and
+ * queues its copies: each chunk to its replica's device, the targets to
+ * device 0, after the step that last read the slot. */
+static int emu_fill(void *dev, int s, const struct batch *hb, struct step_batch *meta,
+                    struct error *e)
 {
-    long k = hb->index;
+    (void)e;
+    struct emu *m = dev;
+    struct eslot *sl = &m->slots[s];
+    long k = hb->index, *split = (long *)meta->split;
     for (int g = 0; g < m->G; g++) { // empty, where the engine's last work ended
         double *iv = &m->copy_iv[2 * ((size_t)g * (size_t)m->cap + (size_t)k)];
         iv[0] = iv[1] = m->devs[g].copy_free;
     }
-    int active = chunk_split(hb->rows, m->n, sl->split);
+    int active = chunk_split(hb->rows, m->n, split);
     double landed = 0, row_bytes = (double)m->F * sizeof(float), host = now_seconds();
-    for (int i = 0, row = 0; i < active; row += (int)sl->split[i], i++) {
+    for (int i = 0, row = 0; i < active; row += (int)split[i], i++) {
         sl->x[i] = hb->x + (size_t)row * (size_t)m->F;
-        landed = fmax(landed, copy_issue(m, m->dev[i], k, (double)sl->split[i] * row_bytes,
+        landed = fmax(landed, copy_issue(m, m->dev[i], k, (double)split[i] * row_bytes,
                                          sl->consumed, &host));
     }
     double y_bytes = (double)hb->rows * m->O * sizeof(float);
     landed = fmax(landed, copy_issue(m, 0, k, y_bytes, sl->consumed, &host));
     sleep_until(host); // pageable: staged by this thread
-    sl->meta = (struct step_batch){.index = k, .rows = hb->rows, .active = active,
-                                   .split = sl->split, .x = sl->x, .y = hb->y};
-    sl->host = hb;
-    sl->landed = landed;
+    meta->index = k;
+    meta->rows = hb->rows;
+    meta->active = active;
+    meta->x = sl->x;
+    meta->y = hb->y;
+    m->landed[k] = landed;
+    return 0;
 }
 
-/* The copy thread (async_copy): the loader's only consumer while it runs,
- * as backend_cuda.c's. A slot's batch goes back to the loader when the slot
- * comes round (its step was released); the rest at epoch_end. */
-static void *copier_main(void *arg)
+static int emu_copies_wait(void *dev, long k, struct error *e)
 {
-    struct emu *m = arg;
-    struct error err;
-    int rc = 0;
-    for (long k = 0;; k++) {
-        struct eslot *sl = &m->slots[k % m->depth];
-        pthread_mutex_lock(&m->mu);
-        while (sl->state != SLOT_FREE && !m->stop)
-            pthread_cond_wait(&m->cv, &m->mu);
-        bool stop = m->stop;
-        pthread_mutex_unlock(&m->mu);
-        if (stop)
-            break;
-        if (sl->host) {
-            loader_release(m->loader, sl->host);
-            sl->host = NULL;
-        }
-        struct batch *hb;
-        rc = loader_next(m->loader, &hb, &err);
-        if (rc <= 0)
-            break;
-        double loaded_at = now_seconds();
-        slot_fill(m, sl, hb);
-        pthread_mutex_lock(&m->mu);
-        sl->loaded_at = loaded_at;
-        sl->state = SLOT_READY;
-        pthread_cond_broadcast(&m->cv);
-        pthread_mutex_unlock(&m->mu);
-    }
-    pthread_mutex_lock(&m->mu);
-    if (rc < 0) {
-        m->failed = true;
-        m->err = err;
-        error_wrap(&m->err, "copy thread");
-    } else {
-        m->done = true;
-    }
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
-    return NULL;
+    (void)e;
+    sleep_until(((struct emu *)dev)->landed[k]);
+    return 0;
 }
 
-static void stop_copier(struct emu *m)
+static void emu_copies_drain(void *dev)
 {
-    if (!m->copier_live)
-        return;
-    pthread_mutex_lock(&m->mu);
-    m->stop = true;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
-    pthread_join(m->copier, NULL);
-    m->copier_live = false;
+    (void)dev; // a copy's time is its end: nothing reads the host batch later
 }
+
+static int emu_step_wait(void *dev, long k, struct error *e)
+{
+    (void)e;
+    sleep_until(((struct emu *)dev)->step_iv[2 * k + 1]);
+    return 0;
+}
+
+static void emu_consumed(void *dev, int s, long k)
+{
+    struct emu *m = dev;
+    m->slots[s].consumed = m->stepped > k ? m->step_iv[2 * k + 1] : now_seconds();
+}
+
+static const struct devpipe_ops emu_pipe_ops = {
+    .fill = emu_fill,
+    .copies_wait = emu_copies_wait,
+    .copies_drain = emu_copies_drain,
+    .step_wait = emu_step_wait,
+    .consumed = emu_consumed,
+    .keep_host = true,
+};
 
 /* ---- the epoch --------------------------------------------------------------- */
 
@@ -239,122 +211,36 @@ static int emu_epoch_begin(void *ctx, struct loader *l, struct error *e)
     if (l->n_batches > m->cap) {
         free(m->step_iv);
         free(m->copy_iv);
+        free(m->landed);
         m->cap = l->n_batches;
         m->step_iv = malloc(2 * (size_t)m->cap * sizeof *m->step_iv);
         m->copy_iv = malloc(2 * (size_t)m->cap * (size_t)m->G * sizeof *m->copy_iv);
-        if (!m->step_iv || !m->copy_iv)
+        m->landed = malloc((size_t)m->cap * sizeof *m->landed);
+        if (!m->step_iv || !m->copy_iv || !m->landed)
             return error_set(e, "emulated backend: out of memory for %ld batches", m->cap);
     }
     memset(m->step_iv, 0, 2 * (size_t)m->cap * sizeof *m->step_iv);
     m->loader = l;
-    m->taken = m->stepped = 0;
+    m->stepped = 0;
     m->host_s = m->p2p_s = 0;
-    m->done = m->failed = m->stop = false;
     for (int g = 0; g < m->G; g++)
         m->devs[g].copy_busy = m->devs[g].compute_busy = 0;
-    for (int k = 0; k < m->depth; k++) {
-        m->slots[k].state = SLOT_FREE;
+    for (int k = 0; k < m->pipe.depth; k++)
         m->slots[k].consumed = 0;
-    }
-    if (m->async) {
-        int rc = thread_start(&m->copier, copier_main, m);
-        if (rc)
-            return error_set(e, "emulated backend: cannot start the copy thread: %s",
-                             strerror(rc));
-        m->copier_live = true;
-    }
+    if (devpipe_epoch_begin(&m->pipe, l, e))
+        return error_wrap(e, "emulated backend");
     return 0;
-}
-
-/* The async path of next: the copy thread's next slot, or its end. */
-static int take_ready(struct emu *m, struct eslot *sl, struct epoch_stats *st, struct error *e)
-{
-    double t0 = now_seconds(), loaded_at = 0;
-    int rc = 1;
-    pthread_mutex_lock(&m->mu);
-    while (sl->state != SLOT_READY && !m->failed && !m->done)
-        pthread_cond_wait(&m->cv, &m->mu);
-    if (sl->state == SLOT_READY) { // batches copied before a failure still count
-        sl->state = SLOT_HELD;
-        loaded_at = sl->loaded_at;
-    } else if (m->failed) {
-        *e = m->err;
-        rc = -1;
-    } else {
-        rc = 0;
-    }
-    pthread_mutex_unlock(&m->mu);
-    /* waiting counts until the loader had the batch; the rest went on
-     * issuing its copies (pageable: staging them), which copy_s accounts for */
-    double t1 = now_seconds();
-    if (rc == 1 && loaded_at < t1)
-        t1 = loaded_at > t0 ? loaded_at : t0;
-    st->wait_s += t1 - t0;
-    return rc;
 }
 
 static int emu_next(void *ctx, struct loader *l, struct step_batch **b, struct epoch_stats *st,
                     struct error *e)
 {
-    struct emu *m = ctx;
-    struct eslot *sl = &m->slots[m->taken % m->depth];
-    if (m->async) {
-        int rc = take_ready(m, sl, st, e);
-        if (rc != 1)
-            return rc;
-    } else {
-        /* the loop waits for the loader, then for its blocking copy */
-        double t0 = now_seconds();
-        struct batch *hb;
-        int got = loader_next(l, &hb, e);
-        st->wait_s += now_seconds() - t0;
-        if (got <= 0)
-            return got;
-        slot_fill(m, sl, hb);
-        sleep_until(sl->landed);
-        sl->state = SLOT_HELD;
-    }
-    m->taken++;
-    st->copy_bytes += (double)sl->meta.rows * (double)(m->F + m->O) * sizeof(float);
-    *b = &sl->meta;
-    return 1;
-}
-
-static struct eslot *slot_of(const struct step_batch *b)
-{
-    return (struct eslot *)((char *)b - offsetof(struct eslot, meta));
+    return devpipe_next(&((struct emu *)ctx)->pipe, l, b, st, e);
 }
 
 static void emu_release(void *ctx, struct loader *l, struct step_batch *b)
 {
-    struct emu *m = ctx;
-    struct eslot *sl = slot_of(b);
-    if (!m->async) { // the training thread is the loader's consumer
-        loader_release(l, sl->host);
-        sl->host = NULL;
-    }
-    double end = m->stepped > b->index ? m->step_iv[2 * b->index + 1] : now_seconds();
-    pthread_mutex_lock(&m->mu);
-    sl->consumed = end;
-    sl->state = SLOT_FREE;
-    pthread_cond_broadcast(&m->cv);
-    pthread_mutex_unlock(&m->mu);
-}
-
-/* Length of the overlap of two sorted lists of disjoint intervals. */
-static double overlap(const double *a, long na, const double *b, long nb)
-{
-    double sum = 0;
-    for (long i = 0, j = 0; i < na && j < nb;) {
-        double lo = fmax(a[2 * i], b[2 * j]), hi = fmin(a[2 * i + 1], b[2 * j + 1]);
-        if (hi > lo)
-            sum += hi - lo;
-        if (a[2 * i + 1] < b[2 * j + 1])
-            i++;
-        else
-            j++;
-    }
-    return sum;
+    devpipe_release(&((struct emu *)ctx)->pipe, l, b);
 }
 
 /* Stops the copy thread, waits until every engine's queued work has ended
@@ -363,23 +249,18 @@ static int emu_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
 {
     (void)e;
     struct emu *m = ctx;
-    stop_copier(m);
+    devpipe_stop(&m->pipe);
     double idle = 0;
     for (int g = 0; g < m->G; g++)
         idle = fmax(idle, fmax(m->devs[g].copy_free, m->devs[g].compute_free));
     sleep_until(idle);
-    for (int k = 0; k < m->depth; k++)
-        if (m->slots[k].host) {
-            loader_release(m->loader, m->slots[k].host);
-            m->slots[k].host = NULL;
-        }
     long n = m->stepped;
     for (long k = 0; k < n; k++)
         st->compute_s += m->step_iv[2 * k + 1] - m->step_iv[2 * k];
     for (int g = 0; g < m->G; g++) {
         st->copy_s += m->devs[g].copy_busy;
         st->engine_compute_s += m->devs[g].compute_busy;
-        st->hidden_s += overlap(m->copy_iv + 2 * (size_t)g * (size_t)m->cap, n, m->step_iv, n);
+        st->hidden_s += devpipe_overlap(m->copy_iv + 2 * (size_t)g * (size_t)m->cap, n, m->step_iv, n);
     }
     st->p2p_s += m->p2p_s;
     st->host_s += m->host_s;
@@ -392,11 +273,9 @@ static int emu_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
 /* Before a step: at most `depth` steps queued ahead of the device. */
 static int emu_begin(void *ctx, const struct step_batch *b, struct error *e)
 {
-    (void)e;
     struct emu *m = ctx;
-    long k = b->index;
-    if (k >= m->depth)
-        sleep_until(m->step_iv[2 * (k - m->depth) + 1]);
+    if (devpipe_begin(&m->pipe, b->index, e))
+        return -1;
     m->t_begin = now_seconds();
     return 0;
 }
@@ -421,7 +300,7 @@ static int emu_end(void *ctx, const struct step_batch *b, struct epoch_stats *st
     m->host_s += t - m->t_begin;
     for (int i = 0; i < b->active; i++) {
         struct edev *d = &m->devs[m->dev[i]];
-        double start = fmax(fmax(m->t_begin, d->compute_free), fmax(slot_of(b)->landed, prev));
+        double start = fmax(fmax(m->t_begin, d->compute_free), fmax(m->landed[k], prev));
         double dur = m->launch_s + (double)b->split[i] * m->row_s;
         d->compute_free = start + dur;
         d->compute_busy += dur;
@@ -491,20 +370,18 @@ static void emu_free(void *ctx)
     struct emu *m = ctx;
     if (!m)
         return;
-    stop_copier(m);
+    devpipe_stop(&m->pipe);
     if (m->cpu)
         backend_cpu.free(m->cpu);
-    for (int k = 0; m->slots && k < m->depth; k++) {
+    for (int k = 0; m->slots && k < m->pipe.depth; k++)
         free(m->slots[k].x);
-        free(m->slots[k].split);
-    }
     free(m->slots);
     free(m->dev);
     free(m->devs);
     free(m->step_iv);
     free(m->copy_iv);
-    pthread_mutex_destroy(&m->mu);
-    pthread_cond_destroy(&m->cv);
+    free(m->landed);
+    devpipe_free(&m->pipe);
     free(m);
 }
 
@@ -539,20 +416,16 @@ static int emu_setup(struct emu *m, const struct backend_setup *s, struct error 
     m->row_s = 1e-6 * em->compute_us;
     m->p2p_bps = 1e9 * em->p2p_gbps;
     m->pinned = s->pin_memory;
-    m->async = s->async_copy;
-    m->depth = s->async_copy ? s->copy_depth : 1;
+
     m->dev = calloc((size_t)m->n, sizeof *m->dev);
     m->devs = calloc((size_t)m->n, sizeof *m->devs);
-    m->slots = calloc((size_t)m->depth, sizeof *m->slots);
+    m->slots = calloc((size_t)m->pipe.depth, sizeof *m->slots);
     if (!m->dev || !m->devs || !m->slots)
         return error_set(e, "out of memory");
     map_devices(m, s->device_ids);
-    for (int k = 0; k < m->depth; k++) {
-        m->slots[k].x = calloc((size_t)m->n, sizeof *m->slots[k].x);
-        m->slots[k].split = calloc((size_t)m->n, sizeof *m->slots[k].split);
-        if (!m->slots[k].x || !m->slots[k].split)
+    for (int k = 0; k < m->pipe.depth; k++)
+        if (!(m->slots[k].x = calloc((size_t)m->n, sizeof *m->slots[k].x)))
             return error_set(e, "out of memory");
-    }
     return backend_cpu.init(&m->cpu, s, e);
 }
 
@@ -561,9 +434,7 @@ static int emu_init(void **ctx, const struct backend_setup *s, struct error *e)
     struct emu *m = calloc(1, sizeof *m);
     if (!m)
         return error_set(e, "emulated backend: out of memory");
-    pthread_mutex_init(&m->mu, NULL);
-    pthread_cond_init(&m->cv, NULL);
-    if (emu_setup(m, s, e)) {
+    if (devpipe_init(&m->pipe, &emu_pipe_ops, m, s, e) || emu_setup(m, s, e)) {
         emu_free(m);
         return error_wrap(e, "emulated backend");
     }

@@ -65,9 +65,11 @@ int dataset_init(struct dataset *d, const struct config *c, struct error *e)
         struct stat st;
         if (dataset_files_load(d, c, e) == 0)
             return 0;
-        if (stat(c->dataset.path, &st) != 0 && errno == ENOENT) // say how to make one
-            error_wrap(e, "no dataset at %s; dpbench --make-dataset %s DIR writes one "
-                          "(dpbench --make-dataset --help)", c->dataset.path, c->dataset.kind);
+        if (stat(c->dataset.path, &st) != 0 && errno == ENOENT) { // say how to make one
+            struct error why = *e;
+            error_set(e, "%s; dpbench --make-dataset %s DIR writes one (--make-dataset --help)",
+                      why.msg, c->dataset.kind);
+        }
         return -1;
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
