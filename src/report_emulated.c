@@ -124,9 +124,12 @@ void report_emulated_summarize(struct run_result *run)
         pred[k] = emu_predict_epoch(run, st->load_s, st->host_s);
     }
     /* shares of the epoch: device idle (waiting on input), each engine busy */
-    int devices = run->shared_devices ? 1 : run->replicas; // copy engines side by side
+    int devices = 0; // copy engines side by side: the distinct devices
+    long seen[run->replicas > 0 ? run->replicas : 1];
+    for (int i = 0; i < run->replicas; i++)
+        device_of(&run->cfg, i, &devices, seen);
     s->busy_share[0] = fmax(0, 1 - union_busy / total);
-    s->busy_share[1] = s->h2d_busy_s * n / devices / total;
+    s->busy_share[1] = s->h2d_busy_s * n / (devices > 0 ? devices : 1) / total;
     s->busy_share[2] = run->sum.compute_share;
     s->bound = 0;
     for (int i = 1; i < 3; i++)
@@ -181,6 +184,11 @@ void report_emulated_text(FILE *f, const struct run_result *run)
             lab[0] ? " " : "", lab, 1e3 * s->predicted_s, 1e3 * run->sum.median_s,
             100 * s->deviation,
             s->flagged ? "; FLAG: more than 15% from the model" : "");
+    if (s->device_step_s < EMU_RESOLUTION_S)
+        fprintf(f, "# emulated note%s%s: a modelled step of %.1f us is below the emulation's "
+                   "resolution (about %.0f us: a sleep's wake-up); the loop's own overheads "
+                   "dominate the measured time\n",
+                lab[0] ? " " : "", lab, 1e6 * s->device_step_s, 1e6 * EMU_RESOLUTION_S);
     if (s->host_step_s > s->device_step_s)
         fprintf(f, "# emulated note%s%s: the host's own step (%.1f us: the Linear on this CPU "
                    "and its issuing) is longer than the modelled device step (%.1f us); the "

@@ -10,6 +10,7 @@
 #include "train.h"
 
 #define EMU_MODEL_TOLERANCE 0.15 // a measurement further than this from the model is flagged
+#define EMU_RESOLUTION_S 1e-4    // shortest modelled step the sleeps reproduce (docs/emulated.md)
 
 struct cJSON;
 
