@@ -41,9 +41,10 @@ export PYTHON
 CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
-CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
+CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c report.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c \
-           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c stats.c progress.c compare.c effect.c machine.c dl.c rlimits.c signals.c
+           comm.c ddp.c report_ddp.c report_emulated.c emulate_profile.c allreduce_bw.c hostmm.c \
+           stats.c progress.c compare.c effect.c machine.c dl.c rlimits.c signals.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -191,7 +192,8 @@ $(B)/fuzz_config: tests/fuzz_config.c $(call src_path,$(CPU_SRC)) $(B)/deps.stam
 test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(wildcard tests/test_*.c))
 	@LABEL=asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
 
-test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step $(B)/tsan/test_data
+test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step $(B)/tsan/test_data \
+           $(B)/tsan/test_emulated
 	@LABEL=tsan TSAN_OPTIONS="halt_on_error=1" tests/run_unit.sh $^
 
 # dpbench itself under UBSan: size arithmetic over odd shapes, replicas and

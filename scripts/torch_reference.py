@@ -350,7 +350,8 @@ def pick_device(cfg):
     par = cfg["parallel"]
     want, devices = par["device"], par["devices"]
     n = len(devices) if devices else par["replicas"]
-    if want == "cpu" or (want == "auto" and not torch.cuda.is_available()):
+    # the emulated device computes on the cpu (only its timing is a GPU's)
+    if want in ("cpu", "emulated") or (want == "auto" and not torch.cuda.is_available()):
         return "torch-cpu", None, n
     if not torch.cuda.is_available():
         raise RunError("parallel.device cuda: torch sees no CUDA device (torch %s, cuda %s)"

@@ -24,6 +24,7 @@
 #include "config.h"
 #include "dataset.h"
 #include "effect.h"
+#include "emulate_profile.h"
 #include "estimate.h"
 #include "export.h"
 #include "gen.h"
@@ -252,7 +253,7 @@ static int point_config(const struct config *base, long p, struct config *out, c
         used += (size_t)snprintf(label + used, n - used, "%s%s=%s", i ? " " : "",
                                  base->sweep[i].key, v);
     }
-    if (config_validate(out, e)) {
+    if (emulate_profile_apply(out, e) || config_validate(out, e)) {
         config_free(out);
         return label[0] ? error_wrap(e, "sweep point %s", label) : -1;
     }
@@ -370,14 +371,19 @@ static int point_dataset(struct dataset *d, struct config *data_cfg, bool *have_
 /* The backends that parallel.device names (the base's and a sweep's values),
  * each probed once before any run: every point runs on the backend it
  * names, and one that cannot run fails up front as a single run would. */
+#define MAX_BACKENDS 8
 struct backends {
-    const char *names[3];          // cpu, cuda, auto
-    const struct backend *be[3];   // NULL: not used by any point
+    const char *names[MAX_BACKENDS];        // the backend table's, then auto
+    const struct backend *be[MAX_BACKENDS]; // NULL: not used by any point
+    int n;
 };
 
 static int backends_resolve(const struct config *c, struct backends *b, struct error *e)
 {
-    *b = (struct backends){.names = {"cpu", "cuda", "auto"}};
+    *b = (struct backends){0};
+    for (const char *t; b->n < MAX_BACKENDS - 1 && (t = backend_name((size_t)b->n));)
+        b->names[b->n++] = t;
+    b->names[b->n++] = "auto";
     const char *used[CONFIG_MAX_SWEEP_VALUES + 1] = {c->parallel.device};
     int n_used = 1;
     for (int i = 0; i < c->n_sweep; i++)
@@ -386,21 +392,28 @@ static int backends_resolve(const struct config *c, struct backends *b, struct e
             for (int j = 0; j < c->sweep[i].n_values; j++)
                 used[n_used++] = c->sweep[i].values[j];
         }
-    for (int i = 0; i < n_used; i++)
-        for (int k = 0; k < 3; k++)
-            if (strcmp(used[i], b->names[k]) == 0 && !b->be[k] &&
-                !(b->be[k] = pick_backend(used[i], e)))
-                return -1;
+    bool known = false;
+    for (int i = 0; i < n_used; i++, known = false) {
+        for (int k = 0; k < b->n; k++)
+            if (strcmp(used[i], b->names[k]) == 0) {
+                known = true;
+                if (!b->be[k] && !(b->be[k] = pick_backend(used[i], e)))
+                    return -1;
+            }
+        if (!known && !pick_backend(used[i], e)) // not built: says so
+            return -1;
+    }
     /* a point whose auto was resolved names the backend it got */
-    for (int k = 0; k < 2; k++)
-        if (b->be[2] && !b->be[k] && strcmp(b->be[2]->name, b->names[k]) == 0)
-            b->be[k] = b->be[2];
+    const struct backend *a = b->be[b->n - 1];
+    for (int k = 0; k < b->n - 1; k++)
+        if (a && !b->be[k] && strcmp(a->name, b->names[k]) == 0)
+            b->be[k] = a;
     return 0;
 }
 
 static const struct backend *backends_get(const struct backends *b, const char *name)
 {
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < b->n; k++)
         if (strcmp(name, b->names[k]) == 0)
             return b->be[k];
     return NULL;
@@ -676,20 +689,31 @@ static int export_points(const struct config *c, const char *dir, double max_mem
     return EXIT_OK;
 }
 
-/* --h2d-bandwidth: the cuda backend's copy-bandwidth table on stdout. */
-static int h2d_bandwidth(void)
+/* --h2d-bandwidth: the cuda backend's copy-bandwidth table on stdout; with
+ * --out DIR also the profile emulate.profile replays (DIR/h2d-profile.json). */
+static int h2d_bandwidth(const char *out_dir)
 {
     const struct backend *be = backend_find("cuda");
+    struct h2d_profile prof = {0};
     struct error e;
+    char path[4400];
     if (!be || !be->bandwidth) {
         fprintf(stderr, "dpbench: --h2d-bandwidth needs the cuda backend; this dpbench was "
                         "built without it (backends: %s)\n", backend_list());
         return EXIT_RUN;
     }
-    if (be->probe(&e) || be->bandwidth(stdout, &e)) {
+    if (out_dir[0] && report_check_out(out_dir, "h2d-profile", &e)) {
+        fprintf(stderr, "dpbench: --h2d-bandwidth: %s\n", e.msg);
+        return EXIT_USAGE;
+    }
+    if (be->probe(&e) || be->bandwidth(stdout, out_dir[0] ? &prof : NULL, &e) ||
+        (out_dir[0] && h2d_profile_write(&prof, out_dir, path, sizeof path, &e))) {
         fprintf(stderr, "dpbench: --h2d-bandwidth: %s\n", e.msg);
         return EXIT_RUN;
     }
+    if (out_dir[0])
+        fprintf(stderr, "dpbench: profile written to %s (emulate.profile: %s replays it)\n",
+                path, path);
     return EXIT_OK;
 }
 
@@ -792,8 +816,9 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (opts.h2d_bandwidth) {
+        rc = h2d_bandwidth(res.cfg.report.out);
         config_free(&res.cfg);
-        return h2d_bandwidth();
+        return rc;
     }
     /* From here on every long phase (the checks, generation, epochs) stops at
      * a first SIGINT/SIGTERM/SIGHUP (dropping the batch in flight, or for a
@@ -816,7 +841,7 @@ int main(int argc, char **argv)
         return EXIT_USAGE; // refused before the run, not after it
     }
     /* config errors first (exit 2), then whether each backend can run (exit 1) */
-    struct backends bes;
+    struct backends bes = {0};
     size_t estimate = 0;
     if (check_points(&res.cfg, opts.max_memory, &estimate, &e))
         rc = EXIT_USAGE;
@@ -841,7 +866,7 @@ int main(int argc, char **argv)
     resolve_auto(&res.cfg, auto_be ? auto_be->name : NULL);
     /* the device line names the first accelerator any point uses */
     const struct backend *be = &backend_cpu;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < bes.n; k++)
         if (bes.be[k] && bes.be[k] != &backend_cpu)
             be = bes.be[k];
     struct comm comm = {.world = 1};

@@ -376,6 +376,37 @@ rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
 if [ $rc -eq 130 ] && [ $ms -lt 5000 ] && grep -q "interrupted by SIGINT" "$TMP/slow.err"; then ok
 else bad "second SIGINT with slow samples: exit $rc after $ms ms: $(cat "$TMP/slow.err")"; fi
 
+# ---- the emulated device (docs/emulated.md)
+expect 0 "[emulated]" -- -c configs/tutorial.yaml --set parallel.device=emulated
+expect 0 "emulated model" -- -c configs/tutorial.yaml --set parallel.device=emulated \
+    --set 'parallel.devices=[0,0,1]' --set loader.pin_memory=true --set loader.async_copy=true
+expect 2 "emulate.profile: $TMP/none.json: cannot open" -- --set parallel.device=emulated \
+    --set emulate.profile="$TMP/none.json"
+printf '{"dpbench_h2d_profile": 1, "rows": [{"bytes": 1, "pinned_gbps": -1}]}' >"$TMP/badprof.json"
+expect 2 "rows[0].pinned_gbps: expected a positive number" -- --set parallel.device=emulated \
+    --set emulate.profile="$TMP/badprof.json"
+expect 2 "emulate.h2d_gbps: expected a number in" -- --set emulate.h2d_gbps=0
+expect 2 "dpbench --make-dataset folder DIR" -- -c configs/emulated-sync-vs-async.yaml \
+    --set dataset.path="$TMP/no-such-data/train"
+if "$BIN" -c configs/tutorial.yaml --set parallel.device=emulated --set parallel.replicas=2 \
+    --set emulate.compute_us=2000 --set train.epochs=2 --format json >"$TMP/emu.json" &&
+    python3 - "$TMP/emu.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["runs"][0]
+assert r["backend"] == "emulated", r["backend"]
+for e in r["epochs"]:
+    assert e["device"] == "emulated"
+    for k in ("h2d_engine_busy_seconds", "compute_engine_busy_seconds", "p2p_seconds",
+              "exposed_copy_seconds", "load_seconds", "au", "predicted_seconds"):
+        assert k in e, k
+    # 2 devices x 4 batches x (5 us + 15 or 5 rows x 2 ms): the modelled busy time, exactly
+    assert abs(e["compute_engine_busy_seconds"] - 2 * (3 * 0.030005 + 0.010005)) < 1e-9, e
+em = r["summary"]["emulated"]
+assert em["verdict"] in ("input-bound", "copy-bound", "compute-bound"), em
+assert em["verdict"] == "compute-bound", em
+assert 0.5 < r["summary"]["au"] <= 1.0, r["summary"]["au"]
+PY
+then ok; else bad "emulated JSON fields"; fi
 # every result file this test wrote follows docs/result.schema.json
 if python3 scripts/validate_result.py --skip-other $(find "$TMP" -name '*.json') >"$TMP/schema.out" 2>&1
 then ok; else bad "result schema: $(head -20 "$TMP/schema.out")"; fi

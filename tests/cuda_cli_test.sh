@@ -88,9 +88,23 @@ DPBENCH_CUDART=$TMP/no-cudart.so "$BIN" --version | grep -q "backends: cpu cuda"
 # gpu-targets.py on files shaped like gpu-bench.sh's: a bandwidth table, the
 # overlap sweep, tutorial runs. The emulated numbers may pass or fail the
 # targets; the script must read them and print one verdict per target.
-"$BIN" --h2d-bandwidth >"$TMP/h2d.txt" 2>"$TMP/err" || bad "--h2d-bandwidth: $(cat "$TMP/err")"
+"$BIN" --h2d-bandwidth --out "$TMP/prof" >"$TMP/h2d.txt" 2>"$TMP/err" || bad "--h2d-bandwidth: $(cat "$TMP/err")"
 if awk '!/^#/ && $NF != 0 { exit 1 }' "$TMP/h2d.txt" && grep -q "^ *67108864 " "$TMP/h2d.txt"
 then ok; else bad "bandwidth table lacks the 64 MiB row or has wrong words: $(cat "$TMP/h2d.txt")"; fi
+# the profile --out wrote: replayed by the emulated device, a config key overriding it
+"$BIN" -c configs/tutorial.yaml --set parallel.device=emulated --set train.epochs=1 \
+    --set emulate.profile="$TMP/prof/h2d-profile.json" --set emulate.pageable_gbps=3 \
+    --format json >"$TMP/emu.json" 2>"$TMP/err" || bad "emulate.profile run: $(cat "$TMP/err")"
+if python3 - "$TMP/prof/h2d-profile.json" "$TMP/emu.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+em = json.load(open(sys.argv[2]))["runs"][0]["config"]["emulate"]
+big = max(p["rows"], key=lambda r: r["bytes"])
+assert p["device"].startswith("Fake GPU") and len(p["rows"]) >= 8, p
+assert abs(em["h2d_gbps"] - big["pinned_gbps"]) < 1e-9 * big["pinned_gbps"], (em, big)
+assert em["pageable_gbps"] == 3, em
+PY
+then ok; else bad "h2d profile round trip"; fi
 "$BIN" --config configs/gpu-overlap.yaml --set dataset.length=2048 --set dataset.features=64 \
     --set model.out_features=16 --set loader.batch_size=256 --set train.epochs=1 \
     --set loader.num_workers=2 --out "$TMP" >/dev/null 2>&1 || bad "gpu-overlap run failed"

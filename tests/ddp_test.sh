@@ -248,5 +248,19 @@ done
 "${MPIRUN[@]}" 1 env LD_DEBUG=files "$BIN" --set parallel.mode=ddp >/dev/null 2>"$TMP/err"
 if grep -q libmpi "$TMP/err"; then ok; else bad "a ddp rank did not open libmpi"; fi
 
+# ---- ranks each owning one emulated device learn what cpu ranks learn
+for dev in cpu emulated; do
+    "${MPIRUN[@]}" 2 "$BIN" --config configs/tutorial.yaml --set parallel.mode=ddp \
+        --set parallel.device=$dev --set parallel.blas=openblas --set train.epochs=3 \
+        --format json >"$TMP/ddp-$dev.json" 2>"$TMP/err" || bad "ddp on $dev: $(head -c 300 "$TMP/err")"
+done
+if python3 - "$TMP/ddp-cpu.json" "$TMP/ddp-emulated.json" <<'PY'; then ok; else bad "ddp emulated vs cpu"; fi
+import json, sys
+c, m = (json.load(open(f))["runs"][0] for f in sys.argv[1:3])
+assert m["backend"] == "emulated" and m["world_size"] == 2, m["backend"]
+assert m["final_params"] == c["final_params"], (m["final_params"], c["final_params"])
+assert "emulated" in m["summary"], m["summary"].keys()
+PY
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

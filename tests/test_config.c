@@ -158,7 +158,7 @@ static void test_wrong_types(void **state)
         "expected an integer", "found 'thirty'");
     BAD("loader:\n  shuffle: maybe\n", "loader.shuffle", "expected true or false");
     BAD("train:\n  lr: fast\n", "train.lr", "expected a number");
-    BAD("parallel:\n  device: tpu\n", "parallel.device", "expected one of cpu|cuda|auto",
+    BAD("parallel:\n  device: tpu\n", "parallel.device", "expected one of cpu|cuda|emulated|auto",
         "found 'tpu'");
     BAD("loader:\n  batch_size: [1, 2]\n", "loader.batch_size", "expected a scalar value",
         "a list");

@@ -78,7 +78,8 @@ static void test_backends(void **state)
 #ifdef DPBENCH_HAVE_CUDA
                                         " cuda"
 #endif
-    );
+                                        " emulated");
+    assert_true(backend_emulated.device_copies && !backend_emulated.device_memory);
     assert_null(backend_find("auto"));
 }
 

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "config.h"
 #include "loader.h"
 #include "loss.h"
 #include "util.h"
@@ -32,6 +33,7 @@ struct backend_setup {
     const float *w0;        // (out_features, features) initial weight
     const float *b0;        // (out_features) initial bias
     bool classify;          // labelled data: count correct predictions
+    const struct config_emulate *emulate; // the emulated device's timing (emulated only)
 };
 
 struct epoch_stats {
@@ -44,6 +46,10 @@ struct epoch_stats {
     double allreduce_wait_s; // of those, waiting for the last rank to arrive (ddp)
     double host_s;     // host seconds spent issuing device work in step and release,
                        // waits excluded (cuda); 0 where the step computes on the host
+    double engine_compute_s; // emulated: compute engines' busy seconds, summed over devices
+    double p2p_s;      // emulated: seconds of the gradient reduce between devices
+    double load_s;     // emulated: seconds the loader spent filling batches, summed over
+                       // the threads that filled them (the pipeline model's input)
     double loss_sum;   // sum over batches of (mean loss * rows)
     long samples;      // rows trained on
     long correct;      // rows whose prediction matched the label (labelled data)
@@ -61,6 +67,7 @@ struct step_batch {
 };
 
 struct loss_fn;
+struct h2d_profile; // emulate_profile.h
 
 /* Per-device primitives the steps are written over. `q` names the replica
  * whose queue runs the call: calls on one queue run in order; fork and join
@@ -117,6 +124,8 @@ struct backend {
     /* Batches are copied into a device's own memory, so pin_memory,
      * async_copy and copy_depth act (effect.c); false on the cpu. */
     bool device_copies;
+    bool host_math;    // the step's math runs on this host's BLAS (threads tuned by train.c)
+    bool emulated;     // the device's times are modelled (emulate.*), not measured
     /* 0 when the backend can run here, else -1 with the cause. */
     int (*probe)(struct error *e);
     /* One line naming the devices and driver/runtime versions, "" if none. */
@@ -137,11 +146,13 @@ struct backend {
     void (*free)(void *ctx);
     const struct device_ops *ops;
     /* Optional (NULL on the cpu): prints a host-to-device bandwidth table,
-     * pinned vs pageable, for dpbench --h2d-bandwidth. */
-    int (*bandwidth)(FILE *out, struct error *e);
+     * pinned vs pageable, for dpbench --h2d-bandwidth, and fills prof
+     * (device line and rows) unless it is NULL. */
+    int (*bandwidth)(FILE *out, struct h2d_profile *prof, struct error *e);
 };
 
 extern const struct backend backend_cpu;
+extern const struct backend backend_emulated;
 #ifdef DPBENCH_HAVE_CUDA
 extern const struct backend backend_cuda;
 #endif

@@ -430,6 +430,7 @@ static const struct device_ops cpu_ops = {
 
 const struct backend backend_cpu = {
     .name = "cpu",
+    .host_math = true,
     .probe = cpu_probe,
     .describe = cpu_describe,
     .host_alloc = cpu_alloc,

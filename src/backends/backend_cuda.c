@@ -7,15 +7,13 @@
  * A device id may repeat: each replica has its own stream, cuBLAS handle and
  * buffers, so N "virtual replicas" on one GPU take the N-GPU code path.
  *
- * Batches reach the devices through a ring of device buffers (slots). With
- * async_copy a copy thread takes batches from the loader, copies each into
- * the next free slot on a copy stream per device and records an event; the
- * step waits on that event on the GPU, and the slot's "consumed" event, which
- * release records after the step, gates the copy that reuses it. Without
- * async_copy the ring has one slot, filled by blocking copies in next().
- * Either way the host queues at most `depth` steps ahead of the GPU, and waits
- * for that inside step, so back-pressure from the GPU never passes for
- * waiting on data.
+ * Batches reach the devices through devpipe.c's ring of device buffers
+ * (slots), which this file's primitives serve: a slot's copies go on a copy
+ * stream per device between two events; the step waits on those events on
+ * the GPU, and the slot's "consumed" event, which release records after the
+ * step, gates the copy that reuses it. With or without async_copy the host
+ * queues at most `depth` steps ahead of the GPU, and waits for that inside
+ * step, so back-pressure from the GPU never passes for waiting on data.
  *
  * Time comes from CUDA events: per batch a copy interval per device and a
  * step interval on replica 0's stream, each read against a base event
@@ -32,6 +30,8 @@
 
 #include "backend.h"
 #include "chunk.h"
+#include "devpipe.h"
+#include "emulate_profile.h"
 #include "loss.h"
 
 /* ---- error checks ------------------------------------------------------- */
@@ -75,19 +75,12 @@ static int cublas_fail(struct error *e, cublasStatus_t st, const char *call, con
 
 /* ---- state -------------------------------------------------------------- */
 
-enum slot_state { SLOT_FREE, SLOT_READY, SLOT_HELD };
-
-/* One buffer set of the copy ring: a batch's chunks on their replicas'
- * devices and its targets on the output device. */
+/* The device buffers of one slot of devpipe's ring: a batch's chunks on
+ * their replicas' devices and its targets on the output device. */
 struct slot {
-    struct step_batch meta; // what the training loop holds: views of the buffers below
     float **x;             // (n) x[r]: (chunk_max, F) replica r's chunk, on its device
     float *y;              // (batch_max, O) targets, on device 0
-    long *split;           // (n) rows of each replica's chunk
     cudaEvent_t consumed;  // device 0: the step that read this slot is done
-    enum slot_state state;
-    struct batch *host;    // copy thread: the loader's batch behind the copy, until reuse
-    double loaded_at;      // now_seconds() when the loader handed the batch over
 };
 
 /* One distinct device among the replicas'. */
@@ -131,19 +124,10 @@ struct cuda_dp {
     double step_t0;        // begin: host clock, waits excluded
     struct timeline tl;
     /* the copy ring */
-    bool async;
-    int depth;             // slots: copy_depth with async_copy, else 1
-    struct slot *slots;    // (depth) batch k uses slot k % depth
-    struct loader *loader; // this epoch's
-    long taken;            // batches handed to the loop this epoch
+    struct devpipe pipe;   // slots' host side, copy thread, run-ahead
+    struct slot *slots;    // (pipe.depth) device buffers of slot k
     long stepped;          // batches stepped this epoch (in order)
     double host_s;         // this epoch's host time issuing steps (epoch_stats.host_s)
-    pthread_t copier;
-    bool copier_live;
-    pthread_mutex_t mu;    // guards slot states and the flags below
-    pthread_cond_t cv;
-    bool done, failed, stop;
-    struct error err;      // the copy thread's first error
 };
 
 /* ---- host memory -------------------------------------------------------- */
@@ -272,9 +256,7 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
     dp->batch_max = s->batch_size;
     dp->chunk_max = (s->batch_size + dp->n - 1) / dp->n;
     dp->P = (size_t)dp->O * (size_t)dp->F + (size_t)dp->O;
-    dp->async = s->async_copy;
     dp->classify = s->classify;
-    dp->depth = s->async_copy ? s->copy_depth : 1;
     /* cuBLAS' sizes and strides are int: the biggest are the batch's outputs
      * (loss, gradient), a chunk's inputs and the parameter vector */
     double biggest = (double)dp->batch_max * dp->O;
@@ -288,7 +270,7 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
                          dp->batch_max, dp->F, dp->O, biggest, INT_MAX);
     dp->reps = calloc((size_t)dp->n, sizeof *dp->reps);
     dp->gpus = calloc((size_t)dp->n, sizeof *dp->gpus);
-    dp->slots = calloc((size_t)dp->depth, sizeof *dp->slots);
+    dp->slots = calloc((size_t)dp->pipe.depth, sizeof *dp->slots);
     float *ones = malloc((size_t)dp->batch_max * sizeof(float));
     if (!dp->reps || !dp->gpus || !dp->slots || !ones) {
         free(ones);
@@ -326,11 +308,10 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
     size_t BO = (size_t)dp->batch_max * (size_t)dp->O;
     CUDA_CHECK(cudaSetDevice(dev0));
     CUDA_CHECK(cudaEventCreateWithFlags(&dp->forked, cudaEventDisableTiming));
-    for (int k = 0; k < dp->depth; k++) {
+    for (int k = 0; k < dp->pipe.depth; k++) {
         struct slot *sl = &dp->slots[k];
         sl->x = calloc((size_t)dp->n, sizeof *sl->x);
-        sl->split = calloc((size_t)dp->n, sizeof *sl->split);
-        if (!sl->x || !sl->split)
+        if (!sl->x)
             return error_set(e, "out of memory");
         for (int i = 0; i < dp->n; i++) {
             CUDA_CHECK(cudaSetDevice(dp->reps[i].dev));
@@ -340,7 +321,6 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
         CUDA_CHECK(cudaSetDevice(dev0));
         CUDA_CHECK(cudaMalloc((void **)&sl->y, BO * sizeof(float)));
         CUDA_CHECK(cudaEventCreateWithFlags(&sl->consumed, cudaEventDisableTiming));
-        sl->meta = (struct step_batch){.split = sl->split, .x = sl->x, .y = sl->y};
     }
     /* cudaMemcpy from pageable memory may return before the bytes land, and
      * the non-blocking streams do not wait for the legacy stream it runs on:
@@ -427,29 +407,17 @@ static int sync_all(struct cuda_dp *dp, struct error *e)
     return 0;
 }
 
-static void stop_copier(struct cuda_dp *dp)
-{
-    if (!dp->copier_live)
-        return;
-    pthread_mutex_lock(&dp->mu);
-    dp->stop = true;
-    pthread_cond_broadcast(&dp->cv);
-    pthread_mutex_unlock(&dp->mu);
-    pthread_join(dp->copier, NULL);
-    dp->copier_live = false;
-}
-
 static void cuda_free(void *ctx)
 {
     struct cuda_dp *dp = ctx;
     if (!dp)
         return;
-    stop_copier(dp);
+    devpipe_stop(&dp->pipe);
     struct error e;
     if (dp->reps && sync_all(dp, &e))
         fprintf(stderr, "dpbench: warning: cuda backend teardown: %s\n", e.msg);
     timeline_free(dp);
-    for (int k = 0; dp->slots && k < dp->depth; k++) {
+    for (int k = 0; dp->slots && k < dp->pipe.depth; k++) {
         struct slot *sl = &dp->slots[k];
         for (int i = 0; sl->x && i < dp->n; i++)
             CUDA_WARN(cudaFree(sl->x[i]));
@@ -457,7 +425,6 @@ static void cuda_free(void *ctx)
         if (sl->consumed)
             CUDA_WARN(cudaEventDestroy(sl->consumed));
         free(sl->x);
-        free(sl->split);
     }
     for (int i = 0; dp->reps && i < dp->n; i++) {
         struct replica *r = &dp->reps[i];
@@ -483,19 +450,18 @@ static void cuda_free(void *ctx)
     free(dp->slots);
     free(dp->reps);
     free(dp->gpus);
-    pthread_mutex_destroy(&dp->mu);
-    pthread_cond_destroy(&dp->cv);
+    devpipe_free(&dp->pipe);
     free(dp);
 }
+
+static const struct devpipe_ops cuda_pipe_ops;
 
 static int cuda_init(void **ctx, const struct backend_setup *s, struct error *e)
 {
     struct cuda_dp *dp = calloc(1, sizeof *dp);
     if (!dp)
         return error_set(e, "cuda backend: out of memory");
-    pthread_mutex_init(&dp->mu, NULL);
-    pthread_cond_init(&dp->cv, NULL);
-    if (dp_setup(dp, s, e)) {
+    if (devpipe_init(&dp->pipe, &cuda_pipe_ops, dp, s, e) || dp_setup(dp, s, e)) {
         cuda_free(dp);
         return error_wrap(e, "cuda backend");
     }
@@ -520,29 +486,32 @@ static int copies_open(struct cuda_dp *dp, struct slot *sl, long k, int g, struc
     return 0;
 }
 
-/* Queues batch hb's host-to-device copies into slot sl: each replica's chunk
- * to its device, the targets to device 0, bracketed per device by the batch's
- * copy events. The copy streams first wait for the step that last read the
- * slot. Returns without waiting for the copies. */
-static int slot_fill(struct cuda_dp *dp, struct slot *sl, const struct batch *hb, struct error *e)
+/* devpipe's fill: queues batch hb's host-to-device copies into slot s: each
+ * replica's chunk to its device, the targets to device 0, bracketed per
+ * device by the batch's copy events. The copy streams first wait for the
+ * step that last read the slot. Returns without waiting for the copies. */
+static int cuda_fill(void *dev, int s, const struct batch *hb, struct step_batch *meta,
+                     struct error *e)
 {
-    long k = hb->index;
+    struct cuda_dp *dp = dev;
+    struct slot *sl = &dp->slots[s];
+    long k = hb->index, *split = (long *)meta->split;
     int G = dp->G;
     if (k >= dp->tl.cap)
         return error_set(e, "internal error: batch %ld beyond the %ld of an epoch", k, dp->tl.cap);
     for (int g = 0; g < G; g++)
         dp->gpus[g].begun = false;
-    int active = chunk_split(hb->rows, dp->n, sl->split);
+    int active = chunk_split(hb->rows, dp->n, split);
     long offset = 0;
     for (int i = 0; i < active; i++) {
         struct replica *r = &dp->reps[i];
-        size_t bytes = (size_t)sl->split[i] * (size_t)dp->F * sizeof(float);
+        size_t bytes = (size_t)split[i] * (size_t)dp->F * sizeof(float);
         if (copies_open(dp, sl, k, r->g, e))
             return -1;
         CUDA_CHECK(cudaSetDevice(r->dev));
         CUDA_CHECK(cudaMemcpyAsync(sl->x[i], hb->x + offset * dp->F, bytes,
                                    cudaMemcpyHostToDevice, dp->gpus[r->g].copy));
-        offset += sl->split[i];
+        offset += split[i];
     }
     if (copies_open(dp, sl, k, 0, e))
         return -1;
@@ -555,16 +524,19 @@ static int slot_fill(struct cuda_dp *dp, struct slot *sl, const struct batch *hb
         CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
         CUDA_CHECK(cudaEventRecord(dp->tl.copy_end[k * G + g], dp->gpus[g].copy));
     }
-    sl->meta.index = k;
-    sl->meta.rows = hb->rows;
-    sl->meta.active = active;
+    meta->index = k;
+    meta->rows = hb->rows;
+    meta->active = active;
+    meta->x = sl->x;
+    meta->y = sl->y;
     return 0;
 }
 
 /* Blocks until batch k's copies have landed, so its host buffer can go back
  * to the loader (whose workers reuse it). */
-static int copies_wait(struct cuda_dp *dp, long k, struct error *e)
+static int copies_wait(void *dev, long k, struct error *e)
 {
+    struct cuda_dp *dp = dev;
     for (int g = 0; g < dp->G; g++)
         CUDA_CHECK(cudaEventSynchronize(dp->tl.copy_end[k * dp->G + g]));
     return 0;
@@ -572,74 +544,43 @@ static int copies_wait(struct cuda_dp *dp, long k, struct error *e)
 
 /* After a failed fill, copies may still read the host batch: drain them
  * before it is reused (errors here repeat the one already reported). */
-static void copies_drain(struct cuda_dp *dp)
+static void copies_drain(void *dev)
 {
+    struct cuda_dp *dp = dev;
     for (int g = 0; g < dp->G; g++)
         cudaStreamSynchronize(dp->gpus[g].copy);
 }
 
-/* The copy thread: the loader's only consumer while it runs. A slot keeps
- * its host batch until the slot comes round again, by when the copy has long
- * landed (its step was released), so the thread never waits on the GPU
- * before queueing the next copy; the loader's pool has copy_depth extra
- * buffers for the batches held this way. */
-static void *copier_main(void *arg)
+/* Blocks until step k has ended on the GPU (the run-ahead limit). */
+static int step_wait(void *dev, long k, struct error *e)
 {
-    struct cuda_dp *dp = arg;
-    struct error err;
-    int rc = 0;
-    for (long k = 0;; k++) {
-        struct slot *sl = &dp->slots[k % dp->depth];
-        pthread_mutex_lock(&dp->mu);
-        while (sl->state != SLOT_FREE && !dp->stop)
-            pthread_cond_wait(&dp->cv, &dp->mu);
-        bool stop = dp->stop;
-        pthread_mutex_unlock(&dp->mu);
-        if (stop)
-            break;
-        if (sl->host) {
-            rc = copies_wait(dp, sl->meta.index, &err);
-            loader_release(dp->loader, sl->host);
-            sl->host = NULL;
-            if (rc)
-                break;
-        }
-        struct batch *hb;
-        rc = loader_next(dp->loader, &hb, &err);
-        if (rc <= 0)
-            break;
-        double loaded_at = now_seconds();
-        rc = slot_fill(dp, sl, hb, &err);
-        if (rc) {
-            copies_drain(dp);
-            loader_release(dp->loader, hb);
-            break;
-        }
-        sl->host = hb;
-        pthread_mutex_lock(&dp->mu); // the step may be queued before the copy lands
-        sl->loaded_at = loaded_at;
-        sl->state = SLOT_READY;
-        pthread_cond_broadcast(&dp->cv);
-        pthread_mutex_unlock(&dp->mu);
-    }
-    copies_drain(dp); // then the held batches can go back
-    for (int i = 0; i < dp->depth; i++)
-        if (dp->slots[i].host) {
-            loader_release(dp->loader, dp->slots[i].host);
-            dp->slots[i].host = NULL;
-        }
-    pthread_mutex_lock(&dp->mu);
-    if (rc < 0) {
-        dp->failed = true;
-        dp->err = err;
-        error_wrap(&dp->err, "copy thread");
-    } else {
-        dp->done = true;
-    }
-    pthread_cond_broadcast(&dp->cv);
-    pthread_mutex_unlock(&dp->mu);
-    return NULL;
+    struct cuda_dp *dp = dev;
+    CUDA_CHECK(cudaEventSynchronize(dp->tl.end[k]));
+    return 0;
 }
+
+/* Everything the step queued has joined replica 0's stream, so this event
+ * covers every read of the slot. A failure here shows up again at
+ * epoch_end's synchronisation, which reports it. */
+static void slot_consumed(void *dev, int s, long k)
+{
+    (void)k;
+    struct cuda_dp *dp = dev;
+    cudaError_t err = cudaSetDevice(dp->reps[0].dev);
+    if (err == cudaSuccess)
+        err = cudaEventRecord(dp->slots[s].consumed, dp->reps[0].stream);
+    if (err != cudaSuccess)
+        fprintf(stderr, "dpbench: warning: cuda backend: recording a slot's release: %s\n",
+                cudaGetErrorString(err));
+}
+
+static const struct devpipe_ops cuda_pipe_ops = {
+    .fill = cuda_fill,
+    .copies_wait = copies_wait,
+    .copies_drain = copies_drain,
+    .step_wait = step_wait,
+    .consumed = slot_consumed,
+};
 
 /* ---- the epoch ---------------------------------------------------------- */
 
@@ -648,89 +589,25 @@ static int cuda_epoch_begin(void *ctx, struct loader *l, struct error *e)
     struct cuda_dp *dp = ctx;
     if (timeline_reserve(dp, l->n_batches, e))
         return error_wrap(e, "cuda backend");
-    dp->loader = l;
-    dp->taken = dp->stepped = 0;
+    dp->stepped = 0;
     dp->host_s = 0;
-    dp->done = dp->failed = dp->stop = false;
-    for (int k = 0; k < dp->depth; k++)
-        dp->slots[k].state = SLOT_FREE;
     /* Every stream is idle here (start of run, or after epoch_end's sync), so
      * the base events of all devices mark the same moment. */
     for (int g = 0; g < dp->G; g++) {
         CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
         CUDA_CHECK(cudaEventRecord(dp->gpus[g].base, dp->gpus[g].copy));
     }
-    if (dp->async) {
-        int rc = thread_start(&dp->copier, copier_main, dp);
-        if (rc)
-            return error_set(e, "cuda backend: cannot start the copy thread: %s", strerror(rc));
-        dp->copier_live = true;
-    }
+    if (devpipe_epoch_begin(&dp->pipe, l, e))
+        return error_wrap(e, "cuda backend");
     return 0;
-}
-
-static double batch_bytes(const struct cuda_dp *dp, long rows)
-{
-    return (double)rows * (double)(dp->F + dp->O) * sizeof(float);
 }
 
 static int cuda_next(void *ctx, struct loader *l, struct step_batch **b, struct epoch_stats *st,
                      struct error *e)
 {
     struct cuda_dp *dp = ctx;
-    struct slot *sl = &dp->slots[dp->taken % dp->depth];
-    double t0 = now_seconds();
-    if (dp->async) {
-        int rc = 1;
-        double loaded_at = 0;
-        pthread_mutex_lock(&dp->mu);
-        while (sl->state != SLOT_READY && !dp->failed && !dp->done)
-            pthread_cond_wait(&dp->cv, &dp->mu);
-        if (sl->state == SLOT_READY) { // batches copied before a failure still count
-            sl->state = SLOT_HELD;
-            loaded_at = sl->loaded_at;
-        } else if (dp->failed) {
-            *e = dp->err;
-            rc = -1;
-        } else {
-            rc = 0; // the loader is done and every copied batch was taken
-        }
-        pthread_mutex_unlock(&dp->mu);
-        /* waiting counts until the loader had the batch; the rest of the
-         * wait went on issuing its copy, which copy_s accounts for */
-        double t1 = now_seconds();
-        if (rc == 1 && loaded_at < t1)
-            t1 = loaded_at > t0 ? loaded_at : t0;
-        st->wait_s += t1 - t0;
-        if (rc != 1)
-            return rc;
-    } else {
-        /* the loop waits for the loader; the blocking copy is copy_s */
-        struct batch *hb;
-        int got = loader_next(l, &hb, e);
-        st->wait_s += now_seconds() - t0;
-        if (got <= 0)
-            return got;
-        long k = hb->index;
-        int rc = slot_fill(dp, sl, hb, e);
-        if (rc == 0)
-            rc = copies_wait(dp, k, e);
-        else
-            copies_drain(dp);
-        loader_release(l, hb);
-        if (rc)
-            return error_wrap(e, "cuda backend, batch %ld", k);
-        sl->state = SLOT_HELD;
-    }
-    dp->taken++;
-    st->copy_bytes += batch_bytes(dp, sl->meta.rows);
-    *b = &sl->meta;
-    return 1;
-}
-
-static struct slot *slot_of(struct step_batch *b)
-{
-    return (struct slot *)((char *)b - offsetof(struct slot, meta));
+    int rc = devpipe_next(&dp->pipe, l, b, st, e);
+    return rc < 0 && !dp->pipe.async ? error_wrap(e, "cuda backend") : rc;
 }
 
 /* ---- the primitives of step.c's steps ------------------------------------ */
@@ -903,8 +780,8 @@ static int cuda_begin(void *ctx, const struct step_batch *b, struct error *e)
 {
     struct cuda_dp *dp = ctx;
     long k = b->index;
-    if (k >= dp->depth)
-        CUDA_CHECK(cudaEventSynchronize(dp->tl.end[k - dp->depth]));
+    if (devpipe_begin(&dp->pipe, k, e))
+        return -1;
     dp->step_t0 = now_seconds(); // waiting for the device is not host overhead
     cudaStream_t s0 = dp->reps[0].stream;
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
@@ -988,30 +865,16 @@ static void cuda_sync(void *ctx)
 {
     struct cuda_dp *dp = ctx;
     struct error e;
-    stop_copier(dp);
+    devpipe_stop(&dp->pipe);
     if (sync_all(dp, &e))
         fprintf(stderr, "dpbench: warning: cuda backend: %s\n", e.msg);
 }
 
 static void cuda_release(void *ctx, struct loader *l, struct step_batch *b)
 {
-    (void)l; // the host batch went back to the loader once its copy landed
     struct cuda_dp *dp = ctx;
-    struct slot *sl = slot_of(b);
     double t0 = now_seconds();
-    /* Everything the step queued has joined replica 0's stream, so this
-     * event covers every read of the slot. A failure here shows up again at
-     * epoch_end's synchronisation, which reports it. */
-    cudaError_t err = cudaSetDevice(dp->reps[0].dev);
-    if (err == cudaSuccess)
-        err = cudaEventRecord(sl->consumed, dp->reps[0].stream);
-    if (err != cudaSuccess)
-        fprintf(stderr, "dpbench: warning: cuda backend: recording a slot's release: %s\n",
-                cudaGetErrorString(err));
-    pthread_mutex_lock(&dp->mu);
-    sl->state = SLOT_FREE;
-    pthread_cond_broadcast(&dp->cv);
-    pthread_mutex_unlock(&dp->mu);
+    devpipe_release(&dp->pipe, l, b); // records the slot's consumed event
     dp->host_s += now_seconds() - t0;
 }
 
@@ -1037,30 +900,13 @@ static int interval_ms(struct cuda_dp *dp, int g, cudaEvent_t from, cudaEvent_t 
     return 0;
 }
 
-/* Length of the overlap of two sorted lists of disjoint intervals. */
-static double overlap(const double *a, long na, const double *b, long nb)
-{
-    double sum = 0;
-    for (long i = 0, j = 0; i < na && j < nb;) {
-        double lo = a[2 * i] > b[2 * j] ? a[2 * i] : b[2 * j];
-        double hi = a[2 * i + 1] < b[2 * j + 1] ? a[2 * i + 1] : b[2 * j + 1];
-        if (hi > lo)
-            sum += hi - lo;
-        if (a[2 * i + 1] < b[2 * j + 1])
-            i++;
-        else
-            j++;
-    }
-    return sum;
-}
-
 /* Stops the copy thread (early stop included), waits for the queued work,
  * then reads the epoch's events and losses. */
 static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
 {
     struct cuda_dp *dp = ctx;
     struct timeline *t = &dp->tl;
-    stop_copier(dp);
+    devpipe_stop(&dp->pipe);
     if (sync_all(dp, e))
         return error_wrap(e, "cuda backend, end of epoch");
     long m = dp->stepped, G = dp->G;
@@ -1095,7 +941,7 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
                 st->copy_s += 1e-3 * (t->t[2 * k + 1] - t->t[2 * k]);
         }
         if (!rc)
-            st->hidden_s += 1e-3 * overlap(t->t, m, steps, m);
+            st->hidden_s += 1e-3 * devpipe_overlap(t->t, m, steps, m);
     }
     free(steps);
     return rc ? error_wrap(e, "cuda backend, epoch timings") : 0;
@@ -1192,7 +1038,7 @@ static int bw_wrong(struct bw *bw, const void *src, size_t bytes, long *wrong, s
     return 0;
 }
 
-static int bw_table(struct bw *bw, FILE *out, struct error *e)
+static int bw_table(struct bw *bw, FILE *out, struct h2d_profile *prof, struct error *e)
 {
     double best = 0;
     size_t best_size = 0;
@@ -1220,6 +1066,11 @@ static int bw_table(struct bw *bw, FILE *out, struct error *e)
         }
         fprintf(out, " %12zu %6d %10.2f %10.2f %10.2f %7ld\n", size, iters, pinned, pageable,
                 pinned / pageable, wrong);
+        if (prof && prof->n < H2D_PROFILE_MAX_ROWS && wrong == 0) {
+            prof->rows[prof->n].bytes = (double)size;
+            prof->rows[prof->n].pinned_gbps = pinned;
+            prof->rows[prof->n++].pageable_gbps = pageable;
+        }
     }
     fprintf(out, "# best plain cudaMemcpy loop (pinned, host clock): %.2f GB/s at %zu B\n",
             best, best_size);
@@ -1245,15 +1096,17 @@ static int bw_setup(struct bw *bw, struct error *e)
     return 0;
 }
 
-static int cuda_bandwidth(FILE *out, struct error *e)
+static int cuda_bandwidth(FILE *out, struct h2d_profile *prof, struct error *e)
 {
     struct bw bw = {.max = (size_t)256 << 20};
     char dev[512];
     cuda_describe(dev, sizeof dev);
+    if (prof)
+        snprintf(prof->device, sizeof prof->device, "%s", dev);
     fprintf(out, "# dpbench %s h2d-bandwidth: host to device 0, cudaMemcpyAsync on one stream, "
                  "timed with CUDA events\n# devices: %s\n",
             DPBENCH_VERSION, dev);
-    int rc = bw_setup(&bw, e) || bw_table(&bw, out, e) ? -1 : 0;
+    int rc = bw_setup(&bw, e) || bw_table(&bw, out, prof, e) ? -1 : 0;
     if (bw.t0)
         CUDA_WARN(cudaEventDestroy(bw.t0));
     if (bw.t1)

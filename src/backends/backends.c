@@ -21,6 +21,7 @@ static const struct {
 } all[] = {
     {"cpu", &backend_cpu},
     {"cuda", CUDA_BACKEND},
+    {"emulated", &backend_emulated},
 };
 #define N_BACKENDS (sizeof all / sizeof all[0])
 

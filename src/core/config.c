@@ -88,20 +88,21 @@ static const struct key keys[] = {
     {"loader.prefetch_factor", KEY_INT, OFF(loader.prefetch_factor), "2", 1, 1024, NULL,
      "batches in flight per worker (only with workers)"},
     {"loader.pin_memory", KEY_BOOL, OFF(loader.pin_memory), "false", 0, 0, NULL,
-     "page-locked batch buffers (cuda only; no effect on cpu)"},
+     "page-locked batch buffers (cuda, emulated; no effect on cpu)"},
     {"loader.persistent_workers", KEY_BOOL, OFF(loader.persistent_workers), "false", 0, 0,
      NULL, "keep workers across epochs instead of re-creating them"},
     {"loader.async_copy", KEY_BOOL, OFF(loader.async_copy), "false", 0, 0, NULL,
-     "copy batches to the device on a copy thread and stream (cuda only)"},
+     "copy batches to the device on a copy thread and stream (cuda, emulated)"},
     {"loader.copy_depth", KEY_INT, OFF(loader.copy_depth), "2", 1, 64, NULL,
-     "device buffers in the async-copy ring (cuda only)"},
+     "device buffers in the async-copy ring (cuda, emulated)"},
     {"train.epochs", KEY_INT, OFF(train.epochs), "1", 1, 1e7, NULL,
      "measured epochs"},
     {"train.warmup_epochs", KEY_INT, OFF(train.warmup_epochs), "0", 0, 1e7, NULL,
      "epochs run before the measured ones and left out of the results"},
     {"train.lr", KEY_FLOAT, OFF(train.lr), "0.01", 0, 1e6, NULL, "SGD learning rate"},
     {"parallel.device", KEY_ENUM, OFF(parallel.device), "cpu", 0, 0, "*|auto",
-     "where replicas run; auto = cuda when a device is usable, else cpu"},
+     "where replicas run; auto = cuda when a device is usable, else cpu; emulated = a GPU's "
+     "timing (the emulate.* keys) with the math on this host"},
     {"parallel.mode", KEY_ENUM, OFF(parallel.mode), "dp", 0, 0, "dp|ddp",
      "dp = nn.DataParallel in one process; ddp = DistributedDataParallel, one rank per "
      "process (mpirun -np N)"},
@@ -113,7 +114,25 @@ static const struct key keys[] = {
     {"parallel.replicas", KEY_INT, OFF(parallel.replicas), "1", 1, 1024, NULL,
      "DataParallel replicas (cuda: the first N devices)"},
     {"parallel.devices", KEY_INT_LIST, OFF(parallel.devices), "[]", 0, 1023, NULL,
-     "cuda device ids, one per replica; a repeated id shares that GPU"},
+     "cuda or emulated device ids, one per replica; a repeated id shares that device"},
+    {"emulate.h2d_gbps", KEY_FLOAT, OFF(emulate.h2d_gbps), "55", 0.001, 1e5, NULL,
+     "emulated: pinned host-to-device copy rate, GB/s; default: H100 pinned copies measure "
+     "about 55 GB/s (published, docs/emulated.md)"},
+    {"emulate.pageable_gbps", KEY_FLOAT, OFF(emulate.pageable_gbps), "21", 0.001, 1e5, NULL,
+     "emulated: pageable host-to-device copy rate, GB/s; default: 55 / 2.6, published "
+     "bandwidthTest runs on A100 hosts show pinned 2.6x to 5x pageable"},
+    {"emulate.launch_us", KEY_FLOAT, OFF(emulate.launch_us), "5", 0, 1e7, NULL,
+     "emulated: fixed device time per replica per step, us; default: a kernel launch costs "
+     "about 2 to 5 us (published), the upper end"},
+    {"emulate.compute_us", KEY_FLOAT, OFF(emulate.compute_us), "0", 0, 1e7, NULL,
+     "emulated: device time per sample per step, us: your model's step time / batch size, "
+     "measured in your PyTorch loop (docs/emulated.md); 0 = launch time only"},
+    {"emulate.p2p_gbps", KEY_FLOAT, OFF(emulate.p2p_gbps), "0", 0, 1e5, NULL,
+     "emulated: device-to-device rate of the gradient reduce, GB/s; 0 = not timed (H100 "
+     "NVLink peer copies measure about 375 GB/s one way, published)"},
+    {"emulate.profile", KEY_STRING, OFF(emulate.profile), "", 0, CONFIG_STR - 1, NULL,
+     "emulated: a profile JSON written by dpbench --h2d-bandwidth --out DIR on a GPU; keys "
+     "set in the config override it"},
     {"report.trace", KEY_BOOL, OFF(report.trace), "false", 0, 0, NULL,
      "print the tutorial's In Model / Outside lines for each batch of the first epoch"},
     {"report.format", KEY_ENUM, OFF(report.format), "text", 0, 0, "text|json|csv",
@@ -160,7 +179,7 @@ static const char *key_choices(const struct key *k, char *buf, size_t n)
 }
 
 static const char *const sections[] = {"dataset", "model", "loader", "train", "parallel",
-                                       "report", "transform"};
+                                       "report", "transform", "emulate"};
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 
 
@@ -861,8 +880,8 @@ int config_validate(const struct config *c, struct error *e)
     const char *dev = c->parallel.device;
     if (c->parallel.n_devices > 0) {
         if (strcmp(dev, "cpu") == 0)
-            return error_set(e, "parallel.devices: device ids need parallel.device: cuda "
-                                "(or auto); on the cpu use parallel.replicas");
+            return error_set(e, "parallel.devices: device ids need parallel.device: cuda, "
+                                "emulated or auto; on the cpu use parallel.replicas");
         if (c->parallel.replicas != 1 && c->parallel.replicas != c->parallel.n_devices)
             return error_set(e, "parallel.replicas: %ld disagrees with parallel.devices (%d ids); "
                                 "give one or the other",

@@ -57,7 +57,7 @@ struct config {
         double lr;
     } train;
     struct {
-        char device[CONFIG_STR]; // cpu | cuda | auto
+        char device[CONFIG_STR]; // cpu | cuda | emulated | auto
         char mode[CONFIG_STR];   // dp | ddp
         char comm[CONFIG_STR];   // auto | mpi | nccl (ddp's collectives)
         char blas[CONFIG_STR];   // auto | openblas | libxsmm (cpu step's products)
@@ -65,6 +65,14 @@ struct config {
         long devices[CONFIG_MAX_DEVICES]; // (n_devices) device ids, may repeat
         int n_devices;
     } parallel;
+    struct config_emulate {     // parallel.device emulated: the device's timing
+        double h2d_gbps;        // pinned host-to-device copies, GB/s (1e9 bytes/s)
+        double pageable_gbps;   // pageable host-to-device copies, GB/s
+        double launch_us;       // device time per replica per step, us
+        double compute_us;      // device time per sample per step, us
+        double p2p_gbps;        // gradient reduce between devices, GB/s; 0 = not timed
+        char profile[CONFIG_STR]; // profile JSON (dpbench --h2d-bandwidth --out), "" = none
+    } emulate;
     struct {
         bool trace;
         char format[CONFIG_STR]; // text | json | csv

@@ -1,10 +1,12 @@
 /* Dataset generation and per-sample access. */
 #include "dataset.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -60,8 +62,17 @@ static void *builder_main(void *arg)
 
 int dataset_init(struct dataset *d, const struct config *c, struct error *e)
 {
-    if (strcmp(c->dataset.kind, "random") != 0)
-        return dataset_files_load(d, c, e);
+    if (strcmp(c->dataset.kind, "random") != 0) {
+        struct stat st;
+        if (dataset_files_load(d, c, e) == 0)
+            return 0;
+        if (stat(c->dataset.path, &st) != 0 && errno == ENOENT) { // say how to make one
+            struct error why = *e;
+            error_set(e, "%s; dpbench --make-dataset %s DIR writes one (--make-dataset --help)",
+                      why.msg, c->dataset.kind);
+        }
+        return -1;
+    }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     return dataset_build(d, c, cores > 0 ? (int)cores : 1, e);
 }

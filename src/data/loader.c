@@ -91,7 +91,19 @@ static bool dropped(const struct loader *l)
 /* Gathers batch k's samples into b; runs the transform. 1 when the epoch's
  * outstanding work was cancelled (early stop, or a second signal) between two
  * samples: slow samples must not hold a stop up for a whole batch. */
+static int fill_batch(struct loader *l, struct batch *b, long k, struct error *e);
+
+/* fill_batch, its wall time added to the epoch's fill_ns (the pipeline
+ * model's load time per batch: report_emulated.c). */
 static int fill(struct loader *l, struct batch *b, long k, struct error *e)
+{
+    double t0 = now_seconds();
+    int rc = fill_batch(l, b, k, e);
+    __atomic_fetch_add(&l->fill_ns, (long)(1e9 * (now_seconds() - t0)), __ATOMIC_RELAXED);
+    return rc;
+}
+
+static int fill_batch(struct loader *l, struct batch *b, long k, struct error *e)
 {
     const struct dataset *d = l->data;
     long start = k * l->opt.batch_size;
@@ -229,6 +241,7 @@ int loader_epoch_begin(struct loader *l, long epoch, struct error *e)
     l->taken = 0;
     l->failed = false;
     l->read_bytes = 0;
+    __atomic_store_n(&l->fill_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&l->cancel, 0, __ATOMIC_RELAXED);
     for (int i = 0; i < l->window; i++)
         l->ready[i] = NULL;

@@ -81,6 +81,7 @@ struct loader {
     bool failed;
     long fail_index;         // the earliest batch a worker failed on
     long read_bytes;         // bytes read from files this epoch (atomic)
+    long fill_ns;            // ns spent filling batches this epoch, summed over fillers (atomic)
 };
 
 int loader_init(struct loader *l, const struct dataset *d, const struct loader_options *o,

@@ -2,6 +2,7 @@
  * `struct results`, plus atomic result files. */
 #include "report.h"
 #include "report_ddp.h"
+#include "report_emulated.h"
 #include "rlimits.h"
 #include "signals.h"
 
@@ -91,6 +92,7 @@ void report_summarize_run(struct results *r, int i)
     summarize_speedup(r, s, t, n);
     if (run->floor.measured && run->floor.seconds > 0)
         s->floor_ratio = s->median_s / run->floor.seconds;
+    report_emulated_summarize(run);
     free(t);
 }
 
@@ -329,7 +331,7 @@ static void text_epochs(FILE *f, const struct run_result *run)
         if (lab)
             fprintf(f, " %8.2f %10.2f %9.1f", 100 * ep->accuracy, ep->read_bytes / 1e6,
                     ep->read_bytes / 1e6 / ep->seconds);
-        fprintf(f, "\n");
+        fprintf(f, "%s\n", report_emulated_tag(run));
     }
 }
 
@@ -384,9 +386,10 @@ void report_text_row(FILE *f, const struct results *r, int i)
     if (!isnan(s->overlap))
         snprintf(ov, sizeof ov, "%.0f", 100 * s->overlap);
     text_speedup(s, sp, sizeof sp);
-    fprintf(f, "%-*s %10.4f %8.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g  %s\n", w, label,
+    fprintf(f, "%-*s %10.4f %8.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g  %s%s\n", w, label,
             1e3 * s->median_s, half_ci(&s->epoch_ms), 1e3 * s->min_s, 1e3 * s->max_s,
-            s->samples_per_s, 100 * s->wait_share, ov, s->final_loss, sp);
+            s->samples_per_s, 100 * s->wait_share, ov, s->final_loss, sp,
+            report_emulated_tag(run));
 }
 
 static void text_warnings(FILE *f, const struct results *r)
@@ -404,10 +407,10 @@ static void text_run_stats(FILE *f, const struct run_result *run)
     const struct run_summary *s = &run->sum;
     const struct stats *st = &s->epoch_ms;
     fprintf(f, "# median epoch %.4f ms ± %.4f (95%% CI of the median %.4f-%.4f%s) over %d "
-               "epochs%s, %.0f samples/s\n",
+               "epochs%s, %.0f samples/s%s\n",
             st->median, half_ci(st), st->ci95[0], st->ci95[1],
             st->ci_exact ? "" : ", min-max: too few epochs for 95%", run->n_epochs,
-            run->repeats > 1 ? " of all repeats" : "", s->samples_per_s);
+            run->repeats > 1 ? " of all repeats" : "", s->samples_per_s, report_emulated_tag(run));
     fprintf(f, "# epoch ms: mean %.4f ± %.4f sd, min %.4f, p90 %.4f, p99 %.4f, max %.4f\n",
             st->mean, st->stddev, st->min, st->p90, st->p99, st->max);
 }
@@ -439,9 +442,10 @@ void report_text(FILE *f, const struct results *r)
         text_epochs(f, &r->runs[0]);
         const struct run_summary *s = &r->runs[0].sum;
         text_run_stats(f, &r->runs[0]);
+        const char *tag = report_emulated_tag(&r->runs[0]);
         if (!isnan(s->copy_gbps))
-            fprintf(f, "# copy: %.2f GB/s, %.0f%% hidden behind compute\n", s->copy_gbps,
-                    100 * s->overlap);
+            fprintf(f, "# copy: %.2f GB/s, %.0f%% hidden behind compute%s\n", s->copy_gbps,
+                    100 * s->overlap, tag);
         if (!isnan(s->host_us))
             fprintf(f, "# host overhead: %.1f us per step issuing device work, %.1f per replica\n",
                     s->host_us, s->host_us / r->runs[0].replicas);
@@ -450,7 +454,8 @@ void report_text(FILE *f, const struct results *r)
         report_verdict(&r->runs[0], verdict, sizeof verdict);
         fprintf(f, "# verdict: %s\n", verdict);
         if (!isnan(s->au))
-            fprintf(f, "# AU (compute time / epoch time): %.0f%%\n", 100 * s->au);
+            fprintf(f, "# AU (compute time / epoch time): %.0f%%%s\n", 100 * s->au, tag);
+        report_emulated_text(f, &r->runs[0]);
         if (r->runs[0].stopped[0])
             fprintf(f, "# stopped: %s\n", r->runs[0].stopped);
     } else {
@@ -467,6 +472,7 @@ void report_text(FILE *f, const struct results *r)
                 continue;
             report_verdict(&r->runs[i], verdict, sizeof verdict);
             fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
+            report_emulated_text(f, &r->runs[i]);
             if (r->runs[i].stopped[0])
                 fprintf(f, "# %s: stopped: %s\n", r->runs[i].label, r->runs[i].stopped);
         }
@@ -676,6 +682,7 @@ static cJSON *run_json(const struct run_result *run)
         cJSON_AddItemToObject(e, "read_mbps",
                               number_or_null(ep->read_bytes > 0 ? ep->read_bytes / 1e6 / ep->seconds
                                                                 : NAN));
+        report_emulated_epoch_json(e, run, k);
         cJSON_AddItemToArray(eps, e);
     }
     const struct run_summary *s = &run->sum;
@@ -703,6 +710,7 @@ static cJSON *run_json(const struct run_result *run)
     report_verdict(run, verdict, sizeof verdict);
     cJSON_AddStringToObject(sum, "verdict", verdict);
     cJSON_AddItemToObject(sum, "au", number_or_null(s->au));
+    report_emulated_json(sum, run);
     if (run->eval.done) {
         cJSON *ev = cJSON_AddObjectToObject(o, "eval");
         cJSON_AddItemToObject(ev, "loss", number_or_null(run->eval.loss));

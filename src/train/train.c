@@ -175,6 +175,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     if (config_copy(&out->cfg, c))
         return error_set(e, "out of memory");
     out->backend = be->name;
+    out->emulated = be->emulated;
     out->replicas = n;
     out->world_size = world;
     out->comm = cm ? cm->name : NULL;
@@ -215,6 +216,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .w0 = w0,
         .b0 = w0 + OF,
         .classify = d->classes > 0,
+        .emulate = &c->emulate,
     };
     struct loader_options lo = {
         .batch_size = c->loader.batch_size,
@@ -238,7 +240,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         free(w0);
         return -1;
     }
-    if (strcmp(be->name, "cpu") == 0) { // the step's math runs on this host
+    if (be->host_math) { // the step's math runs on this host
         /* replicas run side by side: together never more threads than free cores */
         long rows = c->loader.batch_size < d->length ? c->loader.batch_size : d->length;
         int side = n < setup.compute_cores ? n : setup.compute_cores; // replicas at once

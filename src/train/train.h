@@ -24,6 +24,23 @@ struct epoch_result {
     struct epoch_stats st;  // where the time went
 };
 
+/* An emulated run's figures (report_emulated.c), means over measured epochs. */
+struct emu_summary {
+    bool on;                  // the run was on the emulated device
+    double h2d_busy_s;        // copy engines' busy seconds per epoch, summed over devices
+    double compute_busy_s;    // compute engines' busy seconds per epoch, summed over devices
+    double p2p_s;             // gradient reduce seconds per epoch
+    double exposed_copy_s;    // copy seconds per epoch not hidden behind compute
+    double load_s;            // loader seconds per epoch (summed over its threads)
+    double host_step_s;       // host seconds per step (the real math and the issuing)
+    double device_step_s;     // device seconds per step (compute engine of device 0)
+    double busy_share[3];     // of the epoch: device idle (input), copy engine, compute engine
+    int bound;                // 0 input-, 1 copy-, 2 compute-bound: the largest share
+    double predicted_s;       // the pipeline model's epoch, median over epochs
+    double deviation;         // median epoch / predicted - 1
+    bool flagged;             // |deviation| > EMU_MODEL_TOLERANCE
+};
+
 /* Figures derived once from the measured epochs, for every renderer. */
 struct run_summary {
     double median_s, min_s, max_s; // epoch seconds over measured epochs
@@ -47,6 +64,7 @@ struct run_summary {
     double allreduce_wait_s;       // of those, waiting for the last rank to arrive
     double algbw_gbps, busbw_gbps; // its bandwidth, nccl-tests' definitions
     double straggler;              // slowest / fastest rank's median epoch
+    struct emu_summary emu;        // parallel.device emulated
 };
 
 /* One rank's figures in a ddp run, gathered on rank 0. */
@@ -60,6 +78,7 @@ struct run_result {
     struct config cfg;      // the resolved config of this run
     char label[512];        // "key=value ..." for a sweep point, "" otherwise
     const char *backend;    // backend name
+    bool emulated;          // the backend's device times are modelled (emulate.*)
     int replicas;
     bool shared_devices;    // several replicas on one device
     long n_batches;         // batches per epoch
