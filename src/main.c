@@ -907,6 +907,7 @@ int main(int argc, char **argv)
     stuck_comm = &comm;
     signals_on_stuck(write_stuck, &res);
     rc = run_points(&res.cfg, &bes, &res, opts.quiet, &e);
+    signals_on_stuck(NULL, NULL); // no run in progress any more
     signals_settle(); // stopped: what completed is written unless another signal comes
     int status = EXIT_OK;
     /* a failure every rank had after the same step leaves the ranks in step:
@@ -928,6 +929,7 @@ int main(int argc, char **argv)
         res.peak_rss_bytes = (double)ru.ru_maxrss * 1024; // Linux reports KiB
     bool placed = false; // the result files have their names
     if (res.n_runs > 0) {
+        signals_phase("writing the results");
         report_summarize(&res);
         if (emit(&res, &placed, &e) && !signals_pending()) {
             fprintf(stderr, "dpbench: %s\n", e.msg);

@@ -18,8 +18,9 @@ chmod 755 "$TMP"
 cp "$BIN" "$TMP/dpbench" && chmod 755 "$TMP/dpbench"
 CAP=60 # seconds: no case takes more than a few; past this it hung
 
-# as USER (root or nobody) LIMITS ARGS...: runs dpbench under `ulimit LIMITS`
-# in $TMP/run (owned by USER), stdout to $TMP/out, stderr to $TMP/err; sets rc
+# as USER (self: this user, or nobody) LIMITS ARGS...: runs dpbench under
+# `ulimit LIMITS` in $TMP/run (owned by USER), stdout to $TMP/out, stderr to
+# $TMP/err; sets rc
 as() {
     local user=$1 lim=$2; shift 2
     rm -rf "$TMP/run" "$TMP/out" "$TMP/err"
@@ -53,7 +54,7 @@ check() {
     else bad "$what: exit $rc (want $want), missing$missing, left '$left': $(head -c 600 "$TMP/err")"; fi
 }
 
-users=(root)
+users=(self) # root where CI runs
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
     users+=(nobody)
 else
@@ -118,7 +119,7 @@ for sig in INT TERM HUP; do
     rm -rf "$TMP/big"
     mkdir "$TMP/big"
     timeout -s KILL $CAP "$BIN" --out "$TMP/big" --set dataset.length=1 --set loader.batch_size=1 \
-        --set train.epochs=300000 >"$TMP/big.out" 2>"$TMP/big.err" &
+        --set train.epochs=100000 >"$TMP/big.out" 2>"$TMP/big.err" &
     pid=$!
     for i in $(seq 3000); do # until the first temp file appears (training takes seconds)
         [ -n "$(find "$TMP/big" -name '*.tmp')" ] && break
@@ -134,12 +135,13 @@ for sig in INT TERM HUP; do
     # stdout; or just after they got their names: both whole, stdout cut
     files=$(ls -A "$TMP/big" | tr '\n' ' ')
     if grep -q "the result files were written" "$TMP/big.err"; then
-        python3 -c "import json,csv,glob,sys; json.load(open(glob.glob(sys.argv[1]+'/*.json')[0])); assert len(list(csv.reader(open(glob.glob(sys.argv[1]+'/*.csv')[0])))) > 300000" "$TMP/big" &&
+        python3 -c "import json,csv,glob,sys; json.load(open(glob.glob(sys.argv[1]+'/*.json')[0])); assert len(list(csv.reader(open(glob.glob(sys.argv[1]+'/*.csv')[0])))) > 100000" "$TMP/big" &&
             [ -z "$(find "$TMP/big" -name '*.tmp')" ] && files="" && : >"$TMP/big.out"
     fi
-    # 2 s, and 1 more for the shell and the kernel (an fsync begun before the
-    # signal is not cut short) on a loaded machine
-    if [ $rc -eq $want ] && [ $ms -lt 3000 ] && [ -z "$files" ] && [ ! -s "$TMP/big.out" ] &&
+    # at most the watchdog's 1.5 s (an fsync begun before the signal is not cut
+    # short), and 3.5 s more for scheduling on a loaded machine (3.3 s seen at
+    # load 17 on 2 cores); a hang runs into the CAP
+    if [ $rc -eq $want ] && [ $ms -lt 5000 ] && [ -z "$files" ] && [ ! -s "$TMP/big.out" ] &&
         grep -q "interrupted by SIG$sig while writing the results" "$TMP/big.err"; then ok
     else bad "SIG$sig while writing results: exit $rc (want $want) after $ms ms, left '$files': $(head -c 400 "$TMP/big.err")"; fi
 done
@@ -159,8 +161,8 @@ if ${CC:-cc} -shared -fPIC -o "$TMP/stuck.so" tests/stuck_blas.c 2>"$TMP/cc.err"
         wait $pid
         rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
         want=$((128 + $(kill -l $sig)))
-        # the watchdog's 1.5 s, and 1.5 s for scheduling on a loaded machine
-        if [ -e "$TMP/stuck.mark" ] && [ $rc -eq $want ] && [ $ms -lt 3000 ] &&
+        # the watchdog's 1.5 s, and 3.5 s for scheduling on a loaded machine
+        if [ -e "$TMP/stuck.mark" ] && [ $rc -eq $want ] && [ $ms -lt 5000 ] &&
             grep -q "interrupted by SIG$sig, and the run did not reach a point where it can stop" "$TMP/stuck.err" &&
             [ -z "$(find "$TMP/stuck" -name '*.tmp' 2>/dev/null)" ]; then ok
         else bad "SIG$sig inside a call that never returns: exit $rc (want $want) after $ms ms: $(head -c 400 "$TMP/stuck.err")"; fi

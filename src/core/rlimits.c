@@ -47,21 +47,21 @@ static size_t mapped_now(void)
     return (size_t)strtoull(buf, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Bytes of OpenBLAS buffers mapped now: anonymous mappings of exactly its
- * size (its threads map theirs as they start, so at a given moment some may
- * be there and some not). */
-static size_t blas_mapped(void)
+/* Bytes mapped now besides OpenBLAS's buffers (mappings of exactly their
+ * size: its threads map theirs as they start, so at a given moment some may
+ * be there and some not), from one reading of /proc/self/maps. */
+static size_t mapped_but_blas(void)
 {
     FILE *f = fopen("/proc/self/maps", "r");
     char line[512];
     size_t n = 0;
     unsigned long lo, hi;
     while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && hi - lo == BLAS_BUFFER)
-            n++;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && hi - lo != BLAS_BUFFER)
+            n += hi - lo;
     if (f)
         fclose(f);
-    return n * BLAS_BUFFER;
+    return n;
 }
 
 /* A new thread's stack: the default glibc gives pthread_create. */
@@ -186,7 +186,7 @@ int rlimits_check_run(const struct config *c, const struct estimate *est, struct
     size_t pool = (size_t)rlimits_blas_threads() - 1;
     size_t threads = W + (cpu ? R - 1 : 0), callers = pool + (cpu ? R : 0);
     size_t data = est->total - est->runtime, stacks = 0, blas = 0, need;
-    size_t now = mapped_now() - blas_mapped();
+    size_t now = mapped_but_blas();
     bool ok = !__builtin_mul_overflow(threads, stack, &stacks) &&
               !__builtin_mul_overflow(callers, (size_t)BLAS_BUFFER, &blas) &&
               !__builtin_add_overflow(data, stacks + blas + SLACK, &need) &&

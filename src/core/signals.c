@@ -26,6 +26,7 @@ static int tracked_on[TRACKED]; // atomic: tracked[i] holds a path
 enum { IDLE, IN_CALL, TAKEN };
 static int call_state;           // atomic: enum above
 static long call_seq;            // atomic: calls begun
+static const char *phase;       // what the main thread does, for the message; NULL: the run
 static void (*stuck_fn)(void *);
 static void *stuck_arg;
 
@@ -64,10 +65,16 @@ static void end_now(void)
             unlink(tracked[i]);
     int sig = train_stop ? train_stop : SIGTERM;
     char msg[256];
-    int n = snprintf(msg, sizeof msg,
-                     "dpbench: interrupted by %s, and the run did not reach a point where it "
-                     "can stop within %.1f s (inside a library call that does not return): "
-                     "ending now, without results\n", signals_name(sig), GRACE_S);
+    const char *what = __atomic_load_n(&phase, __ATOMIC_SEQ_CST);
+    int n = what ? snprintf(msg, sizeof msg,
+                            "dpbench: interrupted by %s while %s, which did not stop within "
+                            "%.1f s: ending now (temp files removed)\n",
+                            signals_name(sig), what, GRACE_S)
+                 : snprintf(msg, sizeof msg,
+                            "dpbench: interrupted by %s, and the run did not reach a point "
+                            "where it can stop within %.1f s (inside a library call that does "
+                            "not return): ending now, without results\n",
+                            signals_name(sig), GRACE_S);
     if (n > 0 && write(STDERR_FILENO, msg, (size_t)n < sizeof msg ? (size_t)n : 0) < 0)
         n = 0;
     _exit(128 + sig);
@@ -124,6 +131,8 @@ void signals_call_end(void)
     for (;;) // the watchdog is writing the results and ends the process
         pause();
 }
+
+void signals_phase(const char *what) { __atomic_store_n(&phase, what, __ATOMIC_SEQ_CST); }
 
 void signals_on_stuck(void (*fn)(void *), void *arg)
 {

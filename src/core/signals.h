@@ -38,6 +38,9 @@ void signals_untrack(const char *path);
 void signals_call_begin(void);
 void signals_call_end(void);
 void signals_on_stuck(void (*fn)(void *arg), void *arg);
+/* What the main thread does now ("writing the results"), for the watchdog's
+ * message; NULL: the run. */
+void signals_phase(const char *what);
 /* "SIGINT", "SIGTERM", "SIGHUP" */
 const char *signals_name(int sig);
 
