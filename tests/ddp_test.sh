@@ -22,31 +22,21 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --oversubscribe --mca btl self,vader -np)
 
-# final_params of a JSON result on stdout, as one line of numbers
-params() {
-    python3 -c 'import json,sys; p=json.load(sys.stdin)["runs"][0]["final_params"]; print(*(p["weight"]+p["bias"]))'
-}
-# maxrel A B: largest |a-b|/max(|b|,1e-3) over two lines of numbers
-maxrel() {
-    python3 -c 'import sys; a=list(map(float,sys.argv[1].split())); b=list(map(float,sys.argv[2].split()))
-assert len(a)==len(b) and a, "no parameters"
-print(max(abs(x-y)/max(abs(y),1e-3) for x,y in zip(a,b)))' "$1" "$2"
-}
-within() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$1" "$2"; }
-
-# ---- equivalence: W ranks x B == 1 process x W*B == dp W replicas x W*B
+# ---- equivalence: W ranks x B == 1 process x W*B == dp W replicas x W*B, up
+# to float32 rounding (tests/paramdist.py: the bound of tests/testutil.h's
+# order_bound over the run's steps, batch and features)
 for shuffle in true false; do
     for W in 2 3; do
         B=10
         C=(--config configs/tutorial.yaml --set dataset.length=$((W * B * 4)) --set train.epochs=5
            --set loader.shuffle=$shuffle --format json)
-        ddp=$("${MPIRUN[@]}" "$W" "$BIN" "${C[@]}" --set parallel.mode=ddp \
-              --set loader.batch_size=$B 2>"$TMP/err" | params)
-        one=$("$BIN" "${C[@]}" --set loader.batch_size=$((W * B)) | params)
-        dp=$("$BIN" "${C[@]}" --set loader.batch_size=$((W * B)) --set parallel.replicas=$W | params)
-        d1=$(maxrel "$ddp" "$one" 2>&1) d2=$(maxrel "$ddp" "$dp" 2>&1)
-        if within "$d1" 1e-5 && within "$d2" 1e-5; then ok; else
-            bad "shuffle=$shuffle W=$W: ddp vs 1 process $d1, vs dp $d2 ($(head -c 300 "$TMP/err"))"; fi
+        "${MPIRUN[@]}" "$W" "$BIN" "${C[@]}" --set parallel.mode=ddp \
+            --set loader.batch_size=$B >"$TMP/ddp.json" 2>"$TMP/err"
+        "$BIN" "${C[@]}" --set loader.batch_size=$((W * B)) >"$TMP/one.json"
+        "$BIN" "${C[@]}" --set loader.batch_size=$((W * B)) --set parallel.replicas=$W >"$TMP/dp.json"
+        if python3 tests/paramdist.py "$TMP/ddp.json" "$TMP/one.json" >"$TMP/d1" 2>&1 &&
+           python3 tests/paramdist.py "$TMP/ddp.json" "$TMP/dp.json" >"$TMP/d2" 2>&1; then ok; else
+            bad "shuffle=$shuffle W=$W: ddp vs 1 process: $(cat "$TMP/d1"); vs dp: $(cat "$TMP/d2" 2>/dev/null) ($(head -c 300 "$TMP/err"))"; fi
     done
 done
 
@@ -192,20 +182,18 @@ IDX=(--set dataset.kind=idx --set dataset.path="$TMP/idx/train-images-idx3-ubyte
 "${MPIRUN[@]}" 2 "$BIN" "${IDX[@]}" --set parallel.mode=ddp --set loader.batch_size=8 \
     --out "$TMP/ce" >"$TMP/ce-ddp.json" 2>"$TMP/err"
 "$BIN" "${IDX[@]}" --set loader.batch_size=16 >"$TMP/ce-one.json" 2>>"$TMP/err"
+# parameters, losses, accuracies: tests/paramdist.py
+if python3 tests/paramdist.py "$TMP/ce-ddp.json" "$TMP/ce-one.json" >"$TMP/d1" 2>&1; then ok; else
+    bad "ddp cross_entropy: $(cat "$TMP/d1") $(head -c 300 "$TMP/err")"; fi
 if python3 - "$TMP/ce-ddp.json" "$TMP/ce-one.json" "$TMP/ce" <<'PY'; then ok; else bad "ddp cross_entropy: $(head -c 300 "$TMP/err")"; fi
 import csv, glob, json, sys
 a, b = (json.load(open(p))["runs"][0] for p in sys.argv[1:3])
 flat = lambda r: r["final_params"]["weight"] + r["final_params"]["bias"]
-pa, pb = flat(a), flat(b)
-assert len(pa) == len(pb) == 4 * 784 + 4
-d = max(abs(x - y) / max(abs(y), 1e-3) for x, y in zip(pa, pb))
-assert d < 1e-5, d
+assert len(flat(a)) == len(flat(b)) == 4 * 784 + 4
 assert a["loss"] == "cross_entropy" and a["world_size"] == 2
-for ea, eb in zip(a["epochs"], b["epochs"]):
-    assert ea["samples"] == eb["samples"] == 60, (ea["samples"], eb["samples"])
-    assert abs(ea["accuracy"] - eb["accuracy"]) < 1e-9, (ea["accuracy"], eb["accuracy"])
-    assert abs(ea["loss"] - eb["loss"]) < 1e-5 * eb["loss"]
-assert a["eval"]["samples"] == 20 and abs(a["eval"]["accuracy"] - b["eval"]["accuracy"]) < 1e-9
+assert all(ea["samples"] == eb["samples"] == 60 for ea, eb in zip(a["epochs"], b["epochs"]))
+# eval: 20 samples of the same parameters; one may flip class under rounding
+assert a["eval"]["samples"] == 20 and abs(a["eval"]["accuracy"] - b["eval"]["accuracy"]) * 20 <= 1 + 1e-9
 # CSV: the ddp columns after the usual ones, the JSON's figures per epoch
 rows = list(csv.DictReader(open(glob.glob(sys.argv[3] + "/*.csv")[0])))
 assert len(rows) == 3
