@@ -22,6 +22,35 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --oversubscribe --mca btl self,vader -np)
 
+# wait_job PID PATTERN: after a signal to the job, up to 30 s for every rank
+# (processes matching PATTERN) to end: what dpbench promises; sets ms (how
+# long they took), left (ranks still there) and rc (mpirun's status). Then up
+# to 10 s for mpirun itself: Debian 12's Open MPI 4.1 may crash (exit 139) or
+# hang in its own PMIx finalize after its ranks are gone. That is mpirun's,
+# not dpbench's: the test says so and kills it, and checks the ranks, not
+# mpirun's exit status or time.
+rank_pids() {
+    local p
+    for p in $(pids_matching "$1"); do [ "$(readlink "/proc/$p/exe")" = "$BIN" ] && echo "$p"; done
+    return 0
+}
+wait_job() {
+    local pid=$1 pattern=$2 t0 i
+    t0=$(date +%s%N)
+    for i in $(seq 300); do
+        left=$(rank_pids "$pattern")
+        [ -z "$left" ] && break
+        sleep 0.1
+    done
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    if ! timeout 10 tail --pid="$pid" -f /dev/null; then
+        echo "note: mpirun still running 10 s after its ranks ended (Open MPI's finalize); killed" >&2
+        kill -KILL "$pid" 2>/dev/null
+    fi
+    { wait "$pid"; } 2>/dev/null
+    rc=$?
+}
+
 # ---- equivalence: W ranks x B == 1 process x W*B == dp W replicas x W*B, up
 # to float32 rounding (tests/paramdist.py: the bound of tests/testutil.h's
 # order_bound over the run's steps, batch and features)
@@ -86,8 +115,7 @@ if [ "$rc" -ne 0 ] && [ "$(grep -c '^dpbench: ' "$TMP/err")" = 1 ] &&
 # ---- SIGINT to mpirun: it sends SIGTERM to every rank and SIGKILL a second
 # later; every rank stops after the same step and rank 0 writes its result
 # files first (mpirun stops forwarding output): they parse, are marked
-# interrupted and hold only complete epochs; mpirun ends promptly, no rank
-# is left behind
+# interrupted and hold only complete epochs; every rank ends (wait_job)
 mark=ddp-sigint-$$
 "${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set name=$mark --set dataset.length=2000 \
     --set dataset.sample_cost_us=50 --set train.epochs=100000 --out "$TMP/int" --format json \
@@ -95,13 +123,8 @@ mark=ddp-sigint-$$
 pid=$!
 wait_busy "name=$mark" 2 100 # both ranks training (a second of cpu each); start-up may be slow under load
 kill -INT $pid
-t0=$(date +%s%N)
-timeout 20 tail --pid=$pid -f /dev/null || kill -KILL $pid
-{ wait $pid; } 2>/dev/null # Debian 12's mpirun may crash in its own PMIx finalize (exit 139): rc != 0 is all we ask
-rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-sleep 0.2
-left=$(pids_matching "name=$mark")
-if [ "$rc" -ne 0 ] && [ "$ms" -lt 10000 ] && [ -z "$left" ] && python3 - "$TMP/int" <<'PY'; then ok; else
+wait_job $pid "name=$mark"
+if [ -z "$left" ] && python3 - "$TMP/int" <<'PY'; then ok; else
 import csv, glob, json, sys
 j, = glob.glob(sys.argv[1] + "/*.json")
 c, = glob.glob(sys.argv[1] + "/*.csv")
@@ -115,12 +138,12 @@ assert all(len(x["epochs"]) == n for x in r["ranks"])
 rows = list(csv.DictReader(open(c)))
 assert [int(x["epoch"]) for x in rows] == list(range(1, n + 1)), rows[-1:]
 PY
-    bad "SIGINT to mpirun: exit $rc after $ms ms, left: '$left': $(head -c 400 "$TMP/err")"
+    bad "SIGINT to mpirun: ranks left after $ms ms: '$left' (mpirun exit $rc): $(head -c 400 "$TMP/err")"
     [ -n "$left" ] && kill $left 2>/dev/null
 fi
 
-# ---- a rank killed mid-run: mpirun ends the job within seconds, naming the
-# rank and its host; no rank is left behind
+# ---- a rank killed mid-run: mpirun ends the job, naming the rank and its
+# host; no rank is left behind (wait_job)
 "${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set name=ddp-kill-$$ --set dataset.length=2000 \
     --set dataset.sample_cost_us=50 --set train.epochs=100000 >"$TMP/out" 2>"$TMP/err" &
 pid=$!
@@ -130,15 +153,9 @@ for p in $(pids_matching "name=ddp-kill-$$"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
 done
 [ -n "$victim" ] && kill -9 "$victim"
-t0=$(date +%s%N)
-timeout 20 tail --pid=$pid -f /dev/null || kill -KILL $pid
-{ wait $pid; } 2>/dev/null # Debian 12's mpirun may crash in its own PMIx finalize (exit 139): rc != 0 is all we ask
-rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-sleep 0.2
-left=$(pids_matching "name=ddp-kill-$$")
-if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$ms" -lt 10000 ] && [ -z "$left" ] &&
-   grep -q "rank 1 .*on node $(hostname)" "$TMP/err"; then ok; else
-    bad "killed rank 1 (pid '$victim'): exit $rc after $ms ms, left '$left': $(head -c 400 "$TMP/err")"
+wait_job $pid "name=ddp-kill-$$"
+if [ -n "$victim" ] && [ -z "$left" ] && grep -q "rank 1 .*on node $(hostname)" "$TMP/err"; then ok; else
+    bad "killed rank 1 (pid '$victim'): ranks left after $ms ms: '$left' (mpirun exit $rc): $(head -c 400 "$TMP/err")"
     [ -n "$left" ] && kill $left 2>/dev/null
 fi
 
@@ -210,7 +227,8 @@ expect2() {
     local frag=$1; shift
     "$@" >"$TMP/out" 2>"$TMP/err"
     local rc=$?
-    if [ "$rc" -eq 2 ] && grep -qF -- "$frag" "$TMP/err"; then ok; else
+    # dpbench's own line (mpirun prints its banner around it)
+    if [ "$rc" -eq 2 ] && grep '^dpbench: ' "$TMP/err" | grep -qF -- "$frag"; then ok; else
         bad "$* -> exit $rc, want 2 and '$frag': $(head -c 300 "$TMP/err")"; fi
 }
 expect2 "ddp runs one replica per rank" "$BIN" --set parallel.mode=ddp --set parallel.replicas=2
