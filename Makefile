@@ -90,8 +90,9 @@ FLAVOUR := $(B)/flavour
 $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL)" ] || echo $(CUDA)$(MPI)$(NCCL) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-unit test-cli test-results test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
-        test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated test-docs test-fresh bench bench-data clean
+.PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-tsan \
+        test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
+        test-docs test-fresh bench bench-data clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -142,6 +143,16 @@ $(B)/tests/%: tests/%.c $(LIB) tests/testutil.h
 
 test-unit: $(TESTS)
 	@tests/run_unit.sh $(TESTS)
+
+# The numerical tests on every kernel path this CPU can execute
+# (tests/kernel_paths.sh): each OpenBLAS core type and libxsmm target, both
+# libraries forced, and a build with a user's own CFLAGS in its own folder.
+KERNEL_TESTS  := test_hostmm test_step test_train test_data
+NATIVE_CFLAGS := -O3 -g -march=native -ffp-contract=fast
+test-kernels: $(KERNEL_TESTS:%=$(B)/tests/%)
+	@CFLAGS='$(NATIVE_CFLAGS)' $(MAKE) -s --no-print-directory B=$(B)/native CUDA=0 MPI=0 \
+	    $(KERNEL_TESTS:%=$(B)/native/tests/%)
+	@tests/kernel_paths.sh --native $(B)/native/tests $^
 
 test-cli: dpbench
 	@tests/cli_test.sh ./dpbench
@@ -255,9 +266,19 @@ test-limits: dpbench
 test-multinode: dpbench
 	@printf 'multinode: '; tests/multinode_test.sh ./dpbench
 
-test: test-unit test-cli test-results test-data-cli test-docs test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
-      test-ddp test-limits \
-      test-cuda-emulated
+# `make test`: every stage, even after a failure, then one table and the total
+# (tests/run_stages.sh). A new stage is one more word here.
+TEST_STAGES := test-unit test-kernels test-cli test-results test-data-cli test-docs test-asan test-tsan \
+               test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-cuda-emulated
+test:
+	@MAKE='$(MAKE)' tests/run_stages.sh $(TEST_STAGES)
+
+# The stages that start processes, send signals or wait on time, N runs each
+# with every core kept busy (tests/loop_stages.sh): `make test-loop N=20`.
+N ?= 20
+LOOP_STAGES ?= test-ddp test-cli test-results test-data-cli test-limits $(B)/tests/test_loader test-cuda-emulated test-multinode
+test-loop: dpbench $(B)/tests/test_loader
+	@MAKE='$(MAKE)' tests/loop_stages.sh $(N) $(LOOP_STAGES)
 
 # GPU tests stay out of TESTS so `make test` needs no GPU; without a usable
 # device the binary prints why and exits 0.

@@ -872,7 +872,7 @@ int main(int argc, char **argv)
     struct comm comm = {.world = 1};
     if (strcmp(res.cfg.parallel.mode, "ddp") == 0) {
         if (ddp_open(&comm, &res.cfg, be, &e)) {
-            if (e.msg[0]) // rank 0's, or every rank's before the engine opened
+            if (e.msg[0]) // every rank's before the engine opened (then ddp_open says it)
                 fprintf(stderr, "dpbench: %s\n", e.msg);
             config_free(&res.cfg);
             return EXIT_USAGE;

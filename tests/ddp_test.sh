@@ -18,31 +18,50 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --oversubscribe --mca btl self,vader -np)
 
-# final_params of a JSON result on stdout, as one line of numbers
-params() {
-    python3 -c 'import json,sys; p=json.load(sys.stdin)["runs"][0]["final_params"]; print(*(p["weight"]+p["bias"]))'
+# wait_job PID PATTERN: after a signal to the job, up to 30 s for every rank
+# (processes matching PATTERN) to end: what dpbench promises; sets ms (how
+# long they took), left (ranks still there) and rc (mpirun's status). Then up
+# to 10 s for mpirun itself: Debian 12's Open MPI 4.1 may crash (exit 139) or
+# hang in its own PMIx finalize after its ranks are gone. That is mpirun's,
+# not dpbench's: the test says so and kills it, and checks the ranks, not
+# mpirun's exit status or time.
+rank_pids() {
+    local p
+    for p in $(pids_matching "$1"); do [ "$(readlink "/proc/$p/exe")" = "$BIN" ] && echo "$p"; done
+    return 0
 }
-# maxrel A B: largest |a-b|/max(|b|,1e-3) over two lines of numbers
-maxrel() {
-    python3 -c 'import sys; a=list(map(float,sys.argv[1].split())); b=list(map(float,sys.argv[2].split()))
-assert len(a)==len(b) and a, "no parameters"
-print(max(abs(x-y)/max(abs(y),1e-3) for x,y in zip(a,b)))' "$1" "$2"
+wait_job() {
+    local pid=$1 pattern=$2 t0 i
+    t0=$(date +%s%N)
+    for i in $(seq 300); do
+        left=$(rank_pids "$pattern")
+        [ -z "$left" ] && break
+        sleep 0.1
+    done
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    if ! timeout 10 tail --pid="$pid" -f /dev/null; then
+        echo "note: mpirun still running 10 s after its ranks ended (Open MPI's finalize); killed" >&2
+        kill -KILL "$pid" 2>/dev/null
+    fi
+    { wait "$pid"; } 2>/dev/null
+    rc=$?
 }
-within() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$1" "$2"; }
 
-# ---- equivalence: W ranks x B == 1 process x W*B == dp W replicas x W*B
+# ---- equivalence: W ranks x B == 1 process x W*B == dp W replicas x W*B, up
+# to float32 rounding (tests/paramdist.py: the bound of tests/testutil.h's
+# order_bound over the run's steps, batch and features)
 for shuffle in true false; do
     for W in 2 3; do
         B=10
         C=(--config configs/tutorial.yaml --set dataset.length=$((W * B * 4)) --set train.epochs=5
            --set loader.shuffle=$shuffle --format json)
-        ddp=$("${MPIRUN[@]}" "$W" "$BIN" "${C[@]}" --set parallel.mode=ddp \
-              --set loader.batch_size=$B 2>"$TMP/err" | params)
-        one=$("$BIN" "${C[@]}" --set loader.batch_size=$((W * B)) | params)
-        dp=$("$BIN" "${C[@]}" --set loader.batch_size=$((W * B)) --set parallel.replicas=$W | params)
-        d1=$(maxrel "$ddp" "$one" 2>&1) d2=$(maxrel "$ddp" "$dp" 2>&1)
-        if within "$d1" 1e-5 && within "$d2" 1e-5; then ok; else
-            bad "shuffle=$shuffle W=$W: ddp vs 1 process $d1, vs dp $d2 ($(head -c 300 "$TMP/err"))"; fi
+        "${MPIRUN[@]}" "$W" "$BIN" "${C[@]}" --set parallel.mode=ddp \
+            --set loader.batch_size=$B >"$TMP/ddp.json" 2>"$TMP/err"
+        "$BIN" "${C[@]}" --set loader.batch_size=$((W * B)) >"$TMP/one.json"
+        "$BIN" "${C[@]}" --set loader.batch_size=$((W * B)) --set parallel.replicas=$W >"$TMP/dp.json"
+        if python3 tests/paramdist.py "$TMP/ddp.json" "$TMP/one.json" >"$TMP/d1" 2>&1 &&
+           python3 tests/paramdist.py "$TMP/ddp.json" "$TMP/dp.json" >"$TMP/d2" 2>&1; then ok; else
+            bad "shuffle=$shuffle W=$W: ddp vs 1 process: $(cat "$TMP/d1"); vs dp: $(cat "$TMP/d2" 2>/dev/null) ($(head -c 300 "$TMP/err"))"; fi
     done
 done
 
@@ -92,8 +111,7 @@ if [ "$rc" -ne 0 ] && [ "$(grep -c '^dpbench: ' "$TMP/err")" = 1 ] &&
 # ---- SIGINT to mpirun: it sends SIGTERM to every rank and SIGKILL a second
 # later; every rank stops after the same step and rank 0 writes its result
 # files first (mpirun stops forwarding output): they parse, are marked
-# interrupted and hold only complete epochs; mpirun ends promptly, no rank
-# is left behind
+# interrupted and hold only complete epochs; every rank ends (wait_job)
 mark=ddp-sigint-$$
 "${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set name=$mark --set dataset.length=2000 \
     --set dataset.sample_cost_us=50 --set train.epochs=100000 --out "$TMP/int" --format json \
@@ -101,13 +119,8 @@ mark=ddp-sigint-$$
 pid=$!
 wait_busy "name=$mark" 2 100 # both ranks training (a second of cpu each); start-up may be slow under load
 kill -INT $pid
-t0=$(date +%s%N)
-timeout 20 tail --pid=$pid -f /dev/null || kill -KILL $pid
-{ wait $pid; } 2>/dev/null # Debian 12's mpirun may crash in its own PMIx finalize (exit 139): rc != 0 is all we ask
-rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-sleep 0.2
-left=$(pids_matching "name=$mark")
-if [ "$rc" -ne 0 ] && [ "$ms" -lt 10000 ] && [ -z "$left" ] && python3 - "$TMP/int" <<'PY'; then ok; else
+wait_job $pid "name=$mark"
+if [ -z "$left" ] && python3 - "$TMP/int" <<'PY'; then ok; else
 import csv, glob, json, sys
 j, = glob.glob(sys.argv[1] + "/*.json")
 c, = glob.glob(sys.argv[1] + "/*[0-9].csv")
@@ -121,7 +134,7 @@ assert all(len(x["epochs"]) == n for x in r["ranks"])
 rows = list(csv.DictReader(open(c)))
 assert [int(x["epoch"]) for x in rows] == list(range(1, n + 1)), rows[-1:]
 PY
-    bad "SIGINT to mpirun: exit $rc after $ms ms, left: '$left': $(head -c 400 "$TMP/err")"
+    bad "SIGINT to mpirun: ranks left after $ms ms: '$left' (mpirun exit $rc): $(head -c 400 "$TMP/err")"
     [ -n "$left" ] && kill $left 2>/dev/null
 fi
 
@@ -139,14 +152,8 @@ for p in $(pids_matching "name=ddp-kill-$$"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1' && victim=$p
 done
 [ -n "$victim" ] && kill -9 "$victim"
-t0=$(date +%s%N)
-timeout 20 tail --pid=$pid -f /dev/null || kill -KILL $pid
-{ wait $pid; } 2>/dev/null # Debian 12's mpirun may crash in its own PMIx finalize (exit 139): rc != 0 is all we ask
-rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-sleep 0.2
-left=$(pids_matching "name=ddp-kill-$$")
-if [ -n "$victim" ] && [ "$rc" -ne 0 ] && [ "$ms" -lt 10000 ] && [ -z "$left" ] &&
-   grep -q "rank 1 .*on node $(hostname)" "$TMP/err" &&
+wait_job $pid "name=ddp-kill-$$"
+if [ -n "$victim" ] && [ -z "$left" ] && grep -q "rank 1 .*on node $(hostname)" "$TMP/err" &&
    [ -z "$(find "$TMP/kill" -name '*.tmp')" ] && python3 - "$TMP/kill" "$TMP/out" <<'PY'; then ok; else
 import glob, json, sys
 j, = glob.glob(sys.argv[1] + "/*.json")
@@ -157,7 +164,7 @@ for d in (json.load(open(j)), json.load(open(sys.argv[2]))):
     assert "did not respond" in r["notes"], r["notes"]
     assert all(e["samples"] == 1000 for e in r["epochs"])  # rank 0's shard
 PY
-    bad "killed rank 1 (pid '$victim'): exit $rc after $ms ms, left '$left': $(head -c 400 "$TMP/err")"
+    bad "killed rank 1 (pid '$victim'): ranks left after $ms ms: '$left' (mpirun exit $rc): $(head -c 400 "$TMP/err")"
     [ -n "$left" ] && kill $left 2>/dev/null
 fi
 
@@ -201,20 +208,18 @@ IDX=(--set dataset.kind=idx --set dataset.path="$TMP/idx/train-images-idx3-ubyte
 "${MPIRUN[@]}" 2 "$BIN" "${IDX[@]}" --set parallel.mode=ddp --set loader.batch_size=8 \
     --out "$TMP/ce" >"$TMP/ce-ddp.json" 2>"$TMP/err"
 "$BIN" "${IDX[@]}" --set loader.batch_size=16 >"$TMP/ce-one.json" 2>>"$TMP/err"
+# parameters, losses, accuracies: tests/paramdist.py
+if python3 tests/paramdist.py "$TMP/ce-ddp.json" "$TMP/ce-one.json" >"$TMP/d1" 2>&1; then ok; else
+    bad "ddp cross_entropy: $(cat "$TMP/d1") $(head -c 300 "$TMP/err")"; fi
 if python3 - "$TMP/ce-ddp.json" "$TMP/ce-one.json" "$TMP/ce" <<'PY'; then ok; else bad "ddp cross_entropy: $(head -c 300 "$TMP/err")"; fi
 import csv, glob, json, sys
 a, b = (json.load(open(p))["runs"][0] for p in sys.argv[1:3])
 flat = lambda r: r["final_params"]["weight"] + r["final_params"]["bias"]
-pa, pb = flat(a), flat(b)
-assert len(pa) == len(pb) == 4 * 784 + 4
-d = max(abs(x - y) / max(abs(y), 1e-3) for x, y in zip(pa, pb))
-assert d < 1e-5, d
+assert len(flat(a)) == len(flat(b)) == 4 * 784 + 4
 assert a["loss"] == "cross_entropy" and a["world_size"] == 2
-for ea, eb in zip(a["epochs"], b["epochs"]):
-    assert ea["samples"] == eb["samples"] == 60, (ea["samples"], eb["samples"])
-    assert abs(ea["accuracy"] - eb["accuracy"]) < 1e-9, (ea["accuracy"], eb["accuracy"])
-    assert abs(ea["loss"] - eb["loss"]) < 1e-5 * eb["loss"]
-assert a["eval"]["samples"] == 20 and abs(a["eval"]["accuracy"] - b["eval"]["accuracy"]) < 1e-9
+assert all(ea["samples"] == eb["samples"] == 60 for ea, eb in zip(a["epochs"], b["epochs"]))
+# eval: 20 samples of the same parameters; one may flip class under rounding
+assert a["eval"]["samples"] == 20 and abs(a["eval"]["accuracy"] - b["eval"]["accuracy"]) * 20 <= 1 + 1e-9
 # CSV: the ddp columns after the usual ones, the JSON's figures per epoch
 rows = list(csv.DictReader(open(glob.glob(sys.argv[3] + "/*[0-9].csv")[0])))
 assert len(rows) == 3
@@ -231,7 +236,8 @@ expect2() {
     local frag=$1; shift
     "$@" >"$TMP/out" 2>"$TMP/err"
     local rc=$?
-    if [ "$rc" -eq 2 ] && grep -qF -- "$frag" "$TMP/err"; then ok; else
+    # dpbench's own line (mpirun prints its banner around it)
+    if [ "$rc" -eq 2 ] && grep '^dpbench: ' "$TMP/err" | grep -qF -- "$frag"; then ok; else
         bad "$* -> exit $rc, want 2 and '$frag': $(head -c 300 "$TMP/err")"; fi
 }
 expect2 "ddp runs one replica per rank" "$BIN" --set parallel.mode=ddp --set parallel.replicas=2

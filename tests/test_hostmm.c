@@ -24,27 +24,46 @@ static void check(enum hostmm_lib lib, int F, int O, long rows)
         x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
     for (size_t i = 0; i < P; i++)
         w[i] = (float)((i * 104729) % 1000) * 1e-3f - 0.5f;
+    /* Against double precision: a float32 sum of n products, in any order and
+     * with or without FMA, is within gamma(n) = n u / (1 - n u) of the exact
+     * sum times the sum of the terms' magnitudes (u = 2^-24; Higham,
+     * Accuracy and Stability, 3.1); the double loop's own error is ~1e-16 of
+     * that. n: F + 1 for the forward (the bias), rows + 1 for the backward
+     * (alpha's product). A wrong or missing term is the size of a term, not
+     * of a rounding: hundreds of times the bound on these shapes. */
     for (int rep = 0; rep < 2; rep++) { // the second call reuses the kernels made
         hostmm_forward(&k, x, rows, w, out);
         for (long r = 0; r < rows; r++)
             for (int o = 0; o < O; o++) {
-                double s = w[(size_t)O * F + o];
-                for (int f = 0; f < F; f++)
+                double s = w[(size_t)O * F + o], a = fabs(s);
+                for (int f = 0; f < F; f++) {
                     s += (double)x[r * F + f] * w[(size_t)o * F + f];
-                assert_true(fabs(s - out[r * O + o]) <= 1e-4 * (1 + fabs(s)));
+                    a += fabs((double)x[r * F + f] * w[(size_t)o * F + f]);
+                }
+                if (!(fabs(s - out[r * O + o]) <= gamma_n(F + 1) * a))
+                    fail_msg("%s %dx%d rows %ld: out[%ld][%d] %.9g, exact %.9g", hostmm_lib_name(k.lib),
+                             F, O, rows, r, o, out[r * O + o], s);
             }
         float alpha = 0.25f;
         hostmm_backward(&k, x, out, rows, alpha, g);
         for (int o = 0; o < O; o++) {
-            double gb = 0;
-            for (long r = 0; r < rows; r++)
+            double gb = 0, ab = 0;
+            for (long r = 0; r < rows; r++) {
                 gb += alpha * (double)out[r * O + o];
-            assert_true(fabs(gb - g[(size_t)O * F + o]) <= 1e-4 * (1 + fabs(gb)));
+                ab += fabs(alpha * (double)out[r * O + o]);
+            }
+            if (!(fabs(gb - g[(size_t)O * F + o]) <= gamma_n(rows + 1) * ab))
+                fail_msg("%s %dx%d rows %ld: bias gradient %d %.9g, exact %.9g",
+                         hostmm_lib_name(k.lib), F, O, rows, o, g[(size_t)O * F + o], gb);
             for (int f = 0; f < F; f++) {
-                double s = 0;
-                for (long r = 0; r < rows; r++)
+                double s = 0, a = 0;
+                for (long r = 0; r < rows; r++) {
                     s += alpha * (double)out[r * O + o] * x[r * F + f];
-                assert_true(fabs(s - g[(size_t)o * F + f]) <= 1e-4 * (1 + fabs(s)));
+                    a += fabs(alpha * (double)out[r * O + o] * x[r * F + f]);
+                }
+                if (!(fabs(s - g[(size_t)o * F + f]) <= gamma_n(rows + 1) * a))
+                    fail_msg("%s %dx%d rows %ld: gradient [%d][%d] %.9g, exact %.9g",
+                             hostmm_lib_name(k.lib), F, O, rows, o, f, g[(size_t)o * F + f], s);
             }
         }
     }

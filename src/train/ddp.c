@@ -141,8 +141,14 @@ int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struc
     else
         rc = ddp_check_config(c, cfg, e);
     if (rc) {
-        if (c->rank > 0) // rank 0 says it, once
-            e->msg[0] = '\0';
+        /* rank 0 says it, once, and before MPI_Finalize: the other ranks wait
+         * there for it, so its line is out before any rank exits (non-zero)
+         * and mpirun ends the job, which may kill rank 0 mid-exit */
+        if (c->rank == 0) {
+            fprintf(stderr, "dpbench: %s\n", e->msg);
+            fflush(stderr);
+        }
+        e->msg[0] = '\0';
         comm_close(c);
         return -1;
     }

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The numerical unit tests on every kernel path this CPU can execute, as other
+# machines would take them (REFERENCE.md section 8): Debian's OpenBLAS picks
+# its kernels by CPU at run time (OPENBLAS_CORETYPE forces a set), libxsmm
+# generates code for the CPU it finds (LIBXSMM_TARGET forces an instruction
+# set), and a user's own CFLAGS reorder floating-point work (a build with
+# -O3 -march=native -ffp-contract=fast, made by `make test-kernels`).
+#
+#   tests/kernel_paths.sh [--native DIR] TEST_BINARY...
+#
+# Each binary runs with the step's library forced (DPBENCH_TEST_BLAS, so that
+# nothing depends on what parallel.blas=auto picks): OpenBLAS under each core
+# type whose instructions this CPU has, libxsmm under each target it has;
+# --native DIR runs DIR/<binary> too (OpenBLAS and libxsmm as found). A core
+# type or target the CPU lacks, or one the library does not take (it reports
+# running another), is skipped with the reason. Prints one line per path and
+# "kernels: N passed, N failed, N skipped" (tests passed and failed; paths
+# skipped).
+set -u
+native=""
+if [ "${1:-}" = "--native" ]; then native=$2; shift 2; fi
+[ $# -gt 0 ] || { echo "usage: $0 [--native DIR] TEST_BINARY..." >&2; exit 2; }
+
+flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+# missing FLAG...: the flags of /proc/cpuinfo this CPU lacks
+missing() {
+    local f out=""
+    for f in "$@"; do [[ $flags == *" $f "* ]] || out+=" $f"; done
+    echo "${out# }"
+}
+pass=0 fail=0 skip=0 first=""
+
+# run LABEL WANT_RE ENV...: every binary with ENV set; WANT_RE (optional) must
+# match the library's own report of the kernels it ran
+run() {
+    local label=$1 want=$2 t out rc p f got="" np=0 nf=0
+    shift 2
+    for t in "${BINS[@]}"; do
+        out=$(env "$@" "$t" 2>&1); rc=$?
+        p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p' <<<"$out" | tail -1)
+        f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test.*/\1/p' <<<"$out" | tail -1)
+        np=$((np + ${p:-0})); nf=$((nf + ${f:-0}))
+        if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then nf=$((nf + 1)); fi
+        if [ "$rc" -ne 0 ]; then
+            echo "$out" | grep -E 'ERROR|FAILED|error' | head -5 | sed "s|^|    $label ${t##*/}: |"
+            [ -n "$first" ] || first="$label ${t##*/}: $(echo "$out" | grep -m1 -E '^ERROR|error' || echo "exit $rc")"
+        fi
+        [ -n "$want" ] && [ -z "$got" ] && got=$(grep -m1 -oE "$want" <<<"$out")
+    done
+    if [ -n "$want" ] && [ -z "$got" ]; then
+        echo "  $label: skipped: the library did not report running it ($(echo "$out" | grep -m1 -E 'Core:|LIBXSMM_TARGET' || echo 'no report'))"
+        skip=$((skip + 1)); return
+    fi
+    echo "  $label: $np passed, $nf failed"
+    pass=$((pass + np)); fail=$((fail + nf))
+}
+
+BINS=("$@")
+echo "# kernel paths on: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+# OpenBLAS core types and the instructions their kernels use
+while read -r core need; do
+    m=$(missing $need)
+    if [ -n "$m" ]; then echo "  openblas $core: skipped: this CPU lacks $m"; skip=$((skip + 1)); continue; fi
+    run "openblas $core" "Core: $core" OPENBLAS_CORETYPE="$core" OPENBLAS_VERBOSE=2 DPBENCH_TEST_BLAS=openblas
+done <<'EOF'
+Prescott pni
+Nehalem ssse3 sse4_1 sse4_2
+Sandybridge avx
+Haswell avx2 fma
+Zen avx2 fma
+SkylakeX avx512f avx512dq avx512cd avx512bw avx512vl
+Cooperlake avx512f avx512dq avx512cd avx512bw avx512vl avx512_bf16
+SapphireRapids avx512f avx512bw avx512vl avx512_bf16 avx512_fp16 amx_tile amx_bf16
+EOF
+# libxsmm targets (wsm = SSE4.2, snb = AVX, hsw = AVX2, skx = AVX-512)
+# built in: the library's environment names are in the binary (linked statically)
+if ! grep -qa LIBXSMM_TARGET "${BINS[0]}"; then
+    echo "  libxsmm: skipped: not built in (no libxsmm-dev, or XSMM=0)"; skip=$((skip + 1))
+else
+    while read -r target need; do
+        m=$(missing $need)
+        if [ -n "$m" ]; then echo "  libxsmm $target: skipped: this CPU lacks $m"; skip=$((skip + 1)); continue; fi
+        run "libxsmm $target" "LIBXSMM_TARGET: $target" LIBXSMM_TARGET="$target" LIBXSMM_VERBOSE=1 \
+            DPBENCH_TEST_BLAS=libxsmm
+    done <<'EOF'
+wsm sse4_2
+snb avx
+hsw avx2 fma
+skx avx512f avx512cd avx512dq avx512bw avx512vl
+EOF
+fi
+if [ -n "$native" ]; then
+    NB=()
+    for t in "$@"; do NB+=("$native/${t##*/}"); done
+    BINS=("${NB[@]}")
+    run "-O3 -march=native -ffp-contract=fast, openblas" "" DPBENCH_TEST_BLAS=openblas
+    if grep -qa LIBXSMM_TARGET "${BINS[0]}"; then
+        run "-O3 -march=native -ffp-contract=fast, libxsmm" "" DPBENCH_TEST_BLAS=libxsmm
+    fi
+fi
+[ -n "$first" ] && echo "first failure: $first"
+echo "kernels: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
