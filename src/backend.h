@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "config.h"
 #include "loader.h"
 #include "loss.h"
 #include "util.h"
@@ -113,6 +114,11 @@ struct device_ops {
 
 struct backend {
     const char *name;
+    /* Batches are copied from host memory into the device's own memory, so
+     * loader.pin_memory, loader.async_copy and loader.copy_depth act (cuda,
+     * an emulated GPU); false where the step reads the loader's host batch
+     * (cpu). Read through backend_knob_acts, not directly. */
+    bool device_copies;
     /* 0 when the backend can run here, else -1 with the cause. */
     int (*probe)(struct error *e);
     /* One line naming the devices and driver/runtime versions, "" if none. */
@@ -144,6 +150,12 @@ extern const struct backend backend_cuda;
 
 /* The backend for a parallel.device name ("cpu", "cuda"); NULL if not built. */
 const struct backend *backend_find(const char *name);
+/* Whether loader key `key` ("loader.prefetch_factor", ...) changes what a run
+ * of config c does on backend be: prefetch_factor and persistent_workers act
+ * only with workers, pin_memory and async_copy only where batches are copied
+ * to a device, copy_depth only with async_copy there. Any other key acts.
+ * The one place that decides it (sweeps, --tune, notes). */
+bool backend_knob_acts(const struct backend *be, const char *key, const struct config *c);
 /* Space-separated names of the backends compiled in. */
 const char *backend_list(void);
 

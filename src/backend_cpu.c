@@ -429,6 +429,7 @@ static const struct device_ops cpu_ops = {
 
 const struct backend backend_cpu = {
     .name = "cpu",
+    .device_copies = false, // the step reads the loader's batch where it lies
     .probe = cpu_probe,
     .describe = cpu_describe,
     .host_alloc = cpu_alloc,

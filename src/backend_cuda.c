@@ -1292,6 +1292,7 @@ static const struct device_ops cuda_ops = {
 
 const struct backend backend_cuda = {
     .name = "cuda",
+    .device_copies = true,
     .probe = cuda_probe,
     .describe = cuda_describe,
     .host_alloc = cuda_host_alloc,

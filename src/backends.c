@@ -18,6 +18,17 @@ const struct backend *backend_find(const char *name)
     return NULL;
 }
 
+bool backend_knob_acts(const struct backend *be, const char *key, const struct config *c)
+{
+    if (strcmp(key, "loader.prefetch_factor") == 0 || strcmp(key, "loader.persistent_workers") == 0)
+        return c->loader.num_workers > 0;
+    if (strcmp(key, "loader.pin_memory") == 0 || strcmp(key, "loader.async_copy") == 0)
+        return be->device_copies;
+    if (strcmp(key, "loader.copy_depth") == 0)
+        return be->device_copies && c->loader.async_copy;
+    return true;
+}
+
 const char *backend_list(void)
 {
 #ifdef DPBENCH_HAVE_CUDA

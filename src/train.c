@@ -187,10 +187,11 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     out->comm = cm ? cm->name : NULL;
     out->allreduce_bytes = (double)(O * F + O) * sizeof(float);
     out->shared_devices = devices_shared(c);
-    if (strcmp(be->name, "cpu") == 0 && (c->loader.pin_memory || c->loader.async_copy))
+    if (!backend_knob_acts(be, "loader.pin_memory", c) &&
+        (c->loader.pin_memory || c->loader.async_copy))
         snprintf(out->notes, sizeof out->notes,
-                 "pin_memory and async_copy have no effect on the cpu backend");
-    if (c->loader.num_workers == 0 &&
+                 "pin_memory and async_copy have no effect on the %s backend", be->name);
+    if (!backend_knob_acts(be, "loader.prefetch_factor", c) &&
         (c->loader.persistent_workers || config_is_explicit(c, "loader.prefetch_factor"))) {
         size_t used = strlen(out->notes); // a num_workers sweep's point without workers
         snprintf(out->notes + used, sizeof out->notes - used, "%spersistent_workers and "
