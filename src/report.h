@@ -31,6 +31,12 @@ struct results {
 
 void machine_describe(struct machine *m);
 void report_summarize(struct results *r);
+/* Which stage bounds an epoch, from its shares of the epoch (0..1): waiting
+ * for data, exposed (not hidden) copies, DataParallel steps; the rest is the
+ * loop's own time. A stage bounds only when it dominates. */
+enum bound { BOUND_BALANCED, BOUND_INPUT, BOUND_COPY, BOUND_COMPUTE };
+enum bound report_bound(double wait, double exposed_copy, double compute);
+const char *bound_name(enum bound b); // "balanced", "input", "copy", "compute"
 /* The bounding stage in words, e.g. "input-bound: ..."; written to buf. */
 void report_verdict(const struct run_result *run, char *buf, size_t n);
 
