@@ -28,6 +28,7 @@
 #include "loader.h"
 #include "report.h"
 #include "train.h"
+#include "tune.h"
 
 enum exit_code { EXIT_OK = 0, EXIT_RUN = 1, EXIT_USAGE = 2 };
 
@@ -37,6 +38,7 @@ struct options {
     bool h2d_bandwidth; // measure host-to-device bandwidth instead of training
     const char *export_dir; // write every point's config, data and orders here instead
     bool allreduce_bandwidth; // measure the comm engine's allreduce instead of training
+    bool tune; // search the loader settings (tune.c) instead of running the config's points
 };
 
 static void usage(FILE *f)
@@ -62,6 +64,8 @@ static void usage(FILE *f)
             "                        dpbench --make-dataset --help for its options\n"
             "      --allreduce-bandwidth  allreduce size sweep on parallel.comm's engine, as\n"
             "                        nccl-tests prints it (under mpirun: across its ranks)\n"
+            "      --tune            search the loader settings for this config's workload\n"
+            "                        and recommend the fastest (tune.* keys; docs/tune.md)\n"
             "      --help-config     list every config key with its default and range\n"
             "  -V, --version         version and the backends compiled in\n"
             "  -h, --help            this text\n"
@@ -96,7 +100,8 @@ static int parse_bytes(const char *s, double *out)
 static int parse_cli(int argc, char **argv, struct options *opts, struct config *c,
                      struct error *e)
 {
-    enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT, OPT_ALLREDUCE_BANDWIDTH };
+    enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT, OPT_ALLREDUCE_BANDWIDTH,
+           OPT_TUNE };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"set", required_argument, NULL, 's'},
@@ -108,6 +113,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         {"h2d-bandwidth", no_argument, NULL, OPT_H2D_BANDWIDTH},
         {"export", required_argument, NULL, OPT_EXPORT},
         {"allreduce-bandwidth", no_argument, NULL, OPT_ALLREDUCE_BANDWIDTH},
+        {"tune", no_argument, NULL, OPT_TUNE},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -137,6 +143,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         case OPT_H2D_BANDWIDTH: opts->h2d_bandwidth = true; break;
         case OPT_EXPORT: opts->export_dir = optarg; break;
         case OPT_ALLREDUCE_BANDWIDTH: opts->allreduce_bandwidth = true; break;
+        case OPT_TUNE: opts->tune = true; break;
         case ':': return error_set(e, "%s needs a value", argv[optind - 1]);
         case '?':
             return error_set(e, "unknown option '%s' (dpbench --help lists them)", argv[optind - 1]);
@@ -508,10 +515,15 @@ static int emit(const struct results *res, struct error *e)
     int rc = 0;
     if (res->cfg.report.out[0]) {
         char path[4400];
+        char tuned[4400];
         if (report_write_files(res, res->cfg.report.out, path, sizeof path, e))
             rc = error_wrap(e, "result files not written (results are on stdout)");
         else
             fprintf(stderr, "dpbench: results written to %s (and .csv)\n", path);
+        if (!rc && tune_write_yaml(res, res->cfg.report.out, tuned, sizeof tuned, e))
+            rc = error_wrap(e, "tuned config not written");
+        else if (!rc && tuned[0])
+            fprintf(stderr, "dpbench: tuned config written to %s\n", tuned);
     }
     const char *fmt = res->cfg.report.format;
     char *json = strcmp(fmt, "json") == 0 ? report_json(res) : NULL;
@@ -520,6 +532,8 @@ static int emit(const struct results *res, struct error *e)
         free(json);
     } else if (strcmp(fmt, "csv") == 0) {
         report_csv(stdout, res);
+    } else if (strcmp(fmt, "text") == 0 && res->tune) {
+        tune_print(stdout, res);
     } else if (strcmp(fmt, "text") == 0) {
         report_text(stdout, res);
     }
@@ -638,7 +652,14 @@ int main(int argc, char **argv)
     train_progress = isatty(STDERR_FILENO);
     if (comm.rank > 0)
         train_progress = false;
-    rc = run_points(&res.cfg, &bes, &res, &e);
+    if (opts.tune && comm.world > 1) {
+        error_set(&e, "--tune: parallel.mode ddp is not tuned (run it without mpirun)");
+        rc = -2;
+    } else if (opts.tune) {
+        rc = tune_main(&res, backends_get(&bes, res.cfg.parallel.device), &e);
+    } else {
+        rc = run_points(&res.cfg, &bes, &res, &e);
+    }
     int status = EXIT_OK;
     /* a failure every rank had after the same step leaves the ranks in step:
      * rank 0 reports the job as a single process does; any other failure

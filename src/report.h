@@ -8,6 +8,8 @@
 
 #include "train.h"
 
+struct tune_report;
+
 struct machine {
     char cpu[256];      // model name
     long cores;         // online
@@ -27,6 +29,7 @@ struct results {
     bool interrupted;        // by a signal: runs holds only complete epochs
     double estimate_bytes;   // host memory estimated before the run (the largest point)
     double peak_rss_bytes;   // the process's peak resident memory after the runs
+    struct tune_report *tune; // dpbench --tune: the search, one run per trial; NULL otherwise
 };
 
 void machine_describe(struct machine *m);

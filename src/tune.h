@@ -14,6 +14,7 @@
 #define DPBENCH_TUNE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "backend.h"
 #include "config.h"
@@ -101,5 +102,33 @@ void tune_result_free(struct tune_result *r);
  * them with every_knob). */
 void tune_settings_text(const struct tune_options *o, const struct tune_settings *s,
                         bool every_knob, char *buf, size_t n);
+
+/* ---- dpbench --tune (tune_run.c): real trials through train_run ---------- */
+
+struct results;
+struct cJSON;
+
+/* The search as results carry it. */
+struct tune_report {
+    struct config base;       // the config as given, without its sweep (shallow: owns nothing)
+    struct tune_options o;
+    struct tune_result r;
+};
+
+/* Runs the search on res->cfg with backend be: res->runs gets one run per
+ * trial (every epoch of its rounds), res->tune the search. 0, -1 with e set
+ * when a trial failed, -2 for bad input (tune.knobs, a dataset that cannot
+ * be loaded). */
+int tune_main(struct results *res, const struct backend *be, struct error *e);
+/* The trajectory table and the recommendation, as text. */
+void tune_print(FILE *f, const struct results *res);
+/* The JSON "tune" object (caller owns it). */
+struct cJSON *tune_json(const struct tune_report *t);
+/* DIR/NAME-tuned.yaml: the config as given (its explicit keys) with the
+ * recommended loader settings, loadable as is; path gets its name. 0 when
+ * written or when there is no recommendation (path ""), -1 with e set. */
+int tune_write_yaml(const struct results *res, const char *dir, char *path, size_t n,
+                    struct error *e);
+void tune_report_free(struct tune_report *t);
 
 #endif
