@@ -80,7 +80,7 @@ $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
-        test-valgrind test-scripts test-ddp test-multinode test-cuda-emulated test-fresh bench bench-data clean
+        test-valgrind test-scripts test-ddp test-tune test-multinode test-cuda-emulated test-fresh bench bench-data clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -217,12 +217,16 @@ test-scripts: dpbench
 test-ddp: dpbench
 	@printf 'ddp: '; tests/ddp_test.sh ./dpbench
 
+# dpbench --tune end to end on small real pipelines (about a minute)
+test-tune: dpbench
+	@tests/tune_test.sh ./dpbench
+
 # DDP across two hosts made of network namespaces (root, iproute2, Open MPI;
 # skips otherwise); CI runs it after make test.
 test-multinode: dpbench
 	@printf 'multinode: '; tests/multinode_test.sh ./dpbench
 
-test: test-unit test-cli test-data-cli test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
+test: test-unit test-cli test-data-cli test-tune test-asan test-tsan test-ubsan test-fuzz test-valgrind test-scripts \
       test-ddp \
       test-cuda-emulated
 

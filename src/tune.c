@@ -88,7 +88,7 @@ void tune_options_init(struct tune_options *o, const struct config *base,
         .min_epochs = 6,      // the fewest whose order statistics give a 95% interval
         .max_epochs = 48,
         .ci_rel = 0.03,       // a 6% wide interval tells apart the 10% steps knobs make
-        .noise_rel = 0.10,    // wider than 20% at the cap: changes under 20% cannot be seen
+        .noise_rel = 0.20,    // +-20% at the cap: only changes well over 1.4x could be seen
         .min_epoch_s = 1e-3}; // below a millisecond, thread start-up and scheduling dominate
 }
 
@@ -125,7 +125,7 @@ static struct tune_settings normalized(const struct tune_options *o, struct tune
     return s;
 }
 
-static bool same_settings(const struct tune_settings *a, const struct tune_settings *b)
+bool tune_settings_equal(const struct tune_settings *a, const struct tune_settings *b)
 {
     return a->num_workers == b->num_workers && a->prefetch_factor == b->prefetch_factor &&
            a->copy_depth == b->copy_depth && a->persistent_workers == b->persistent_workers &&
@@ -156,7 +156,7 @@ void tune_settings_text(const struct tune_options *o, const struct tune_settings
 static int find_trial(const struct tune_result *r, const struct tune_settings *s)
 {
     for (int i = 0; i < r->n_trials; i++)
-        if (same_settings(&r->trials[i].s, s))
+        if (tune_settings_equal(&r->trials[i].s, s))
             return i;
     return -1;
 }

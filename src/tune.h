@@ -38,6 +38,7 @@ struct tune_settings {
 };
 void tune_settings_from(struct tune_settings *s, const struct config *c);
 void tune_settings_apply(const struct tune_settings *s, struct config *c);
+bool tune_settings_equal(const struct tune_settings *a, const struct tune_settings *b);
 
 /* What one call of a trial function measured over `epochs` epochs. */
 struct tune_measure {

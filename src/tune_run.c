@@ -42,7 +42,7 @@ static int keep_run(struct trial_ctx *x, struct run_result *run, const struct tu
     for (int i = 0; i < x->n_runs; i++) {
         struct tune_settings k;
         tune_settings_from(&k, &x->runs[i].cfg);
-        if (memcmp(&k, s, sizeof k) != 0)
+        if (!tune_settings_equal(&k, s))
             continue;
         struct run_result *to = &x->runs[i];
         struct epoch_result *ep = realloc(to->epochs, (size_t)(to->n_epochs + run->n_epochs) *
@@ -219,6 +219,9 @@ void tune_print(FILE *f, const struct results *res)
             bound_name(b->bound));
     if (r->best == 0)
         fprintf(f, "#   the config as given: no change measured faster\n");
+    if (b->bound == BOUND_COMPUTE)
+        fprintf(f, "#   compute-bound: the steps take most of the epoch; more loaders cannot "
+                   "make it faster\n");
     else
         fprintf(f, "#   %.2fx the speed of the config as given, 95%% interval [%.2f, %.2f] (%s)\n",
                 r->gain.ratio, r->gain.ci95[0], r->gain.ci95[1],
