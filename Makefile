@@ -80,7 +80,7 @@ $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-unit test-cli test-data-cli test-gpu test-asan test-tsan test-ubsan test-fuzz \
-        test-valgrind test-scripts test-ddp test-tune test-multinode test-cuda-emulated test-fresh bench bench-data clean
+        test-valgrind test-scripts test-ddp test-tune test-multinode test-cuda-emulated test-fresh bench bench-data bench-tune clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -302,6 +302,11 @@ bench: dpbench
 bench-data: dpbench
 	@scripts/install-deps.sh make bench
 	scripts/data-bench.sh
+
+# --tune against the exhaustive sweep over the same ranges, into bench_results/tune/
+bench-tune: dpbench
+	@scripts/install-deps.sh make bench
+	scripts/bench-tune.sh
 
 clean:
 	rm -rf $(B) dpbench
