@@ -22,7 +22,7 @@ MAXW=${MAX_WORKERS:-4}
 [[ $MAXW =~ ^[1-9][0-9]*$ ]] || { echo "bench-tune.sh: MAX_WORKERS must be a whole number >= 1, not '$MAXW'" >&2; exit 2; }
 OUT=${OUT:-bench_results/tune}
 PY=${PYTHON:-/usr/bin/python3}
-BIN=./dpbench
+BIN=${BIN:-./dpbench}
 mkdir -p "$OUT"
 [ -d data/jpeg224/train ] || $BIN --make-dataset folder data/jpeg224 --size 224x224 --per-class 100
 [ -f data/cifar10/data_batch_1.bin ] || $BIN --make-dataset cifar10 data/cifar10 --per-class 5000
