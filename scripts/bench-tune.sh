@@ -10,15 +10,19 @@
 #   summary.txt       per config: tune's choice and median epoch, the sweep's
 #                     best point and median, their ratio (target <= 1.10),
 #                     and the two wall times' ratio (target <= 0.40); the
-#                     machine's load before and after
+#                     machine's load before and after; then the two settings
+#                     run again alternately (NAME.h2h.*.json), and the median
+#                     of the rounds' ratios (h2h), free of the searches' drift
 # Environment: CONFIGS (default "folder-jpeg cifar10 fashion-mnist large";
 # add the emulated device's config once it exists), MAX_WORKERS (default 4),
-# EPOCHS (the sweep's measured epochs a point; default: the config's).
+# EPOCHS (the sweep's measured epochs a point; default: the config's),
+# ROUNDS (head-to-head runs of tune's choice and the sweep's best, default 3).
 # The folder and CIFAR-10 data are generated first when missing (data/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONFIGS=${CONFIGS:-"folder-jpeg cifar10 fashion-mnist large"}
 MAXW=${MAX_WORKERS:-4}
+ROUNDS=${ROUNDS:-3}
 [[ $MAXW =~ ^[1-9][0-9]*$ ]] || { echo "bench-tune.sh: MAX_WORKERS must be a whole number >= 1, not '$MAXW'" >&2; exit 2; }
 OUT=${OUT:-bench_results/tune}
 PY=${PYTHON:-/usr/bin/python3}
@@ -55,6 +59,33 @@ for name in $CONFIGS; do
         "${copies[@]}" --format json >"$OUT/$name.sweep.json"
     t2=$(now)
     echo "$name $t0 $t1 $t2" >>"$OUT/walltimes.tmp"
+    # head to head: the two searches measured their times apart, at different
+    # loads, and the sweep's best is the least of many noisy medians; so the
+    # choice and the sweep's best run again, alternately, ROUNDS times each
+    read -r -a tuned < <("$PY" - "$OUT/$name.tune.json" <<'PYEOF'
+import json, sys
+b = json.load(open(sys.argv[1]))["tune"]["best"] or {}
+print(" ".join(f"--sweep loader.{k}={str(v).lower()}" for k, v in b.items()))
+PYEOF
+)
+    read -r -a swept < <("$PY" - "$OUT/$name.sweep0.json" "$OUT/$name.sweep.json" <<'PYEOF'
+import json, sys
+runs = [r for f in sys.argv[1:] for r in json.load(open(f))["runs"]]
+best = min(runs, key=lambda r: r["summary"]["median_seconds"])
+print(" ".join(f"--sweep loader.{k}={str(best['config']['loader'][k]).lower()}" for k in
+               ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory", "async_copy",
+                "copy_depth")))
+PYEOF
+)
+    rm -f "$OUT/$name".h2h.*.json
+    if [ ${#tuned[@]} -gt 0 ]; then
+        for r in $(seq "$ROUNDS"); do
+            echo "+ dpbench -c $cfg ${ep[*]} ${tuned[*]}   (round $r: tune's choice)" >&2
+            $BIN -c "$cfg" "${ep[@]}" "${tuned[@]}" --format json >"$OUT/$name.h2h.tune.$r.json"
+            echo "+ dpbench -c $cfg ${ep[*]} ${swept[*]}   (round $r: the sweep's best)" >&2
+            $BIN -c "$cfg" "${ep[@]}" "${swept[@]}" --format json >"$OUT/$name.h2h.sweep.$r.json"
+        done
+    fi
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -66,9 +97,10 @@ print(f"# command: {os.environ.get('BENCH_COMMAND', 'scripts/bench-tune.sh')}")
 print(f"# tune.max_workers {maxw}; load average before {before}, after {after}: on a shared")
 print("# machine other jobs run beside it, and every time here is as noisy as that load")
 print("# ratio = tune's chosen median / the sweep's best median (target <= 1.10);")
-print("# wall = tune's wall time / the sweep's (target <= 0.40)")
+print("# wall = tune's wall time / the sweep's (target <= 0.40); h2h = median over rounds of")
+print("# (tune's choice / the sweep's best), the two run alternately after both searches")
 print(f"{'config':<14} {'tune choice':<58} {'tune ms':>9} {'sweep best':<58} {'sweep ms':>9} "
-      f"{'ratio':>6} {'<=1.10':>6} {'tune s':>7} {'sweep s':>8} {'wall':>5} {'<=0.40':>6}")
+      f"{'ratio':>6} {'<=1.10':>6} {'tune s':>7} {'sweep s':>8} {'wall':>5} {'<=0.40':>6}  h2h (rounds)")
 seen = {}
 for line in open(os.path.join(out, "walltimes.tmp")):
     name, t0, t1, t2 = line.split()
@@ -88,7 +120,15 @@ for name, (tune_s, sweep_s) in seen.items():
     choice = " ".join(f"{k}={v}" for k, v in t["best"].items())
     ratio = t["best_epoch_ms"] / sweep_ms
     wall = tune_s / sweep_s
+    h2h = []
+    for r in range(1, 100):
+        a, b = (os.path.join(out, f"{name}.h2h.{w}.{r}.json") for w in ("tune", "sweep"))
+        if not (os.path.exists(a) and os.path.exists(b)):
+            break
+        med = [json.load(open(f))["runs"][0]["summary"]["median_seconds"] for f in (a, b)]
+        h2h.append(med[0] / med[1])
+    h2h_text = f"{sorted(h2h)[len(h2h) // 2]:.2f} ({', '.join(f'{x:.2f}' for x in h2h)})" if h2h else "-"
     print(f"{name:<14} {choice[:58]:<58} {t['best_epoch_ms']:9.2f} {(best['point'] or '')[:58]:<58} "
           f"{sweep_ms:9.2f} {ratio:6.2f} {'yes' if ratio <= 1.10 else 'NO':>6} {tune_s:7.1f} "
-          f"{sweep_s:8.1f} {wall:5.2f} {'yes' if wall <= 0.40 else 'NO':>6}")
+          f"{sweep_s:8.1f} {wall:5.2f} {'yes' if wall <= 0.40 else 'NO':>6}  {h2h_text}")
 EOF
