@@ -207,7 +207,12 @@ test-valgrind: dpbench
 	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	    --show-leak-kinds=definite,indirect ./dpbench --config configs/tutorial.yaml \
 	    --sweep parallel.replicas=1,3 --export $(B)/valgrind-export 2>/dev/null
-	@echo "valgrind: 3 passed, 0 failed"
+	rm -rf $(B)/valgrind-tune
+	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --show-leak-kinds=definite,indirect ./dpbench --tune -c configs/tutorial.yaml --set dataset.length=300 \
+	    --set dataset.sample_cost_us=20 --set tune.budget_s=3 --set tune.max_workers=2 --out $(B)/valgrind-tune \
+	    --format json >/dev/null 2>&1
+	@echo "valgrind: 4 passed, 0 failed"
 
 # PyTorch side-by-side scripts: skipped when Debian's python3-torch is absent.
 test-scripts: dpbench
