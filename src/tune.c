@@ -86,7 +86,10 @@ void tune_options_init(struct tune_options *o, const struct config *base,
         .max_workers = 2 * (usable_cores > 0 ? usable_cores : 1),
         .budget_s = 600,
         .min_epochs = 6,      // the fewest whose order statistics give a 95% interval
-        .max_epochs = 48,
+        /* twice the epochs the config measures a point with (12 to 48): a
+         * trial costs at most what two points of a sweep cost */
+        .max_epochs = (int)(base->train.epochs < 6 ? 12
+                            : base->train.epochs > 24 ? 48 : 2 * base->train.epochs),
         .ci_rel = 0.03,       // a 6% wide interval tells apart the 10% steps knobs make
         .noise_rel = 0.20,    // +-20% at the cap: only changes well over 1.4x could be seen
         .min_epoch_s = 1e-3}; // below a millisecond, thread start-up and scheduling dominate

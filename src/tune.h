@@ -60,7 +60,8 @@ struct tune_options {
     long max_workers;          // workers the search may try, >= 1
     double target_au;          // 0 = the fastest epoch; else the cheapest settings reaching it
     double budget_s;           // trial seconds the search may spend (sum of elapsed_s)
-    int min_epochs, max_epochs; // measured epochs per trial: first call, cap
+    int min_epochs, max_epochs; // measured epochs per trial: first call (6), cap
+                                // (twice train.epochs, 12 to 48)
     double ci_rel;             // a trial stops once its median's ci95 half-width / median is this
     double noise_rel;          // the first trial's half-width above this at the cap: too noisy
     double min_epoch_s;        // a median epoch shorter than this: too short to measure
