@@ -22,7 +22,7 @@ check() { # check 'python expression' FILE what
 }
 
 # ---- input-bound: loading (100 us a sample) against the tutorial's tiny step
-IN=(-c configs/tutorial.yaml --set dataset.length=300 --set dataset.sample_cost_us=100
+IN=(-c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100
     --set tune.max_workers=2 --set tune.budget_s=15 --set train.epochs=24)
 if "$BIN" --tune "${IN[@]}" --out "$TMP/in" --format json >"$TMP/in.json" 2>"$TMP/in.err"; then ok
 else bad "input-bound --tune exit $?: $(head -c 400 "$TMP/in.err")"; fi
@@ -60,7 +60,7 @@ re = json.load(open(sys.argv[2]))
 c = re["config"]
 assert all(c["loader"][k] == v for k, v in t["best"].items() if t["best"]["num_workers"] or k in
            ("num_workers", "pin_memory", "async_copy", "copy_depth")), (c["loader"], t["best"])
-assert c["dataset"]["length"] == 300 and c["dataset"]["sample_cost_us"] == 100
+assert c["dataset"]["length"] == 600 and c["dataset"]["sample_cost_us"] == 100
 assert c["loader"]["batch_size"] == 30 and c["train"]["lr"] == 0.01
 # reproduces: a factor 2.5 either way covers a loaded machine's drift between the runs
 med = 1e3 * re["runs"][0]["summary"]["median_seconds"]
@@ -85,17 +85,17 @@ if grep -q "sweep is not run" "$TMP/short.err"; then ok; else bad "--tune with a
 if grep -q "^# no recommendation: too short to measure" "$TMP/short.txt"; then ok; else bad "too short: text"; fi
 
 # ---- a target no setting reaches: input-bound, one worker at most
-"$BIN" --tune -c configs/tutorial.yaml --set dataset.length=300 --set dataset.sample_cost_us=100 \
-    --set tune.target_au=0.95 --set tune.max_workers=1 --set tune.budget_s=15 --format json \
+"$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100 \
+    --set tune.target_au=0.95 --set tune.max_workers=1 --set tune.budget_s=15 --set train.epochs=24 --format json \
     >"$TMP/au.json" 2>"$TMP/au.err" && ok || bad "target_au: exit $?"
 check "t['goal'] == 'target_au' and t['best'] is None and 'no setting tried reaches AU 0.95' in t['statement'] and '-bound' in t['statement']" \
     "$TMP/au.json" "target_au: no statement of what bounds it"
 check "sorted(tr['settings']['num_workers'] for tr in t['trials']) == [0, 1]" "$TMP/au.json" "target_au: workers 0 and 1 not both tried"
 
 # ---- tune.knobs narrows: prefetch alone acts only with workers, so nothing to try
-"$BIN" --tune -c configs/tutorial.yaml --set dataset.length=300 --set dataset.sample_cost_us=100 \
-    --set tune.knobs=prefetch_factor --set tune.budget_s=15 --format json >"$TMP/k.json" 2>/dev/null
-check "len(t['trials']) == 1 and t['best_trial'] == 0" "$TMP/k.json" "tune.knobs=prefetch_factor at 0 workers tried something"
+"$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100 \
+    --set tune.knobs=prefetch_factor --set tune.budget_s=15 --set train.epochs=24 --format json >"$TMP/k.json" 2>/dev/null
+check "len(t['trials']) == 1 and (t.get('best_trial') == 0 or 'too noisy' in t['statement'])" "$TMP/k.json" "tune.knobs=prefetch_factor at 0 workers tried something"
 
 # ---- bad input: exit 2, one line naming the key
 "$BIN" --tune -c configs/tutorial.yaml --set tune.knobs=workers >/dev/null 2>"$TMP/bad.err"
