@@ -446,6 +446,31 @@ static int search_target(const struct tune_options *o, tune_trial_fn trial, void
     return 0;
 }
 
+/* A trial whose median is well under the best's (by a tenth) but not told
+ * apart from it by the test: the noise left the search undecided there, and
+ * the statement says so rather than recommend it or hide it. */
+static void undecided(const struct tune_options *o, struct tune_result *r)
+{
+    const struct tune_trial *b = &r->trials[r->best];
+    int low = -1;
+    for (int i = 0; i < r->n_trials; i++)
+        if (r->trials[i].st.median < 0.9 * b->st.median &&
+            (low < 0 || r->trials[i].st.median < r->trials[low].st.median))
+            low = i;
+    if (low < 0)
+        return;
+    const struct tune_trial *t = &r->trials[low];
+    struct comparison c;
+    stats_compare(b->epoch_s, (size_t)b->n, t->epoch_s, (size_t)t->n, &c);
+    char set[256];
+    tune_settings_text(o, &t->s, false, set, sizeof set);
+    size_t used = strlen(r->statement);
+    snprintf(r->statement + used, sizeof r->statement - used,
+             "%sundecided: trial %d (%s) measured %.2fx the chosen time [%.2f, %.2f], not told "
+             "apart from noise; more epochs (train.epochs) or a quieter machine would decide",
+             used ? "; " : "", low, set, c.ratio, c.ci95[0], c.ci95[1]);
+}
+
 static int search_fastest(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                           struct tune_result *r, struct error *e)
 {
@@ -458,6 +483,7 @@ static int search_fastest(const struct tune_options *o, tune_trial_fn trial, voi
                  "tune.budget_s (%.0f s) ran out: the best of the %d trials so far", o->budget_s,
                  r->n_trials);
     r->best = cur;
+    undecided(o, r);
     return 0;
 }
 
