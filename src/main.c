@@ -510,7 +510,7 @@ static int h2d_bandwidth(void)
  * costs the results on stdout, and a stdout nobody reads any more (mpirun
  * stops forwarding its ranks' output once told to end the job) never costs
  * the files. */
-static int emit(const struct results *res, struct error *e)
+static int emit(const struct results *res, const struct tune_report *tune, struct error *e)
 {
     int rc = 0;
     if (res->cfg.report.out[0]) {
@@ -520,9 +520,9 @@ static int emit(const struct results *res, struct error *e)
             rc = error_wrap(e, "result files not written (results are on stdout)");
         else
             fprintf(stderr, "dpbench: results written to %s (and .csv)\n", path);
-        if (!rc && tune_write_yaml(res, res->cfg.report.out, tuned, sizeof tuned, e))
+        if (!rc && tune && tune_write_yaml(tune, res->cfg.report.out, tuned, sizeof tuned, e))
             rc = error_wrap(e, "tuned config not written");
-        else if (!rc && tuned[0])
+        else if (!rc && tune && tuned[0])
             fprintf(stderr, "dpbench: tuned config written to %s\n", tuned);
     }
     const char *fmt = res->cfg.report.format;
@@ -532,8 +532,8 @@ static int emit(const struct results *res, struct error *e)
         free(json);
     } else if (strcmp(fmt, "csv") == 0) {
         report_csv(stdout, res);
-    } else if (strcmp(fmt, "text") == 0 && res->tune) {
-        tune_print(stdout, res);
+    } else if (strcmp(fmt, "text") == 0 && tune) {
+        tune_print(stdout, res, tune);
     } else if (strcmp(fmt, "text") == 0) {
         report_text(stdout, res);
     }
@@ -652,11 +652,12 @@ int main(int argc, char **argv)
     train_progress = isatty(STDERR_FILENO);
     if (comm.rank > 0)
         train_progress = false;
+    struct tune_report *tune = NULL; // --tune's search
     if (opts.tune && comm.world > 1) {
         error_set(&e, "--tune: parallel.mode ddp is not tuned (run it without mpirun)");
         rc = -2;
     } else if (opts.tune) {
-        rc = tune_main(&res, backends_get(&bes, res.cfg.parallel.device), &e);
+        rc = tune_main(&res, backends_get(&bes, res.cfg.parallel.device), &tune, &e);
     } else {
         rc = run_points(&res.cfg, &bes, &res, &e);
     }
@@ -680,7 +681,7 @@ int main(int argc, char **argv)
         res.peak_rss_bytes = (double)ru.ru_maxrss * 1024; // Linux reports KiB
     if (res.n_runs > 0) {
         report_summarize(&res);
-        if (emit(&res, &e)) {
+        if (emit(&res, tune, &e)) {
             fprintf(stderr, "dpbench: %s\n", e.msg);
             status = EXIT_RUN;
         }
@@ -697,6 +698,7 @@ int main(int argc, char **argv)
         status = 128 + train_stop;
     }
     results_free(&res);
+    tune_report_free(tune);
     comm_close(&comm);
     return status;
 }

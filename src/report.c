@@ -1,7 +1,6 @@
 /* Summaries, verdicts and the three renderers (text, JSON, CSV) over one
  * `struct results`, plus atomic result files. */
 #include "report.h"
-#include "tune.h"
 #include "report_ddp.h"
 
 #include <cjson/cJSON.h>
@@ -590,7 +589,7 @@ char *report_json(const struct results *r)
     for (int i = 0; i < r->n_runs; i++)
         cJSON_AddItemToArray(runs, run_json(&r->runs[i]));
     if (r->tune)
-        cJSON_AddItemToObject(root, "tune", tune_json(r->tune));
+        cJSON_AddItemToObject(root, "tune", cJSON_Duplicate(r->tune, true));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;
@@ -757,7 +756,7 @@ void results_free(struct results *r)
     for (int i = 0; i < r->n_runs; i++)
         run_result_free(&r->runs[i]);
     free(r->runs);
-    tune_report_free(r->tune);
+    cJSON_Delete(r->tune);
     config_free(&r->cfg);
     memset(r, 0, sizeof *r);
 }

@@ -8,7 +8,7 @@
 
 #include "train.h"
 
-struct tune_report;
+struct cJSON;
 
 struct machine {
     char cpu[256];      // model name
@@ -29,7 +29,8 @@ struct results {
     bool interrupted;        // by a signal: runs holds only complete epochs
     double estimate_bytes;   // host memory estimated before the run (the largest point)
     double peak_rss_bytes;   // the process's peak resident memory after the runs
-    struct tune_report *tune; // dpbench --tune: the search, one run per trial; NULL otherwise
+    struct cJSON *tune;      // dpbench --tune: its "tune" object (owned), runs one per trial;
+                             // NULL otherwise
 };
 
 void machine_describe(struct machine *m);

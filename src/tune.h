@@ -118,18 +118,20 @@ struct tune_report {
 };
 
 /* Runs the search on res->cfg with backend be: res->runs gets one run per
- * trial (every epoch of its rounds), res->tune the search. 0, -1 with e set
- * when a trial failed, -2 for bad input (tune.knobs, a dataset that cannot
- * be loaded). */
-int tune_main(struct results *res, const struct backend *be, struct error *e);
+ * trial (every epoch of its rounds), res->tune the JSON "tune" object, *t
+ * the search (the caller frees it, also on failure). 0, -1 with e set when a
+ * trial failed, -2 for bad input (tune.knobs, a dataset that cannot be
+ * loaded). */
+int tune_main(struct results *res, const struct backend *be, struct tune_report **t,
+              struct error *e);
 /* The trajectory table and the recommendation, as text. */
-void tune_print(FILE *f, const struct results *res);
+void tune_print(FILE *f, const struct results *res, const struct tune_report *t);
 /* The JSON "tune" object (caller owns it). */
 struct cJSON *tune_json(const struct tune_report *t);
 /* DIR/NAME-tuned.yaml: the config as given (its explicit keys) with the
  * recommended loader settings, loadable as is; path gets its name. 0 when
  * written or when there is no recommendation (path ""), -1 with e set. */
-int tune_write_yaml(const struct results *res, const char *dir, char *path, size_t n,
+int tune_write_yaml(const struct tune_report *t, const char *dir, char *path, size_t n,
                     struct error *e);
 void tune_report_free(struct tune_report *t);
 

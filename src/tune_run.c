@@ -119,9 +119,10 @@ static int options_from_config(struct tune_options *o, const struct config *base
     return 0;
 }
 
-int tune_main(struct results *res, const struct backend *be, struct error *e)
+int tune_main(struct results *res, const struct backend *be, struct tune_report **out,
+              struct error *e)
 {
-    struct tune_report *t = calloc(1, sizeof *t);
+    struct tune_report *t = *out = calloc(1, sizeof *t);
     if (!t)
         return error_set(e, "out of memory");
     t->base = res->cfg;
@@ -129,11 +130,8 @@ int tune_main(struct results *res, const struct backend *be, struct error *e)
     if (res->cfg.n_sweep)
         fprintf(stderr, "dpbench: --tune: the config's sweep is not run; tune searches the "
                         "loader settings from the config as given\n");
-    if (options_from_config(&t->o, &t->base, be, e)) {
-        free(t);
+    if (options_from_config(&t->o, &t->base, be, e))
         return -2;
-    }
-    res->tune = t;
     struct dataset d = {0};
     if (dataset_init(&d, &t->base, e))
         return stop_requested() ? -1 : -2;
@@ -151,6 +149,7 @@ int tune_main(struct results *res, const struct backend *be, struct error *e)
         tune_settings_text(&t->o, &s, false, x.runs[i].label, sizeof x.runs[i].label);
     }
     res->interrupted = stop_requested();
+    res->tune = tune_json(t);
     return rc;
 }
 
@@ -191,9 +190,8 @@ static void print_trials(FILE *f, const struct tune_report *t)
     }
 }
 
-void tune_print(FILE *f, const struct results *res)
+void tune_print(FILE *f, const struct results *res, const struct tune_report *t)
 {
-    const struct tune_report *t = res->tune;
     const struct tune_result *r = &t->r;
     fprintf(f, "# dpbench --tune %s on %s: %s; max_workers %ld, budget %.0f s\n",
             res->cfg.source[0] ? res->cfg.source : "(defaults)", t->o.be->name,
@@ -367,10 +365,9 @@ static int yaml_write(FILE *f, const struct config *c, const char *tuned_from)
     return ferror(f) ? -1 : 0;
 }
 
-int tune_write_yaml(const struct results *res, const char *dir, char *path, size_t n,
+int tune_write_yaml(const struct tune_report *t, const char *dir, char *path, size_t n,
                     struct error *e)
 {
-    const struct tune_report *t = res->tune;
     path[0] = '\0';
     if (!t || t->r.best < 0)
         return 0;
