@@ -285,39 +285,78 @@ static void set_decision(struct tune_trial *t, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Hill climb from trial cur: returns the best trial's index, -1 on error,
- * or -2 when the budget ran out (the best so far in *cur). */
-static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
-                 struct tune_result *r, int *cur, bool copy_only, struct error *e)
+/* Trial k against trial `from`, written as k's decision: 1 kept (the test
+ * calls it faster), 0 explored (a lower median the test cannot confirm),
+ * -1 dropped. */
+static int judge(struct tune_result *r, int from, int k, const char *why)
 {
+    struct tune_trial *a = &r->trials[from], *b = &r->trials[k];
+    struct comparison c;
+    stats_compare(a->epoch_s, (size_t)a->n, b->epoch_s, (size_t)b->n, &c);
+    int v = c.verdict == VERDICT_FASTER ? 1 : c.verdict == VERDICT_SAME && c.ratio < 1 ? 0 : -1;
+    set_decision(b, "%s: %s; %.2fx trial %d's time [%.2f, %.2f]",
+                 v > 0 ? "kept" : v == 0 ? "explored" : "dropped",
+                 v > 0 ? why : c.verdict == VERDICT_SAME ? "same within noise" : "slower", c.ratio,
+                 from, c.ci95[0], c.ci95[1]);
+    if (c.verdict == VERDICT_SAME)
+        snprintf(b->decision + strlen(b->decision), sizeof b->decision - strlen(b->decision),
+                 " (%s)", why);
+    return v;
+}
+
+/* Hill climb from trial *cur, which ends at the last kept trial. With
+ * `explore`, when no move is kept the climb looks one step further from the
+ * lowest median the test could not confirm (noise may hide a real gain
+ * there); a kept move from it continues the climb. Returns *cur, -1 on
+ * error, -2 when the budget ran out. */
+static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                 struct tune_result *r, int *cur, bool explore, bool copy_only, struct error *e)
+{
+    int from = *cur;
+    bool exploring = false; // `from` is an explored trial, not a kept one
     for (;;) {
         struct tune_settings mv[MAX_MOVES];
         const char *why[MAX_MOVES];
-        int n = moves(o, &r->trials[*cur], copy_only, mv, why);
-        bool kept = false;
-        for (int i = 0; i < n && !kept; i++) {
+        int n = moves(o, &r->trials[from], copy_only, mv, why), next = -1, lead = -1;
+        for (int i = 0; i < n && next < 0; i++) {
             struct tune_settings s = normalized(o, mv[i]);
             if (find_trial(r, &s) >= 0)
                 continue; // measured already: its decision stands
             int k = measure(o, trial, ctx, r, s, e);
             if (k < 0)
                 return k;
-            struct tune_trial *a = &r->trials[*cur], *b = &r->trials[k];
-            struct comparison c;
-            stats_compare(a->epoch_s, (size_t)a->n, b->epoch_s, (size_t)b->n, &c);
-            kept = c.verdict == VERDICT_FASTER;
-            set_decision(b, "%s: %s; %.2fx trial %d's time [%.2f, %.2f]", kept ? "kept" : "dropped",
-                         kept ? why[i] : c.verdict == VERDICT_SAME ? "same within noise" : "slower",
-                         c.ratio, *cur, c.ci95[0], c.ci95[1]);
-            if (!kept && c.verdict == VERDICT_SAME)
-                snprintf(b->decision + strlen(b->decision),
-                         sizeof b->decision - strlen(b->decision), " (%s)", why[i]);
-            if (kept)
-                *cur = k;
+            int v = judge(r, from, k, why[i]);
+            if (v > 0)
+                next = k;
+            else if (v == 0 && (lead < 0 || r->trials[k].st.median < r->trials[lead].st.median))
+                lead = k;
         }
-        if (!kept)
+        if (next >= 0) {
+            from = *cur = next;
+            exploring = false;
+        } else if (explore && !exploring && lead >= 0) {
+            from = lead;
+            exploring = true;
+        } else {
             return *cur;
+        }
     }
+}
+
+/* The fastest choice: the lowest median among the trials the test calls
+ * faster than the config as given, else the config as given. */
+static int select_fastest(const struct tune_result *r)
+{
+    int best = 0;
+    const struct tune_trial *given = &r->trials[0];
+    for (int i = 1; i < r->n_trials; i++) {
+        const struct tune_trial *t = &r->trials[i];
+        struct comparison c;
+        stats_compare(given->epoch_s, (size_t)given->n, t->epoch_s, (size_t)t->n, &c);
+        if (c.verdict == VERDICT_FASTER && t->st.median < r->trials[best].st.median)
+            best = i;
+    }
+    return best;
 }
 
 static bool reaches(const struct tune_options *o, const struct tune_trial *t)
@@ -415,7 +454,7 @@ static int search_target(const struct tune_options *o, tune_trial_fn trial, void
 {
     int cur = 0;
     if (r->trials[0].bound == BOUND_COPY) { // copies first: they cost no loader
-        int rc = climb(o, trial, ctx, r, &cur, true, e);
+        int rc = climb(o, trial, ctx, r, &cur, false, true, e);
         if (rc == -1)
             return -1;
     }
@@ -475,14 +514,14 @@ static int search_fastest(const struct tune_options *o, tune_trial_fn trial, voi
                           struct tune_result *r, struct error *e)
 {
     int cur = 0;
-    int rc = climb(o, trial, ctx, r, &cur, false, e);
+    int rc = climb(o, trial, ctx, r, &cur, true, false, e);
     if (rc == -1)
         return -1;
     if (rc == -2)
         snprintf(r->statement, sizeof r->statement,
                  "tune.budget_s (%.0f s) ran out: the best of the %d trials so far", o->budget_s,
                  r->n_trials);
-    r->best = cur;
+    r->best = select_fastest(r);
     undecided(o, r);
     return 0;
 }
