@@ -22,7 +22,7 @@ XSMM ?= 1
 # src/ is grouped by layer (docs/architecture.md): core/ data/ comm/ backends/
 # train/ report/ under main.c. Sources are named without their folder (objects
 # stay flat under build/); vpath and src_path find them.
-SRC_DIRS := src $(addprefix src/,core data comm backends train report)
+SRC_DIRS := src $(addprefix src/,core data comm backends train report tune)
 SRC_INC  := $(addprefix -I,$(SRC_DIRS))
 vpath %.c $(SRC_DIRS)
 src_path = $(foreach f,$(1),$(firstword $(wildcard $(addsuffix /$(f),$(SRC_DIRS)))))
@@ -44,7 +44,8 @@ CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c report.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c \
            comm.c ddp.c report_ddp.c report_emulated.c emulate_profile.c allreduce_bw.c hostmm.c \
-           stats.c progress.c compare.c effect.c machine.c dl.c rlimits.c signals.c
+           stats.c progress.c compare.c effect.c machine.c dl.c rlimits.c signals.c \
+           tune.c tune_run.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -92,7 +93,7 @@ LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-tsan \
         test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
-        test-docs test-fresh bench bench-data clean
+        test-docs test-tune test-fresh bench bench-data bench-tune clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -240,6 +241,11 @@ test-valgrind: dpbench
 	    --sweep loader.prefetch_factor=2,4 --format json >$(B)/valgrind-sweep.json 2>/dev/null
 	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	    --show-leak-kinds=definite,indirect ./dpbench compare $(B)/valgrind-sweep.json $(B)/valgrind-sweep.json >/dev/null
+	rm -rf $(B)/valgrind-tune
+	valgrind -q --error-exitcode=1 --suppressions=tests/valgrind-cuda.supp --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --show-leak-kinds=definite,indirect ./dpbench --tune -c configs/tutorial.yaml --set dataset.length=300 \
+	    --set dataset.sample_cost_us=20 --set tune.budget_s=3 --set tune.max_workers=2 --out $(B)/valgrind-tune \
+	    --format json >/dev/null 2>&1
 	@echo "valgrind: 4 passed, 0 failed"
 
 # PyTorch side-by-side scripts: skipped when Debian's python3-torch is absent.
@@ -261,6 +267,10 @@ test-ddp: dpbench
 test-limits: dpbench
 	@tests/limits_test.sh ./dpbench
 
+# dpbench --tune end to end on small real pipelines (about a minute)
+test-tune: dpbench
+	@tests/tune_test.sh ./dpbench
+
 # DDP across two hosts made of network namespaces (root, iproute2, Open MPI;
 # skips otherwise); CI runs it after make test.
 test-multinode: dpbench
@@ -269,7 +279,7 @@ test-multinode: dpbench
 # `make test`: every stage, even after a failure, then one table and the total
 # (tests/run_stages.sh). A new stage is one more word here.
 TEST_STAGES := test-unit test-kernels test-cli test-results test-data-cli test-docs test-asan test-tsan \
-               test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-cuda-emulated
+               test-ubsan test-fuzz test-valgrind test-scripts test-tune test-ddp test-limits test-cuda-emulated
 test:
 	@MAKE='$(MAKE)' tests/run_stages.sh $(TEST_STAGES)
 
@@ -352,6 +362,11 @@ bench: dpbench
 bench-data: dpbench
 	@scripts/install-deps.sh make bench
 	scripts/data-bench.sh
+
+# --tune against the exhaustive sweep over the same ranges, into bench_results/tune/
+bench-tune: dpbench
+	@scripts/install-deps.sh make bench
+	scripts/bench-tune.sh
 
 clean:
 	rm -rf $(B) dpbench

@@ -35,6 +35,7 @@
 #include "progress.h"
 #include "report.h"
 #include "train.h"
+#include "tune.h"
 
 enum exit_code { EXIT_OK = 0, EXIT_RUN = 1, EXIT_USAGE = 2 };
 
@@ -47,6 +48,7 @@ struct options {
     long repeat;        // runs of each point in a row (--repeat), 0 = 1
     bool quiet;         // --quiet: no progress lines
     bool no_sweep;      // --no-sweep: the config's sweep is ignored
+    bool tune; // search the loader settings (tune.c) instead of running the config's points
 };
 
 static void usage(FILE *f)
@@ -76,6 +78,8 @@ static void usage(FILE *f)
             "                        dpbench --make-dataset --help for its options\n"
             "      --allreduce-bandwidth  allreduce size sweep on parallel.comm's engine, as\n"
             "                        nccl-tests prints it (under mpirun: across its ranks)\n"
+            "      --tune            search the loader settings for this config's workload\n"
+            "                        and recommend the fastest (tune.* keys; docs/tune.md)\n"
             "      --help-config     list every config key with its default and range\n"
             "  compare A.json B.json [--format text|json]\n"
             "                        is B faster, slower or the same as A? (dpbench compare --help)\n"
@@ -122,7 +126,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
                      struct error *e)
 {
     enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT, OPT_ALLREDUCE_BANDWIDTH,
-           OPT_NO_SWEEP };
+           OPT_NO_SWEEP, OPT_TUNE };
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"set", required_argument, NULL, 's'},
@@ -137,6 +141,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         {"h2d-bandwidth", no_argument, NULL, OPT_H2D_BANDWIDTH},
         {"export", required_argument, NULL, OPT_EXPORT},
         {"allreduce-bandwidth", no_argument, NULL, OPT_ALLREDUCE_BANDWIDTH},
+        {"tune", no_argument, NULL, OPT_TUNE},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -173,6 +178,7 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         case OPT_H2D_BANDWIDTH: opts->h2d_bandwidth = true; break;
         case OPT_EXPORT: opts->export_dir = optarg; break;
         case OPT_ALLREDUCE_BANDWIDTH: opts->allreduce_bandwidth = true; break;
+        case OPT_TUNE: opts->tune = true; break;
         case ':': return error_set(e, "%s needs a value", argv[optind - 1]);
         case '?':
             return error_set(e, "unknown option '%s' (dpbench --help lists them)", argv[optind - 1]);
@@ -721,16 +727,22 @@ static int h2d_bandwidth(const char *out_dir)
  * costs the results on stdout, and a stdout nobody reads any more (mpirun
  * stops forwarding its ranks' output once told to end the job) never costs
  * the files. */
-static int emit(const struct results *res, bool *placed, struct error *e)
+static int emit(const struct results *res, const struct tune_report *tune, bool *placed,
+                struct error *e)
 {
     int rc = 0;
     if (res->cfg.report.out[0]) {
         char path[4400];
+        char tuned[4400];
         if (report_write_files(res, res->cfg.report.out, path, sizeof path, e))
             rc = error_wrap(e, "result files not written (results are on stdout)");
         else
             fprintf(stderr, "dpbench: results written to %s (and .csv, -summary.csv)\n", path);
         *placed = rc == 0;
+        if (!rc && tune && tune_write_yaml(tune, res->cfg.report.out, tuned, sizeof tuned, e))
+            rc = error_wrap(e, "tuned config not written");
+        else if (!rc && tune && tuned[0])
+            fprintf(stderr, "dpbench: tuned config written to %s\n", tuned);
     }
     if (signals_pending())
         return -1; // a signal came while they were written: nothing more
@@ -746,6 +758,8 @@ static int emit(const struct results *res, bool *placed, struct error *e)
         free(json);
     } else if (strcmp(fmt, "csv") == 0) {
         report_csv(f, res);
+    } else if (strcmp(fmt, "text") == 0 && tune) {
+        tune_print(f, res, tune);
     } else if (strcmp(fmt, "text") == 0) {
         report_text(f, res);
     }
@@ -790,7 +804,7 @@ static void write_stuck(void *arg)
     bool placed = false;
     res->interrupted = true;
     report_summarize(res);
-    if (emit(res, &placed, &e))
+    if (emit(res, NULL, &placed, &e))
         fprintf(stderr, "dpbench: %s\n", e.msg);
 }
 
@@ -906,7 +920,15 @@ int main(int argc, char **argv)
                   n_points(&res.cfg), opts.repeat > 1 ? (int)opts.repeat : 1);
     stuck_comm = &comm;
     signals_on_stuck(write_stuck, &res);
-    rc = run_points(&res.cfg, &bes, &res, opts.quiet, &e);
+    struct tune_report *tune = NULL; // --tune's search
+    if (opts.tune && comm.world > 1) {
+        error_set(&e, "--tune: parallel.mode ddp is not tuned (run it without mpirun)");
+        rc = -2;
+    } else if (opts.tune) {
+        rc = tune_main(&res, backends_get(&bes, res.cfg.parallel.device), &tune, &e);
+    } else {
+        rc = run_points(&res.cfg, &bes, &res, opts.quiet, &e);
+    }
     signals_on_stuck(NULL, NULL); // no run in progress any more
     signals_settle(); // stopped: what completed is written unless another signal comes
     int status = EXIT_OK;
@@ -931,7 +953,7 @@ int main(int argc, char **argv)
     if (res.n_runs > 0) {
         signals_phase("writing the results");
         report_summarize(&res);
-        if (emit(&res, &placed, &e) && !signals_pending()) {
+        if (emit(&res, tune, &placed, &e) && !signals_pending()) {
             fprintf(stderr, "dpbench: %s\n", e.msg);
             status = EXIT_RUN;
         }
@@ -956,6 +978,7 @@ int main(int argc, char **argv)
         status = 128 + train_stop;
     }
     results_free(&res);
+    tune_report_free(tune);
     comm_close(&comm);
     return status;
 }

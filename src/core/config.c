@@ -141,6 +141,16 @@ static const struct key keys[] = {
      "directory for NAME-YYYYmmdd-HHMMSS.json/.csv result files; empty = none"},
     {"report.floor", KEY_BOOL, OFF(report.floor), "false", 0, 0, NULL,
      "before training, measure this machine's floor for the run's shapes (gather + compute)"},
+    {"tune.knobs", KEY_STRING, OFF(tune.knobs), "", 0, CONFIG_STR - 1, NULL,
+     "--tune: loader knobs it may change, comma-separated (num_workers, prefetch_factor, "
+     "persistent_workers, pin_memory, async_copy, copy_depth); \"\" = all"},
+    {"tune.max_workers", KEY_INT, OFF(tune.max_workers), "0", 0, 256, NULL,
+     "--tune: most loader workers it tries; 0 = twice the usable cores"},
+    {"tune.target_au", KEY_FLOAT, OFF(tune.target_au), "0", 0, 1, NULL,
+     "--tune: 0 = the fastest epoch; else the cheapest settings whose AU (compute / epoch "
+     "time) reaches it (fewest workers, then smallest prefetch)"},
+    {"tune.budget_s", KEY_FLOAT, OFF(tune.budget_s), "600", 1, 1e6, NULL,
+     "--tune: seconds of trials the search may spend"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= 64, "config.explicit_keys has one bit per key");
@@ -179,7 +189,7 @@ static const char *key_choices(const struct key *k, char *buf, size_t n)
 }
 
 static const char *const sections[] = {"dataset", "model", "loader", "train", "parallel",
-                                       "report", "transform", "emulate"};
+                                       "report", "transform", "emulate", "tune"};
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 
 

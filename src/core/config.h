@@ -79,6 +79,12 @@ struct config {
         char out[CONFIG_STR];    // results directory, "" = none
         bool floor;              // measure this machine's floor for the run's shapes first
     } report;
+    struct {
+        char knobs[CONFIG_STR];  // --tune: knobs it may change, comma-separated; "" = all
+        long max_workers;        // --tune: most workers tried, 0 = twice the usable cores
+        double target_au;        // --tune: 0 = fastest; else cheapest settings reaching it
+        double budget_s;         // --tune: trial seconds the search may spend
+    } tune;
     /* sweep: the cartesian product of these keys' values, first key outermost */
     struct config_sweep {
         char key[CONFIG_STR];

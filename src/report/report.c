@@ -109,17 +109,11 @@ void report_summarize(struct results *r)
 #define DOMINANT_SHARE 0.6
 #define DOMINANT_RATIO 1.5
 
-void report_verdict(const struct run_result *run, char *buf, size_t n)
+enum bound report_bound(double wait, double exposed_copy, double compute)
 {
-    const struct run_summary *s = &run->sum;
-    double exposed_copy = run->sum.copy_share * (isnan(s->overlap) ? 1.0 : 1.0 - s->overlap);
-    if (run->n_epochs == 0) {
-        snprintf(buf, n, "no measured epoch");
-        return;
-    }
     /* the fourth share is the loop's own time, outside the three stages */
-    double other = 1.0 - s->wait_share - exposed_copy - s->compute_share;
-    double share[4] = {s->wait_share, exposed_copy, s->compute_share, other > 0 ? other : 0};
+    double other = 1.0 - wait - exposed_copy - compute;
+    double share[4] = {wait, exposed_copy, compute, other > 0 ? other : 0};
     int top = 0;
     for (int i = 1; i < 4; i++)
         if (share[i] > share[top])
@@ -129,17 +123,39 @@ void report_verdict(const struct run_result *run, char *buf, size_t n)
         if (i != top && share[i] > next)
             next = share[i];
     if (top == 3 || (share[top] < DOMINANT_SHARE && share[top] < DOMINANT_RATIO * next))
+        return BOUND_BALANCED;
+    return top == 0 ? BOUND_INPUT : top == 1 ? BOUND_COPY : BOUND_COMPUTE;
+}
+
+const char *bound_name(enum bound b)
+{
+    static const char *const names[] = {"balanced", "input", "copy", "compute"};
+    return names[b];
+}
+
+void report_verdict(const struct run_result *run, char *buf, size_t n)
+{
+    const struct run_summary *s = &run->sum;
+    double exposed_copy = run->sum.copy_share * (isnan(s->overlap) ? 1.0 : 1.0 - s->overlap);
+    if (run->n_epochs == 0) {
+        snprintf(buf, n, "no measured epoch");
+        return;
+    }
+    enum bound b = report_bound(s->wait_share, exposed_copy, s->compute_share);
+    double other = 1.0 - s->wait_share - exposed_copy - s->compute_share;
+    if (b == BOUND_BALANCED)
         snprintf(buf, n,
                  "balanced: no stage dominates (waiting for data %.0f%%, exposed copies %.0f%%, "
                  "DataParallel steps %.0f%%, other %.0f%% of the epoch)",
-                 100 * share[0], 100 * share[1], 100 * share[2], 100 * share[3]);
-    else if (top == 0)
+                 100 * s->wait_share, 100 * exposed_copy, 100 * s->compute_share,
+                 100 * (other > 0 ? other : 0));
+    else if (b == BOUND_INPUT)
         snprintf(buf, n,
                  "input-bound: the loop waited %.0f%% of the epoch for data; %s would help",
                  100 * s->wait_share,
                  run->cfg.loader.num_workers == 0 ? "loader workers (num_workers > 0)"
                                                   : "more workers or a cheaper sample");
-    else if (top == 1)
+    else if (b == BOUND_COPY)
         snprintf(buf, n, "copy-bound: host-to-device copies took %.0f%% of the epoch; %s",
                  100 * exposed_copy,
                  run->cfg.loader.async_copy ? "pinned memory would speed them up"
@@ -765,6 +781,8 @@ char *report_json(const struct results *r)
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     for (int i = 0; i < r->n_runs; i++)
         cJSON_AddItemToArray(runs, run_json(&r->runs[i]));
+    if (r->tune)
+        cJSON_AddItemToObject(root, "tune", cJSON_Duplicate(r->tune, true));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;
@@ -949,6 +967,7 @@ void results_free(struct results *r)
     for (int i = 0; i < r->n_runs; i++)
         run_result_free(&r->runs[i]);
     free(r->runs);
+    cJSON_Delete(r->tune);
     config_free(&r->cfg);
     memset(r, 0, sizeof *r);
 }

@@ -13,6 +13,8 @@
  * when a field changes meaning or goes away (added fields keep it). */
 #define REPORT_SCHEMA_VERSION 1
 
+struct cJSON;
+
 struct results {
     struct config cfg;       // the resolved base config (before sweep overrides)
     struct machine machine;
@@ -27,11 +29,19 @@ struct results {
     bool interrupted;        // by a signal: runs holds only complete epochs
     double estimate_bytes;   // host memory estimated before the run (the largest point)
     double peak_rss_bytes;   // the process's peak resident memory after the runs
+    struct cJSON *tune;      // dpbench --tune: its "tune" object (owned), runs one per trial;
+                             // NULL otherwise
 };
 
 void report_summarize(struct results *r);
 /* The figures of run i alone (run 0's must be there: speed-ups are against it). */
 void report_summarize_run(struct results *r, int i);
+/* Which stage bounds an epoch, from its shares of the epoch (0..1): waiting
+ * for data, exposed (not hidden) copies, DataParallel steps; the rest is the
+ * loop's own time. A stage bounds only when it dominates. */
+enum bound { BOUND_BALANCED, BOUND_INPUT, BOUND_COPY, BOUND_COMPUTE };
+enum bound report_bound(double wait, double exposed_copy, double compute);
+const char *bound_name(enum bound b); // "balanced", "input", "copy", "compute"
 /* The bounding stage in words, e.g. "input-bound: ..."; written to buf. */
 void report_verdict(const struct run_result *run, char *buf, size_t n);
 

@@ -3,10 +3,22 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <string.h>
 
 bool effect_copy_knobs(const struct backend *be) { return be && be->device_copies; }
 
 bool effect_worker_knobs(const struct config *c) { return c->loader.num_workers > 0; }
+
+bool effect_knob_acts(const struct backend *be, const char *key, const struct config *c)
+{
+    if (strcmp(key, "loader.prefetch_factor") == 0 || strcmp(key, "loader.persistent_workers") == 0)
+        return effect_worker_knobs(c);
+    if (strcmp(key, "loader.pin_memory") == 0 || strcmp(key, "loader.async_copy") == 0)
+        return effect_copy_knobs(be);
+    if (strcmp(key, "loader.copy_depth") == 0)
+        return effect_copy_knobs(be) && c->loader.async_copy;
+    return true;
+}
 
 void effect_notes(const struct config *c, const struct backend *be, char *buf, size_t n)
 {

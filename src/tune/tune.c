@@ -1,0 +1,584 @@
+/* The --tune search (see tune.h). Two goals:
+ *  - fastest (tune.target_au 0): a hill climb from the config as given. The
+ *    current best trial's bound names the moves worth a trial (input: more
+ *    workers, deeper prefetch; copy: pinned memory, async copy, a deeper
+ *    ring; any bound with workers: persistent workers); a move is kept only
+ *    when stats_compare calls it faster, and the climb stops when no move is.
+ *  - a target AU: copies first (as above, while copy-bound), then the fewest
+ *    workers whose AU reaches the target (doubling, then bisection), then the
+ *    smallest prefetch that still reaches it.
+ * Trials are the caller's (tune_trial_fn); this file only decides. */
+#include "tune.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "effect.h"
+
+#define TUNE_MAX_PREFETCH 16 // batches per worker: past this, memory grows for nothing
+#define TUNE_MAX_DEPTH 8     // device buffers in the copy ring
+#define MAX_MOVES 8
+
+static const char *const knob_names[TUNE_N_KNOBS] = {
+    "num_workers", "prefetch_factor", "persistent_workers", "pin_memory", "async_copy",
+    "copy_depth"};
+
+const char *tune_knob_key(enum tune_knob k)
+{
+    static const char *const keys[TUNE_N_KNOBS] = {
+        "loader.num_workers", "loader.prefetch_factor", "loader.persistent_workers",
+        "loader.pin_memory",  "loader.async_copy",      "loader.copy_depth"};
+    return keys[k];
+}
+
+int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
+{
+    *mask = 0;
+    const char *p = text;
+    while (*p) {
+        size_t len = strcspn(p, ", ");
+        if (len) {
+            int k = 0;
+            while (k < TUNE_N_KNOBS &&
+                   !(strlen(knob_names[k]) == len && strncmp(p, knob_names[k], len) == 0))
+                k++;
+            if (k == TUNE_N_KNOBS)
+                return error_set(e, "tune.knobs: unknown knob '%.*s' (known: num_workers, "
+                                    "prefetch_factor, persistent_workers, pin_memory, "
+                                    "async_copy, copy_depth)",
+                                 (int)len, p);
+            *mask |= 1u << k;
+        }
+        p += len;
+        p += strspn(p, ", ");
+    }
+    if (!*mask)
+        *mask = TUNE_ALL_KNOBS;
+    return 0;
+}
+
+void tune_settings_from(struct tune_settings *s, const struct config *c)
+{
+    *s = (struct tune_settings){.num_workers = c->loader.num_workers,
+                                .prefetch_factor = c->loader.prefetch_factor,
+                                .copy_depth = c->loader.copy_depth,
+                                .persistent_workers = c->loader.persistent_workers,
+                                .pin_memory = c->loader.pin_memory,
+                                .async_copy = c->loader.async_copy};
+}
+
+void tune_settings_apply(const struct tune_settings *s, struct config *c)
+{
+    c->loader.num_workers = s->num_workers;
+    c->loader.prefetch_factor = s->prefetch_factor;
+    c->loader.copy_depth = s->copy_depth;
+    c->loader.persistent_workers = s->persistent_workers;
+    c->loader.pin_memory = s->pin_memory;
+    c->loader.async_copy = s->async_copy;
+}
+
+void tune_options_init(struct tune_options *o, const struct config *base,
+                       const struct backend *be, long usable_cores)
+{
+    *o = (struct tune_options){
+        .base = base, .be = be, .knobs = TUNE_ALL_KNOBS,
+        .max_workers = 2 * (usable_cores > 0 ? usable_cores : 1),
+        .budget_s = 600,
+        .min_epochs = 6,      // the fewest whose order statistics give a 95% interval
+        /* twice the epochs the config measures a point with (12 to 48): a
+         * trial costs at most what two points of a sweep cost */
+        .max_epochs = (int)(base->train.epochs < 6 ? 12
+                            : base->train.epochs > 24 ? 48 : 2 * base->train.epochs),
+        .ci_rel = 0.03,       // a 6% wide interval tells apart the 10% steps knobs make
+        .noise_rel = 0.20,    // +-20% at the cap: only changes well over 1.4x could be seen
+        .min_epoch_s = 1e-3}; // below a millisecond, thread start-up and scheduling dominate
+}
+
+/* Whether knob k acts for settings s (the one rule: effect_knob_acts). */
+static bool acts(const struct tune_options *o, enum tune_knob k, const struct tune_settings *s)
+{
+    struct config c = *o->base; // shallow: only the loader fields are read
+    tune_settings_apply(s, &c);
+    return effect_knob_acts(o->be, tune_knob_key(k), &c);
+}
+
+static bool allowed(const struct tune_options *o, enum tune_knob k,
+                    const struct tune_settings *s)
+{
+    return (o->knobs >> k & 1) && acts(o, k, s);
+}
+
+/* s with every knob that does not act there set back to the config's value:
+ * two settings that run the same are then equal. */
+static struct tune_settings normalized(const struct tune_options *o, struct tune_settings s)
+{
+    struct tune_settings b;
+    tune_settings_from(&b, o->base);
+    if (!acts(o, TUNE_PREFETCH, &s))
+        s.prefetch_factor = b.prefetch_factor;
+    if (!acts(o, TUNE_PERSISTENT, &s))
+        s.persistent_workers = b.persistent_workers;
+    if (!acts(o, TUNE_PIN, &s))
+        s.pin_memory = b.pin_memory;
+    if (!acts(o, TUNE_ASYNC, &s))
+        s.async_copy = b.async_copy;
+    if (!acts(o, TUNE_DEPTH, &s))
+        s.copy_depth = b.copy_depth;
+    return s;
+}
+
+bool tune_settings_equal(const struct tune_settings *a, const struct tune_settings *b)
+{
+    return a->num_workers == b->num_workers && a->prefetch_factor == b->prefetch_factor &&
+           a->copy_depth == b->copy_depth && a->persistent_workers == b->persistent_workers &&
+           a->pin_memory == b->pin_memory && a->async_copy == b->async_copy;
+}
+
+void tune_settings_text(const struct tune_options *o, const struct tune_settings *s,
+                        bool every_knob, char *buf, size_t n)
+{
+    size_t used = (size_t)snprintf(buf, n, "num_workers=%ld", s->num_workers);
+    struct { enum tune_knob k; const char *fmt; long v; } rest[] = {
+        {TUNE_PREFETCH, " prefetch_factor=%ld", s->prefetch_factor},
+        {TUNE_PERSISTENT, " persistent_workers=%s", s->persistent_workers},
+        {TUNE_PIN, " pin_memory=%s", s->pin_memory},
+        {TUNE_ASYNC, " async_copy=%s", s->async_copy},
+        {TUNE_DEPTH, " copy_depth=%ld", s->copy_depth}};
+    for (size_t i = 0; i < sizeof rest / sizeof rest[0] && used < n; i++) {
+        if (!every_knob && !acts(o, rest[i].k, s))
+            continue;
+        if (rest[i].k == TUNE_PREFETCH || rest[i].k == TUNE_DEPTH)
+            used += (size_t)snprintf(buf + used, n - used, rest[i].fmt, rest[i].v);
+        else
+            used += (size_t)snprintf(buf + used, n - used, rest[i].fmt,
+                                     rest[i].v ? "true" : "false");
+    }
+}
+
+static int find_trial(const struct tune_result *r, const struct tune_settings *s)
+{
+    for (int i = 0; i < r->n_trials; i++)
+        if (tune_settings_equal(&r->trials[i].s, s))
+            return i;
+    return -1;
+}
+
+static double half_width(const struct stats *st)
+{
+    return (st->ci95[1] - st->ci95[0]) / 2 / st->median;
+}
+
+static bool budget_spent(const struct tune_options *o, const struct tune_result *r)
+{
+    return r->seconds >= o->budget_s;
+}
+
+/* Shares, AU and bound of trial t from the summed stage seconds. */
+static void trial_finish(struct tune_trial *t, const double sums[3])
+{
+    double total = 0;
+    for (int i = 0; i < t->n; i++)
+        total += t->epoch_s[i];
+    stats_compute(t->epoch_s, (size_t)t->n, &t->st);
+    t->wait = sums[0] / total;
+    t->copy = sums[1] / total;
+    t->compute = sums[2] / total;
+    t->au = t->compute;
+    t->bound = report_bound(t->wait, t->copy, t->compute);
+}
+
+/* The trial for settings s: an earlier one that runs the same, or a new one
+ * measured in rounds (min_epochs, then doubling) until its median's interval
+ * is narrow enough, the cap, or the budget. Its index, -2 when a new trial
+ * was needed and the budget is spent, or -1 with e set. */
+static int measure(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                   struct tune_result *r, struct tune_settings s, struct error *e)
+{
+    s = normalized(o, s);
+    int k = find_trial(r, &s);
+    if (k >= 0)
+        return k;
+    if (budget_spent(o, r))
+        return -2;
+    if (r->n_trials == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 16;
+        struct tune_trial *grown = realloc(r->trials, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return error_set(e, "out of memory");
+        r->trials = grown;
+        r->cap = cap;
+    }
+    struct tune_trial *t = &r->trials[r->n_trials];
+    *t = (struct tune_trial){.s = s};
+    r->n_trials++; // owned from here: freed with the result whatever happens
+    double sums[3] = {0};
+    for (int round = o->min_epochs;;) {
+        double *grown = realloc(t->epoch_s, (size_t)(t->n + round) * sizeof *grown);
+        if (!grown)
+            return error_set(e, "out of memory");
+        t->epoch_s = grown;
+        struct tune_measure m = {.epoch_s = t->epoch_s + t->n};
+        if (trial(ctx, &s, round, &m, e))
+            return -1;
+        t->n += round;
+        r->seconds += m.elapsed_s;
+        sums[0] += m.wait_s;
+        sums[1] += m.copy_s;
+        sums[2] += m.compute_s;
+        trial_finish(t, sums);
+        if (half_width(&t->st) <= o->ci_rel || t->n >= o->max_epochs || budget_spent(o, r) ||
+            t->st.median < o->min_epoch_s)
+            break;
+        round = t->n < o->max_epochs - t->n ? t->n : o->max_epochs - t->n;
+    }
+    return r->n_trials - 1;
+}
+
+static void add_move(struct tune_settings *mv, const char **why, int *n,
+                     struct tune_settings s, const char *reason)
+{
+    if (*n < MAX_MOVES) {
+        mv[*n] = s;
+        why[(*n)++] = reason;
+    }
+}
+
+/* The moves worth a trial from trial t, most promising first. */
+static int moves(const struct tune_options *o, const struct tune_trial *t, bool copy_only,
+                 struct tune_settings *mv, const char **why)
+{
+    int n = 0;
+    struct tune_settings s = t->s, m;
+    bool input = !copy_only && (t->bound == BOUND_INPUT || t->bound == BOUND_BALANCED);
+    bool copy = t->bound == BOUND_COPY || t->bound == BOUND_BALANCED;
+    if (input && (o->knobs >> TUNE_WORKERS & 1) && s.num_workers < o->max_workers) {
+        /* two steps: one more worker may only overlap loading with a short step */
+        long w1 = s.num_workers ? 2 * s.num_workers : 1, w2 = 2 * w1;
+        m = s, m.num_workers = w1 < o->max_workers ? w1 : o->max_workers;
+        add_move(mv, why, &n, m, "input-bound: more workers");
+        if (w1 < o->max_workers)
+            m = s, m.num_workers = w2 < o->max_workers ? w2 : o->max_workers,
+            add_move(mv, why, &n, m, "input-bound: more workers");
+    }
+    if (input && allowed(o, TUNE_PREFETCH, &s) && 2 * s.prefetch_factor <= TUNE_MAX_PREFETCH)
+        m = s, m.prefetch_factor *= 2, add_move(mv, why, &n, m, "input-bound: deeper prefetch");
+    if (copy && allowed(o, TUNE_PIN, &s) && !s.pin_memory)
+        m = s, m.pin_memory = true, add_move(mv, why, &n, m, "copy-bound: pinned memory");
+    if (copy && allowed(o, TUNE_ASYNC, &s) && !s.async_copy)
+        m = s, m.async_copy = true, add_move(mv, why, &n, m, "copy-bound: async copy");
+    if (copy && allowed(o, TUNE_DEPTH, &s) && 2 * s.copy_depth <= TUNE_MAX_DEPTH)
+        m = s, m.copy_depth *= 2, add_move(mv, why, &n, m, "copy-bound: deeper copy ring");
+    if (!copy_only && allowed(o, TUNE_PERSISTENT, &s) && !s.persistent_workers)
+        m = s, m.persistent_workers = true,
+        add_move(mv, why, &n, m, "workers re-created every epoch: persistent workers");
+    return n;
+}
+
+static void set_decision(struct tune_trial *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void set_decision(struct tune_trial *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->decision, sizeof t->decision, fmt, ap);
+    va_end(ap);
+}
+
+/* Trial k against trial `from`, written as k's decision: 1 kept (the test
+ * calls it faster), 0 explored (a lower median the test cannot confirm),
+ * -1 dropped. */
+static int judge(struct tune_result *r, int from, int k, const char *why)
+{
+    struct tune_trial *a = &r->trials[from], *b = &r->trials[k];
+    struct comparison c;
+    stats_compare(a->epoch_s, (size_t)a->n, b->epoch_s, (size_t)b->n, &c);
+    int v = c.verdict == VERDICT_FASTER ? 1 : c.verdict == VERDICT_SAME && c.ratio < 1 ? 0 : -1;
+    set_decision(b, "%s: %s; %.2fx trial %d's time [%.2f, %.2f]",
+                 v > 0 ? "kept" : v == 0 ? "explored" : "dropped",
+                 v > 0 ? why : c.verdict == VERDICT_SAME ? "same within noise" : "slower", c.ratio,
+                 from, c.ci95[0], c.ci95[1]);
+    if (c.verdict == VERDICT_SAME)
+        snprintf(b->decision + strlen(b->decision), sizeof b->decision - strlen(b->decision),
+                 " (%s)", why);
+    return v;
+}
+
+/* Hill climb from trial *cur, which ends at the last kept trial. With
+ * `explore`, when no move is kept the climb looks one step further from the
+ * lowest median the test could not confirm (noise may hide a real gain
+ * there); a kept move from it continues the climb. Returns *cur, -1 on
+ * error, -2 when the budget ran out. */
+static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                 struct tune_result *r, int *cur, bool explore, bool copy_only, struct error *e)
+{
+    int from = *cur;
+    bool exploring = false; // `from` is an explored trial, not a kept one
+    for (;;) {
+        struct tune_settings mv[MAX_MOVES];
+        const char *why[MAX_MOVES];
+        int n = moves(o, &r->trials[from], copy_only, mv, why), next = -1, lead = -1;
+        for (int i = 0; i < n && next < 0; i++) {
+            struct tune_settings s = normalized(o, mv[i]);
+            if (find_trial(r, &s) >= 0)
+                continue; // measured already: its decision stands
+            int k = measure(o, trial, ctx, r, s, e);
+            if (k < 0)
+                return k;
+            int v = judge(r, from, k, why[i]);
+            if (v > 0)
+                next = k;
+            else if (v == 0 && (lead < 0 || r->trials[k].st.median < r->trials[lead].st.median))
+                lead = k;
+        }
+        if (next >= 0) {
+            from = *cur = next;
+            exploring = false;
+        } else if (explore && !exploring && lead >= 0) {
+            from = lead;
+            exploring = true;
+        } else {
+            return *cur;
+        }
+    }
+}
+
+/* The fastest choice: the lowest median among the trials the test calls
+ * faster than the config as given, else the config as given. */
+static int select_fastest(const struct tune_result *r)
+{
+    int best = 0;
+    const struct tune_trial *given = &r->trials[0];
+    for (int i = 1; i < r->n_trials; i++) {
+        const struct tune_trial *t = &r->trials[i];
+        struct comparison c;
+        stats_compare(given->epoch_s, (size_t)given->n, t->epoch_s, (size_t)t->n, &c);
+        if (c.verdict == VERDICT_FASTER && t->st.median < r->trials[best].st.median)
+            best = i;
+    }
+    return best;
+}
+
+static bool reaches(const struct tune_options *o, const struct tune_trial *t)
+{
+    return t->au >= o->target_au;
+}
+
+/* One target_au trial: measured (or found) and labelled with its AU. */
+static int au_trial(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                    struct tune_result *r, struct tune_settings s, const char *step,
+                    struct error *e)
+{
+    int k = measure(o, trial, ctx, r, s, e);
+    if (k >= 0 && !r->trials[k].decision[0])
+        set_decision(&r->trials[k], "%s: AU %.2f %s %.2f", step, r->trials[k].au,
+                     reaches(o, &r->trials[k]) ? "reaches" : "is below", o->target_au);
+    return k;
+}
+
+/* The fewest workers (from cur's other settings) whose AU reaches the target:
+ * doubling until one does, then bisection. *lo gets the most workers below
+ * it (-1 if none measured); returns the trial reaching it, -3 if none up to
+ * max_workers does, -2 when the budget ran out, -1 on error. */
+static int fewest_workers(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                          struct tune_result *r, int cur, int *lo, struct error *e)
+{
+    struct tune_settings s = r->trials[cur].s;
+    int hi = -1;
+    *lo = -1;
+    for (long w = 0;; w = w ? 2 * w : 1) {
+        s.num_workers = w < o->max_workers ? w : o->max_workers;
+        int k = au_trial(o, trial, ctx, r, s, "workers doubling", e);
+        if (k < 0)
+            return k;
+        if (reaches(o, &r->trials[k])) {
+            hi = k;
+            break;
+        }
+        *lo = k;
+        if (s.num_workers >= o->max_workers)
+            return -3;
+    }
+    while (*lo >= 0 && r->trials[hi].s.num_workers - r->trials[*lo].s.num_workers > 1) {
+        s.num_workers = (r->trials[hi].s.num_workers + r->trials[*lo].s.num_workers) / 2;
+        int k = au_trial(o, trial, ctx, r, s, "workers bisection", e);
+        if (k < 0)
+            return k;
+        if (reaches(o, &r->trials[k]))
+            hi = k;
+        else
+            *lo = k;
+    }
+    return hi;
+}
+
+/* The smallest prefetch_factor at trial hi's workers that still reaches the
+ * target; *below gets the trial one step cheaper when measured. */
+static int smallest_prefetch(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                             struct tune_result *r, int hi, int *below, struct error *e)
+{
+    struct tune_settings s = r->trials[hi].s;
+    if (!allowed(o, TUNE_PREFETCH, &s))
+        return hi;
+    for (long p = 1; p < r->trials[hi].s.prefetch_factor; p++) {
+        s.prefetch_factor = p;
+        int k = au_trial(o, trial, ctx, r, s, "smaller prefetch", e);
+        if (k == -2)
+            return hi; // the budget: the cheapest found so far
+        if (k < 0)
+            return -1;
+        if (reaches(o, &r->trials[k]))
+            return k;
+        *below = k;
+    }
+    return hi;
+}
+
+static void no_target(const struct tune_options *o, struct tune_result *r)
+{
+    int top = 0;
+    for (int i = 1; i < r->n_trials; i++)
+        if (r->trials[i].au > r->trials[top].au)
+            top = i;
+    char set[256];
+    tune_settings_text(o, &r->trials[top].s, false, set, sizeof set);
+    snprintf(r->statement, sizeof r->statement,
+             "no setting tried reaches AU %.2f: the highest, trial %d (%s), reaches %.2f and "
+             "is %s-bound", o->target_au, top, set, r->trials[top].au,
+             bound_name(r->trials[top].bound));
+    r->best = -1;
+}
+
+static int search_target(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                         struct tune_result *r, struct error *e)
+{
+    int cur = 0;
+    if (r->trials[0].bound == BOUND_COPY) { // copies first: they cost no loader
+        int rc = climb(o, trial, ctx, r, &cur, false, true, e);
+        if (rc == -1)
+            return -1;
+    }
+    int lo = -1, hi = cur;
+    if (o->knobs >> TUNE_WORKERS & 1)
+        hi = fewest_workers(o, trial, ctx, r, cur, &lo, e);
+    else if (!reaches(o, &r->trials[cur]))
+        hi = -3;
+    if (hi == -1)
+        return -1;
+    if (hi == -2) {
+        snprintf(r->statement, sizeof r->statement,
+                 "tune.budget_s (%.0f s) ran out before a setting reaching AU %.2f was found",
+                 o->budget_s, o->target_au);
+        r->best = -1;
+        return 0;
+    }
+    if (hi == -3) {
+        no_target(o, r);
+        return 0;
+    }
+    int below = lo;
+    int best = smallest_prefetch(o, trial, ctx, r, hi, &below, e);
+    if (best < 0)
+        return -1;
+    r->best = best;
+    r->next_cheaper = r->trials[best].s.num_workers > 0 || below >= 0 ? below : -1;
+    return 0;
+}
+
+/* A trial whose median is well under the best's (by a tenth) but not told
+ * apart from it by the test: the noise left the search undecided there, and
+ * the statement says so rather than recommend it or hide it. */
+static void undecided(const struct tune_options *o, struct tune_result *r)
+{
+    const struct tune_trial *b = &r->trials[r->best];
+    int low = -1;
+    for (int i = 0; i < r->n_trials; i++)
+        if (r->trials[i].st.median < 0.9 * b->st.median &&
+            (low < 0 || r->trials[i].st.median < r->trials[low].st.median))
+            low = i;
+    if (low < 0)
+        return;
+    const struct tune_trial *t = &r->trials[low];
+    struct comparison c;
+    stats_compare(b->epoch_s, (size_t)b->n, t->epoch_s, (size_t)t->n, &c);
+    char set[256];
+    tune_settings_text(o, &t->s, false, set, sizeof set);
+    size_t used = strlen(r->statement);
+    snprintf(r->statement + used, sizeof r->statement - used,
+             "%sundecided: trial %d (%s) measured %.2fx the chosen time [%.2f, %.2f], not told "
+             "apart from noise; more epochs (train.epochs) or a quieter machine would decide",
+             used ? "; " : "", low, set, c.ratio, c.ci95[0], c.ci95[1]);
+}
+
+static int search_fastest(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                          struct tune_result *r, struct error *e)
+{
+    int cur = 0;
+    int rc = climb(o, trial, ctx, r, &cur, true, false, e);
+    if (rc == -1)
+        return -1;
+    if (rc == -2)
+        snprintf(r->statement, sizeof r->statement,
+                 "tune.budget_s (%.0f s) ran out: the best of the %d trials so far", o->budget_s,
+                 r->n_trials);
+    r->best = select_fastest(r);
+    undecided(o, r);
+    return 0;
+}
+
+/* The workload itself decides whether anything can be tuned: too short an
+ * epoch, or too wide an interval at the cap, gets a statement. */
+static bool measurable(const struct tune_options *o, struct tune_result *r)
+{
+    const struct tune_trial *t = &r->trials[0];
+    if (t->st.median < o->min_epoch_s) {
+        snprintf(r->statement, sizeof r->statement,
+                 "too short to measure: the median epoch takes %.3f ms, under %.1f ms, where "
+                 "thread start-up and scheduling outweigh any loader setting; give the epoch "
+                 "more work (dataset.length, a larger batch or dataset)",
+                 1e3 * t->st.median, 1e3 * o->min_epoch_s);
+        return false;
+    }
+    if (half_width(&t->st) > o->noise_rel) {
+        snprintf(r->statement, sizeof r->statement,
+                 "too noisy to decide: after %d epochs the median's 95%% interval is +-%.0f%% "
+                 "(cv %.0f%%); changes smaller than that cannot be told from noise. Run on a "
+                 "quieter machine or with longer epochs",
+                 t->n, 100 * half_width(&t->st), 100 * t->st.cv);
+        return false;
+    }
+    return true;
+}
+
+int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                struct tune_result *r, struct error *e)
+{
+    *r = (struct tune_result){.best = -1, .next_cheaper = -1};
+    struct tune_settings given;
+    tune_settings_from(&given, o->base);
+    int k = measure(o, trial, ctx, r, given, e);
+    if (k == -2)
+        return error_set(e, "tune.budget_s leaves no time for a single trial");
+    if (k < 0)
+        return -1;
+    set_decision(&r->trials[0], "start: the config as given (AU %.2f)", r->trials[0].au);
+    if (!measurable(o, r))
+        return 0;
+    int rc = o->target_au > 0 ? search_target(o, trial, ctx, r, e)
+                              : search_fastest(o, trial, ctx, r, e);
+    if (rc || r->best < 0)
+        return rc;
+    const struct tune_trial *a = &r->trials[r->best], *b = &r->trials[0];
+    stats_compare(a->epoch_s, (size_t)a->n, b->epoch_s, (size_t)b->n, &r->gain);
+    return 0;
+}
+
+void tune_result_free(struct tune_result *r)
+{
+    for (int i = 0; i < r->n_trials; i++)
+        free(r->trials[i].epoch_s);
+    free(r->trials);
+    *r = (struct tune_result){.best = -1, .next_cheaper = -1};
+}

@@ -1,0 +1,404 @@
+/* The --tune search (src/tune.c) against synthetic pipelines whose best
+ * settings follow from arithmetic: a model of one epoch from per-batch load,
+ * copy and compute times and the knobs' rules (workers share the host's
+ * cores, pinned copies run 3x faster, async copies from pinned memory hide
+ * behind compute, workers not kept cost a start-up each epoch), with seeded
+ * lognormal noise. No test here measures a real clock. */
+#include "testutil.h"
+
+#include "rng.h"
+#include "tune.h"
+
+struct pipe {
+    double load;        // seconds to load one batch on one core
+    double copy;        // seconds to copy one batch from pageable memory
+    double compute;     // seconds of one step on the device
+    int cores;          // host cores the workers share
+    double contention;  // load slowdown per worker beyond the cores
+    double start;       // seconds to start one worker (every epoch unless persistent)
+    long batches;       // per epoch
+    double noise;       // lognormal sigma of each epoch's time
+    bool flat;          // every setting runs as the config as given
+    struct rng rng;
+    int calls;
+};
+
+/* One epoch of p under s: seconds, and where they went (wait, exposed copy,
+ * compute). */
+static double epoch_model(const struct pipe *p, const struct tune_settings *s, double *wait,
+                          double *copy, double *compute)
+{
+    double cp = s->pin_memory ? p->copy / 3 : p->copy;
+    double exposed = s->async_copy && s->pin_memory ? fmax(0, cp - p->compute) : cp;
+    double step = exposed + p->compute, period, w;
+    if (s->num_workers == 0 || p->flat) {
+        period = p->load + step;
+        w = p->load;
+    } else {
+        long par = s->num_workers < p->cores ? s->num_workers : p->cores;
+        long over = s->num_workers > p->cores ? s->num_workers - p->cores : 0;
+        double input = p->load / (double)par * (1 + p->contention * (double)over) *
+                       (1 + 0.1 / (double)(s->prefetch_factor * s->num_workers));
+        period = fmax(input, step);
+        w = period - step;
+    }
+    double startup = s->persistent_workers || p->flat ? 0 : p->start * (double)s->num_workers;
+    *wait = w * (double)p->batches + startup;
+    *copy = exposed * (double)p->batches;
+    *compute = p->compute * (double)p->batches;
+    return period * (double)p->batches + startup;
+}
+
+static int pipe_trial(void *ctx, const struct tune_settings *s, int epochs,
+                      struct tune_measure *m, struct error *e)
+{
+    (void)e;
+    struct pipe *p = ctx;
+    p->calls++;
+    for (int i = 0; i < epochs; i++) {
+        double w, c, k;
+        double t = epoch_model(p, s, &w, &c, &k);
+        double f = exp(p->noise * rng_normal(&p->rng));
+        m->epoch_s[i] = t * f;
+        m->wait_s += w * f;
+        m->copy_s += c * f;
+        m->compute_s += k * f;
+        m->elapsed_s += t * f;
+    }
+    m->elapsed_s += m->epoch_s[0]; // a warm-up epoch
+    return 0;
+}
+
+static const struct backend gpu_like = {.name = "gpu-like", .device_copies = true};
+
+static void setup(struct config *c, struct tune_options *o, const struct backend *be,
+                  struct pipe *p, uint64_t seed)
+{
+    config_defaults(c);
+    tune_options_init(o, c, be, p->cores);
+    rng_init(&p->rng, seed, 0, 0);
+}
+
+static void run(struct tune_options *o, struct pipe *p, struct tune_result *r)
+{
+    struct error e;
+    if (tune_search(o, pipe_trial, p, r, &e))
+        fail_msg("%s", e.msg);
+}
+
+/* The model's fastest epoch over every setting the search could try. */
+static double model_best(const struct pipe *p, long max_workers, bool copies)
+{
+    double best = INFINITY, w, c, k;
+    for (long nw = 0; nw <= max_workers; nw++)
+        for (long pf = 1; pf <= 16; pf *= 2)
+            for (int bits = 0; bits < (copies ? 8 : 2); bits++) {
+                struct tune_settings s = {.num_workers = nw, .prefetch_factor = pf,
+                                          .copy_depth = 2, .persistent_workers = bits & 1,
+                                          .pin_memory = bits & 2, .async_copy = bits & 4};
+                best = fmin(best, epoch_model(p, &s, &w, &c, &k));
+            }
+    return best;
+}
+
+/* Loading dominates: workers up to the cores help, more contend. */
+static void test_input_bound(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 10e-3, .compute = 1e-3, .cores = 4, .contention = 0.05,
+                     .start = 1e-3, .batches = 10, .noise = 0.02};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &backend_cpu, &p, 1);
+    run(&o, &p, &r);
+    assert_true(r.best > 0);
+    const struct tune_trial *b = &r.trials[r.best];
+    assert_int_equal(b->s.num_workers, 4); // 8 would contend: 4 x 1.2 slower loads
+    /* the model's best is 4 workers, persistent, deep prefetch: within 10% */
+    assert_true(b->st.median < 1.10 * model_best(&p, o.max_workers, false));
+    assert_true(r.gain.ratio > 3); // from 11 ms a batch to about 2.6
+    assert_true(r.gain.ci95[0] > 1);
+    bool tried8 = false;
+    for (int i = 0; i < r.n_trials; i++)
+        tried8 |= r.trials[i].s.num_workers == 8;
+    assert_true(tried8); // the step past the optimum was measured, and dropped
+    assert_true(r.n_trials < 12); // guided, not the grid (9 x 5 x 2 points)
+    assert_string_equal(r.statement, "");
+    tune_result_free(&r);
+}
+
+/* Copies dominate on a device that copies: pinned memory and async copy. */
+static void test_copy_bound(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 0.5e-3, .copy = 6e-3, .compute = 2e-3, .cores = 2,
+                     .batches = 20, .noise = 0.02};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &gpu_like, &p, 2);
+    run(&o, &p, &r);
+    assert_int_equal(r.trials[0].bound, BOUND_COPY);
+    const struct tune_trial *b = &r.trials[r.best];
+    assert_true(b->s.pin_memory);
+    assert_true(b->s.async_copy);
+    assert_true(b->st.median < 1.10 * model_best(&p, o.max_workers, true));
+    tune_result_free(&r);
+}
+
+/* The same copies where the device reads host memory (cpu): pin, async and
+ * copy_depth are never tried, and no target AU can be reached. */
+static void test_knobs_without_effect(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 1e-3, .copy = 8e-3, .compute = 1e-3, .cores = 2,
+                     .batches = 20, .noise = 0.02};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &backend_cpu, &p, 3);
+    o.target_au = 0.9;
+    run(&o, &p, &r);
+    for (int i = 0; i < r.n_trials; i++) {
+        assert_false(r.trials[i].s.pin_memory);
+        assert_false(r.trials[i].s.async_copy);
+        assert_int_equal(r.trials[i].s.copy_depth, c.loader.copy_depth);
+        if (r.trials[i].s.num_workers == 0) { // prefetch and persistence need workers
+            assert_int_equal(r.trials[i].s.prefetch_factor, c.loader.prefetch_factor);
+            assert_false(r.trials[i].s.persistent_workers);
+        }
+    }
+    assert_int_equal(r.best, -1);
+    assert_non_null(strstr(r.statement, "no setting tried reaches AU 0.90"));
+    assert_non_null(strstr(r.statement, "copy-bound"));
+    tune_result_free(&r);
+}
+
+/* The step dominates: no loader is added, one trial says so. */
+static void test_compute_bound(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 0.2e-3, .compute = 10e-3, .cores = 2, .batches = 10,
+                     .noise = 0.02};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &backend_cpu, &p, 4);
+    run(&o, &p, &r);
+    assert_int_equal(r.trials[0].bound, BOUND_COMPUTE);
+    assert_int_equal(r.n_trials, 1);
+    assert_int_equal(r.best, 0);
+    assert_int_equal(r.trials[0].s.num_workers, 0);
+    tune_result_free(&r);
+}
+
+/* No setting changes anything: every move is dropped as noise and the config
+ * as given stays. */
+static void test_flat(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 5e-3, .compute = 5e-3, .cores = 2, .batches = 10, .noise = 0.03,
+                     .flat = true};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &backend_cpu, &p, 5);
+    run(&o, &p, &r);
+    assert_true(r.n_trials > 1); // balanced: moves were tried
+    assert_int_equal(r.best, 0);
+    for (int i = 1; i < r.n_trials; i++)
+        assert_non_null(strstr(r.trials[i].decision, "same within noise"));
+    tune_result_free(&r);
+}
+
+/* Noise wider than any effect: a statement, no recommendation. */
+static void test_noisy(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 10e-3, .compute = 1e-3, .cores = 4, .batches = 10, .noise = 1.0};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &backend_cpu, &p, 6);
+    run(&o, &p, &r);
+    assert_int_equal(r.best, -1);
+    assert_int_equal(r.n_trials, 1);
+    assert_int_equal(r.trials[0].n, o.max_epochs); // it tried, up to the cap
+    assert_non_null(strstr(r.statement, "too noisy to decide"));
+    tune_result_free(&r);
+}
+
+/* One core: a worker only overlaps the 2 ms step with the 10 ms load
+ * (0.875x), and 25% noise on 12 epochs cannot tell that apart: the config as
+ * given stays, and the statement names the lower trial as undecided. */
+static void test_undecided(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 10e-3, .compute = 2e-3, .cores = 1, .batches = 10, .noise = 0.25};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &backend_cpu, &p, 12);
+    run(&o, &p, &r);
+    assert_int_equal(r.best, 0);
+    bool lower = false;
+    for (int i = 1; i < r.n_trials; i++)
+        lower |= r.trials[i].st.median < 0.9 * r.trials[0].st.median;
+    assert_true(lower); // the case this test is for happened
+    assert_non_null(strstr(r.statement, "undecided: trial"));
+    tune_result_free(&r);
+}
+
+/* Epoch times by worker count (ms), with 15% noise: 1 and 2 workers look a
+ * little faster than the test can confirm, 4 halve the epoch. */
+struct table {
+    double ms[9];
+    double noise;
+    struct rng rng;
+};
+
+static int table_trial(void *ctx, const struct tune_settings *s, int epochs,
+                       struct tune_measure *m, struct error *e)
+{
+    (void)e;
+    struct table *t = ctx;
+    for (int i = 0; i < epochs; i++) {
+        double x = 1e-3 * t->ms[s->num_workers] * exp(t->noise * rng_normal(&t->rng));
+        m->epoch_s[i] = x;
+        m->wait_s += 0.9 * x; // input-bound throughout
+        m->compute_s += 0.1 * x;
+        m->elapsed_s += x;
+    }
+    return 0;
+}
+
+/* Noise hides the first steps' gain: the climb explores one step past the
+ * lowest unconfirmed median and finds the real one, which the test confirms
+ * against the config as given. */
+static void test_explore(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {20, 19.6, 19.2, 15, 10, 10.5, 11, 11.5, 12}, .noise = 0.15};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    struct error e;
+    config_defaults(&c);
+    tune_options_init(&o, &c, &backend_cpu, 4);
+    rng_init(&t.rng, 13, 0, 0);
+    if (tune_search(&o, table_trial, &t, &r, &e))
+        fail_msg("%s", e.msg);
+    bool explored = false;
+    for (int i = 0; i < r.n_trials; i++)
+        explored |= strncmp(r.trials[i].decision, "explored", 8) == 0;
+    assert_true(explored); // the case this test is for happened
+    assert_true(r.best > 0);
+    assert_int_equal(r.trials[r.best].s.num_workers, 4);
+    assert_true(r.gain.ci95[0] > 1);
+    tune_result_free(&r);
+}
+
+/* An epoch of 0.1 ms: a statement, no recommendation. */
+static void test_too_short(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 10e-6, .compute = 1e-6, .cores = 4, .batches = 10,
+                     .noise = 0.02};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &backend_cpu, &p, 7);
+    run(&o, &p, &r);
+    assert_int_equal(r.best, -1);
+    assert_non_null(strstr(r.statement, "too short to measure"));
+    tune_result_free(&r);
+}
+
+/* target_au 0.9 on an input-bound pipe with 8 cores: AU = 2 / max(10 / W, 2)
+ * (and prefetch's small term) first reaches 0.9 at 5 workers (0.99; 4 gives
+ * 0.79); then the smallest prefetch that keeps it is 1 (0.98). */
+static void test_target_au(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 10e-3, .compute = 2e-3, .cores = 8, .batches = 10,
+                     .noise = 0.01};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &backend_cpu, &p, 8);
+    o.target_au = 0.9;
+    run(&o, &p, &r);
+    assert_true(r.best >= 0);
+    const struct tune_trial *b = &r.trials[r.best];
+    assert_int_equal(b->s.num_workers, 5);
+    assert_int_equal(b->s.prefetch_factor, 1);
+    assert_true(b->au >= 0.9);
+    assert_true(r.next_cheaper >= 0);
+    assert_int_equal(r.trials[r.next_cheaper].s.num_workers, 4);
+    assert_true(r.trials[r.next_cheaper].au < 0.9);
+    tune_result_free(&r);
+}
+
+/* The budget stops the search with the best so far, and says so. */
+static void test_budget(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 10e-3, .compute = 1e-3, .cores = 4, .contention = 0.05,
+                     .batches = 10, .noise = 0.02};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &backend_cpu, &p, 9);
+    o.budget_s = 1.0; // trial 0 alone costs 7 x 0.11 s
+    run(&o, &p, &r);
+    assert_true(r.n_trials >= 1 && r.n_trials <= 3);
+    assert_non_null(strstr(r.statement, "tune.budget_s"));
+    assert_true(r.best >= 0);
+    tune_result_free(&r);
+}
+
+/* tune.knobs narrows the search; trials stop at the interval they need. */
+static void test_knobs_and_epochs(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 10e-3, .compute = 1e-3, .cores = 4, .batches = 10,
+                     .noise = 0.002};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    struct error e;
+    setup(&c, &o, &backend_cpu, &p, 10);
+    assert_int_equal(config_set(&c, "loader.num_workers", "2", &e), 0);
+    assert_int_equal(tune_parse_knobs("prefetch_factor, persistent_workers", &o.knobs, &e), 0);
+    run(&o, &p, &r);
+    for (int i = 0; i < r.n_trials; i++)
+        assert_int_equal(r.trials[i].s.num_workers, 2);
+    assert_true(r.n_trials > 1);
+    assert_int_equal(r.trials[0].n, o.min_epochs); // quiet: the first round was enough
+    tune_result_free(&r);
+
+    p.noise = 0.06; // cv 6%: 6 epochs give about +-7%, more are needed for +-3%
+    setup(&c, &o, &backend_cpu, &p, 11);
+    run(&o, &p, &r);
+    assert_true(r.trials[0].n > o.min_epochs);
+    tune_result_free(&r);
+
+    assert_int_equal(tune_parse_knobs("", &o.knobs, &e), 0);
+    assert_int_equal(o.knobs, TUNE_ALL_KNOBS);
+    assert_int_equal(tune_parse_knobs("num_workers,workers", &o.knobs, &e), -1);
+    assert_non_null(strstr(e.msg, "unknown knob 'workers'"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_input_bound),   cmocka_unit_test(test_copy_bound),
+        cmocka_unit_test(test_knobs_without_effect), cmocka_unit_test(test_compute_bound),
+        cmocka_unit_test(test_flat),          cmocka_unit_test(test_noisy),
+        cmocka_unit_test(test_too_short),     cmocka_unit_test(test_target_au),
+        cmocka_unit_test(test_budget),        cmocka_unit_test(test_knobs_and_epochs),
+        cmocka_unit_test(test_undecided),     cmocka_unit_test(test_explore),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
