@@ -246,7 +246,7 @@ test-valgrind: dpbench
 	    --show-leak-kinds=definite,indirect ./dpbench --tune -c configs/tutorial.yaml --set dataset.length=300 \
 	    --set dataset.sample_cost_us=20 --set tune.budget_s=3 --set tune.max_workers=2 --out $(B)/valgrind-tune \
 	    --format json >/dev/null 2>&1
-	@echo "valgrind: 4 passed, 0 failed"
+	@echo "valgrind: 5 passed, 0 failed"
 
 # PyTorch side-by-side scripts: skipped when Debian's python3-torch is absent.
 test-scripts: dpbench
