@@ -33,7 +33,7 @@ CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c backends.c train.c report.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c \
-           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c
+           comm.c ddp.c report_ddp.c allreduce_bw.c hostmm.c staging.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c

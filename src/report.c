@@ -2,6 +2,7 @@
  * `struct results`, plus atomic result files. */
 #include "report.h"
 #include "report_ddp.h"
+#include "staging.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -602,10 +603,9 @@ static void result_base(const char *name, const char *stamp, char *buf, size_t n
 int report_check_out(const char *dir, const char *name, struct error *e)
 {
     struct stat st;
-    if (stat(dir, &st) != 0) { // made by another process meanwhile (a ddp rank): fine
-        if (errno != ENOENT || (mkdir(dir, 0777) != 0 && errno != EEXIST) || stat(dir, &st) != 0)
-            return error_set(e, "report.out %s: cannot create directory: %s", dir,
-                             strerror(errno));
+    if (stat(dir, &st) != 0) { // mkdir -p; made by another process meanwhile (a ddp rank): fine
+        if (dirs_make(dir, NULL, 0, e) || stat(dir, &st) != 0)
+            return error_wrap(e, "report.out %s: cannot create directory", dir);
     }
     if (!S_ISDIR(st.st_mode))
         return error_set(e, "report.out %s: not a directory", dir);

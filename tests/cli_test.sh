@@ -146,7 +146,7 @@ assert list(w0) == fp["weight"] and list(b0) == fp["bias"], (w0, fp)
 PY
 then ok; else bad "--export layout: $(cat "$TMP/err")"; fi
 expect 2 "--export $TMP/ex/export.json: not a directory" -- --export "$TMP/ex/export.json"
-expect 2 "cannot create the directory" -- --export "$TMP/missing/deeper"
+expect 2 "ex/export.json: not a directory" -- --export "$TMP/ex/export.json/exists.json/deeper"
 expect 2 "did you mean loader.num_workers?" -- --export "$TMP/ex2" --set loader.num_wrkers=2
 if [ ! -e "$TMP/ex2" ]; then ok; else bad "--export with a bad config created $TMP/ex2"; fi
 # result files never lost, mixed or overwritten
@@ -241,6 +241,16 @@ expect 2 "malformed YAML" -- --config "$(yaml tab.yaml 'loader:\n\tbatch_size: 4
 expect 2 "overflows" -- --set seed=123456789012345678901234567890
 expect 2 "finite" -- --set train.lr=1e999
 expect 2 "cannot create directory" -- --out /proc/dpbench-nope
+# every missing level is created, as mkdir -p does; a dangling symlink is named
+expect 0 "results written to $TMP/deep/b/c/d/" -- --set train.epochs=1 --out "$TMP/deep/b/c/d"
+expect 0 "wrote a idx dataset to $TMP/deep2/x/y/z" -- --make-dataset idx "$TMP/deep2/x/y/z" --per-class 1 --classes 2
+expect 0 "exported 1 point to $TMP/deep3/p/q" -- --export "$TMP/deep3/p/q" --set dataset.length=10
+ln -s "$TMP/nowhere" "$TMP/dangling"
+expect 2 "$TMP/dangling is a dangling symbolic link (to '$TMP/nowhere'" -- --out "$TMP/dangling"
+expect 2 "$TMP/dangling is a dangling symbolic link" -- --out "$TMP/dangling/a/b"
+expect 2 "$TMP/dangling is a dangling symbolic link" -- --export "$TMP/dangling"
+expect 1 "$TMP/dangling is a dangling symbolic link" -- --make-dataset cifar10 "$TMP/dangling/x" --per-class 1
+if [ ! -e "$TMP/nowhere" ]; then ok; else bad "a dangling --out link was followed"; fi
 expect 2 "--max-memory: expected bytes" -- --max-memory lots
 expect 2 "more than the" -- --set dataset.length=1000000 --set dataset.features=1000 --max-memory 1G
 expect 2 "sweep point loader.batch_size=200" -- --set dataset.length=100 --set loader.drop_last=true --sweep loader.batch_size=10,200
@@ -361,7 +371,7 @@ if [ $rc -eq 143 ] && [ $ms -lt 3000 ] && [ ! -s "$TMP/gen.out" ] &&
     grep -q "interrupted by SIGTERM before any epoch completed" "$TMP/gen.err"; then ok
 else bad "SIGTERM during generation: exit $rc after $ms ms: $(cat "$TMP/gen.err")"; fi
 
-# a stop during --export: exit 143, no export.json (the export reads as incomplete), no temp files
+# a stop during --export: exit 143, nothing of it left (no folder, no staging folder)
 "$BIN" --export "$TMP/ex-int" --set dataset.length=4096 --set dataset.features=4096 \
     --set model.out_features=1024 >/dev/null 2>"$TMP/exint.err" &
 pid=$!
@@ -369,9 +379,8 @@ sleep 1
 kill -TERM $pid
 wait $pid
 rc=$?
-if [ $rc -eq 143 ] && [ ! -e "$TMP/ex-int/export.json" ] &&
-    [ -z "$(find "$TMP/ex-int" -name '*.tmp' 2>/dev/null)" ] &&
-    grep -q "interrupted by SIGTERM; the export in .* is incomplete" "$TMP/exint.err"; then ok
+if [ $rc -eq 143 ] && [ ! -e "$TMP/ex-int" ] && [ -z "$(find "$TMP" -name '*dpbench-stage*')" ] &&
+    grep -q "interrupted by SIGTERM; nothing exported to" "$TMP/exint.err"; then ok
 else bad "SIGTERM during --export: exit $rc: $(cat "$TMP/exint.err")"; fi
 
 # slow samples (0.3 s each, 9 s a batch): a second SIGINT ends the run at once

@@ -122,10 +122,13 @@ expect 2 "GiB of host memory (dataset 0.29," -- --set dataset.kind=cifar10 --set
 head -c 40 "$G/idx/train-images-idx3-ubyte.gz" >"$B/bomb/cut-images-idx3-ubyte.gz" && cp "$B/bomb/train-labels-idx1-ubyte" "$B/bomb/cut-labels-idx1-ubyte"
 expect 2 "cut-images-idx3-ubyte.gz: truncated gzip data" -- --set dataset.kind=idx --set dataset.path="$B/bomb/cut-images-idx3-ubyte.gz"
 # --export over an earlier export: bad data exits 2 as training does, and the
-# earlier export.json and x/y files are gone rather than describing new files
+# earlier export stays whole (the new one was being written beside it)
 "$BIN" --export "$TMP/reex" --sweep seed=1,2 2>/dev/null
+before=$(cat "$TMP/reex/export.json" "$TMP/reex"/point-00[01]/* | md5sum)
 expect 2 "not an idx images file" -- --export "$TMP/reex" --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz" --sweep dataset.path="$G/idx/train-images-idx3-ubyte.gz,$B/m2/train-images-idx3-ubyte"
-if [ ! -e "$TMP/reex/export.json" ] && [ ! -e "$TMP/reex/point-000/x.npy" ] && grep -q '"idx"' "$TMP/reex/point-000/config.json"; then ok; else bad "a failed --export left the earlier export.json or x.npy: $(ls "$TMP/reex" "$TMP/reex/point-000")"; fi
+if [ "$before" = "$(cat "$TMP/reex/export.json" "$TMP/reex"/point-00[01]/* | md5sum)" ] &&
+    [ "$(ls -A "$TMP/reex")" = "$(printf 'export.json\npoint-000\npoint-001')" ]; then ok
+else bad "a failed --export changed the earlier export: $(ls -A "$TMP/reex" "$TMP/reex/point-000")"; fi
 cp -r "$G/cifar" "$B/cifar" && truncate -s -1 "$B/cifar/data_batch_4.bin"
 expect 2 "data_batch_4.bin: 36875 bytes is not a multiple of 3073" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar"
 cp -r "$G/jpg/train" "$B/empty" && mkdir "$B/empty/class_03"
@@ -191,6 +194,71 @@ for kind in jpg png; do
     if [ $rc -eq 1 ] && grep -qF "$f: corrupt" "$TMP/err" && json 'd["interrupted"] and d["runs"][0]["failed"]' "$TMP/r.json" &&
         ls "$TMP/res$kind"/*.json >/dev/null 2>&1; then ok
     else bad "corrupt $kind mid-epoch: exit $rc, $(head -c 400 "$TMP/err")"; fi
+done
+
+# ---- commands that write files leave nothing partial: a full disk (a 200 KiB
+# tmpfs), a file size limit (EFBIG) and a signal each leave the target as it
+# was, and the same command then works
+none_left() { # DIR [EXPECTED-LS]: DIR holds exactly EXPECTED-LS (default: nothing)
+    local got; got=$(ls -A "$1" 2>/dev/null)
+    if [ "$got" = "${2:-}" ]; then ok; else bad "left in $1: $got $(find "$1" | head -5)"; fi
+}
+FULL=$TMP/full
+mkdir -p "$FULL"
+if mount -t tmpfs -o size=200k tmpfs "$FULL" 2>/dev/null; then
+    trap 'umount "$FULL" 2>/dev/null; rm -rf "$TMP"' EXIT
+    for args in "idx $FULL --per-class 50" "folder $FULL/f --per-class 30 --size 64x64" \
+        "cifar10 $FULL/c/d --per-class 10" "idx $FULL/gz --per-class 60 --gzip" \
+        "folder $FULL --per-class 20 --format png --size 40x40"; do
+        expect 1 "(nothing written to $FULL" -- --make-dataset $args
+        none_left "$FULL"
+    done
+    # the rerun is not refused as "not empty": the failed run left nothing
+    expect 0 "wrote a folder dataset" -- --make-dataset folder "$FULL/f" --per-class 2 --classes 2
+    expect 0 "wrote a idx dataset" -- --make-dataset idx "$FULL" --per-class 2 --classes 2
+    none_left "$FULL" "$(printf 'f\nt10k-images-idx3-ubyte\nt10k-labels-idx1-ubyte\ntrain-images-idx3-ubyte\ntrain-labels-idx1-ubyte')"
+    rm -rf "${FULL:?}"/*
+    # --export: no config.json without its data, and an earlier export stays whole
+    expect 1 "No space left on device (nothing exported to $FULL/e)" -- --export "$FULL/e" --set dataset.length=20000
+    none_left "$FULL"
+    "$BIN" --export "$FULL/e" --set dataset.length=100 2>/dev/null
+    before=$(cat "$FULL/e/export.json" "$FULL/e/point-000"/* | md5sum)
+    expect 1 "No space left on device (nothing exported to $FULL/e)" -- --export "$FULL/e" --sweep seed=1,2 --set dataset.length=9000
+    if [ "$before" = "$(cat "$FULL/e/export.json" "$FULL/e/point-000"/* | md5sum)" ]; then ok; else bad "a failed --export changed the earlier one"; fi
+    none_left "$FULL/e" "$(printf 'export.json\npoint-000')"
+    rm -rf "${FULL:?}"/*
+    # --out: the results stay on stdout, no file (nor temporary) is left
+    head -c 190K /dev/zero >"$FULL/fill"
+    expect 1 "result files not written (results are on stdout)" -- --out "$FULL/o" --set train.epochs=200 --set dataset.length=10 --set loader.batch_size=1
+    if grep -q "verdict" "$TMP/out"; then ok; else bad "--out on a full disk: no results on stdout"; fi
+    none_left "$FULL/o"
+    umount "$FULL"
+else
+    echo "skipped: full-disk cases (mount -t tmpfs is not allowed here)"
+fi
+L=$TMP/limit
+mkdir -p "$L"
+for args in "idx $L/a --per-class 50" "cifar10 $L/b/c --per-class 50" "idx $L --per-class 30 --gzip"; do
+    bash -c 'ulimit -f 100; exec "$@"' - "$BIN" --make-dataset $args >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "File too large" "$TMP/err"; then ok; else bad "ulimit -f, --make-dataset $args: exit $rc: $(cat "$TMP/err")"; fi
+    none_left "$L"
+done
+bash -c 'ulimit -f 100; exec "$@"' - "$BIN" --export "$L/e" --set dataset.length=20000 >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "File too large (nothing exported" "$TMP/err"; then ok; else bad "ulimit -f, --export: exit $rc: $(cat "$TMP/err")"; fi
+none_left "$L"
+# a signal mid-write: exit 128 + signal, nothing left
+for sig in TERM INT HUP; do
+    "$BIN" --make-dataset folder "$L/s/$sig" --per-class 100000 --size 64x64 >/dev/null 2>"$TMP/err" &
+    pid=$!
+    for i in $(seq 100); do [ -n "$(find "$L" -name '*.jpg' 2>/dev/null | head -1)" ] && break; sleep 0.1; done
+    kill -$sig $pid
+    wait $pid
+    rc=$?
+    if [ $rc -eq $((128 + $(kill -l $sig))) ] && grep -q "interrupted by SIG$sig; nothing written to $L/s/$sig" "$TMP/err"; then ok
+    else bad "SIG$sig during --make-dataset: exit $rc: $(cat "$TMP/err")"; fi
+    none_left "$L"
 done
 
 # ---- the real Fashion-MNIST, when Debian's package is installed: a short run
