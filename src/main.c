@@ -617,7 +617,7 @@ int main(int argc, char **argv)
         train_comm = &comm;
     }
     if (opts.allreduce_bandwidth) {
-        rc = allreduce_bandwidth(&comm, stdout, &e);
+        rc = allreduce_bandwidth_emit(&comm, &res.cfg, &e);
         if (rc)
             fprintf(stderr, "dpbench: --allreduce-bandwidth: %s\n", e.msg);
         if (rc && comm.world > 1)

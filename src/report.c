@@ -733,6 +733,33 @@ int report_write_files(const struct results *r, const char *dir, char *json_path
     return rc;
 }
 
+int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,
+                      const char *text, char *path, size_t n, struct error *e)
+{
+    char base[CONFIG_STR + 64], tmp[4400], dst[4400];
+    result_base(name, stamp, base, sizeof base);
+    snprintf(tmp, sizeof tmp, "%s/.%s.%ld.%s.tmp", dir, base, (long)getpid(), ext);
+    if (write_new(tmp, text, NULL, e))
+        return -1;
+    int got = 1;
+    for (int k = 1; k <= MAX_SEQ && got == 1; k++) {
+        char seq[16] = "";
+        if (k > 1)
+            snprintf(seq, sizeof seq, "-%d", k);
+        snprintf(dst, sizeof dst, "%s/%s%s.%s", dir, base, seq, ext);
+        got = place(tmp, dst);
+    }
+    int err = errno;
+    unlink(tmp); // gone already where rename placed it
+    if (got == 1)
+        return error_set(e, "report.out %s: %s.%s and %d more names like it are all taken", dir,
+                         base, ext, MAX_SEQ - 1);
+    if (got < 0)
+        return error_set(e, "%s: cannot create: %s", dst, strerror(err));
+    snprintf(path, n, "%s", dst);
+    return 0;
+}
+
 void results_free(struct results *r)
 {
     for (int i = 0; i < r->n_runs; i++)

@@ -232,6 +232,10 @@ if mount -t tmpfs -o size=200k tmpfs "$FULL" 2>/dev/null; then
     expect 1 "result files not written (results are on stdout)" -- --out "$FULL/o" --set train.epochs=200 --set dataset.length=10 --set loader.batch_size=1
     if grep -q "verdict" "$TMP/out"; then ok; else bad "--out on a full disk: no results on stdout"; fi
     none_left "$FULL/o"
+    cat /dev/zero >"$FULL/fill2" 2>/dev/null # no byte left
+    expect 1 "the table is not written to report.out (it is on stdout)" -- --allreduce-bandwidth --out "$FULL/ab"
+    if grep -q "^# best busbw" "$TMP/out"; then ok; else bad "--allreduce-bandwidth on a full disk: no table on stdout"; fi
+    none_left "$FULL/ab"
     umount "$FULL"
 else
     echo "skipped: full-disk cases (mount -t tmpfs is not allowed here)"
