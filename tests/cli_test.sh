@@ -269,6 +269,20 @@ expect 2 "more than 4096 points" -- --sweep loader.num_workers=0,1,2,3,4,5,6,7 \
 expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=,'
 expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=1,,2'
 expect 2 "value '02' given twice" -- --sweep loader.num_workers=2,02
+# a key given twice on the command line is refused (the command line still
+# replaces a list from the file)
+expect 2 "--sweep seed: the key is given twice on the command line" -- --sweep seed=1,2 --sweep seed=3,4
+expect 2 "--sweep loader.num_workers: the key is given twice" -- --sweep loader.num_workers=0 --sweep train.lr=0.1,0.2 --sweep loader.num_workers=2
+expect 0 "seed=7" -- --config "$(yaml swf.yaml 'sweep:\n  seed: [1, 2]\n')" --sweep seed=7,8 --set train.epochs=1
+# a section where a key belongs: said so, with its keys
+expect 2 "--set loader=5: 'loader' is a section, not a key: name one of its keys (loader.batch_size," -- --set loader=5
+expect 2 "'train' is a section, not a key: name one of its keys (train.epochs, train.warmup_epochs, train.lr)" -- --sweep train=1,2
+expect 2 "unknown key 'transfrm' (did you mean transform? a section, with the keys transform." -- --set transfrm=1
+expect 2 "'model' is a section, not a key" -- --config "$(yaml secsweep.yaml 'sweep:\n  model: [1, 2]\n')"
+# a YAML syntax error wins over what the half-read value looked like, with its line
+expect 2 "flowseq.yaml:2:1: malformed YAML: while parsing a flow sequence (from line 1, column 7): did not find expected ',' or ']'" -- --config "$(yaml flowseq.yaml 'name: [a\n')"
+expect 2 "flowmap.yaml:3:6: malformed YAML: while parsing a flow mapping (from line 2, column 16)" -- --config "$(yaml flowmap.yaml 'loader:\n  num_workers: {a: 1\ntrain:\n  epochs: 3\n')"
+expect 2 "quote.yaml:3:1: malformed YAML: while scanning a quoted scalar (from line 2, column 11): found unexpected end of stream" -- --config "$(yaml quote.yaml 'train:\n  epochs: "3\n')"
 expect 2 "value 'true' given twice" -- --sweep loader.shuffle=on,true
 expect 2 "expected at least one value" -- --config "$(yaml nosweep.yaml 'sweep:\n  seed: []\n')"
 expect 2 "name: control character U+0001 at byte 2" -- --set name="$(printf 'a\001b')"
