@@ -55,8 +55,43 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The keys a run resolves from its data (a file-backed dataset's shape, the
+ * loss "auto" picks): the base config shows what the runs used, or, where
+ * they used different values without a sweep of the key, says so. */
+static void resolve_base(struct results *r)
+{
+    static const char *const data_keys[] = {"dataset.length", "dataset.features",
+                                            "model.out_features", "model.loss"};
+    size_t used = 0;
+    r->config_note[0] = '\0';
+    for (size_t k = 0; k < sizeof data_keys / sizeof *data_keys && r->n_runs > 0; k++) {
+        bool swept = false;
+        for (int i = 0; i < r->cfg.n_sweep; i++)
+            swept |= strcmp(r->cfg.sweep[i].key, data_keys[k]) == 0;
+        if (swept) // the sweep list says the values
+            continue;
+        char first[CONFIG_STR], v[CONFIG_STR];
+        config_get_text(&r->runs[0].cfg, data_keys[k], first, sizeof first);
+        bool same = true;
+        for (int i = 1; i < r->n_runs && same; i++) {
+            config_get_text(&r->runs[i].cfg, data_keys[k], v, sizeof v);
+            same = strcmp(v, first) == 0;
+        }
+        struct error e;
+        if (same)
+            config_set(&r->cfg, data_keys[k], first, &e); // a value a run took: valid
+        else if (used < sizeof r->config_note)
+            used += (size_t)snprintf(r->config_note + used, sizeof r->config_note - used, "%s%s",
+                                     used ? ", " : "", data_keys[k]);
+    }
+    if (used && used < sizeof r->config_note)
+        snprintf(r->config_note + used, sizeof r->config_note - used,
+                 ": each run's data gave its own value (runs[i].config)");
+}
+
 void report_summarize(struct results *r)
 {
+    resolve_base(r);
     for (int i = 0; i < r->n_runs; i++) {
         struct run_result *run = &r->runs[i];
         struct run_summary *s = &run->sum;
@@ -567,6 +602,8 @@ char *report_json(const struct results *r)
     cJSON_AddStringToObject(m, "kernel", r->machine.kernel);
     cJSON_AddStringToObject(m, "devices", r->machine.devices);
     cJSON_AddItemToObject(root, "config", config_to_json(&r->cfg));
+    if (r->config_note[0])
+        cJSON_AddStringToObject(root, "config_differs", r->config_note);
     cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
     cJSON_AddNumberToObject(root, "peak_rss_bytes", r->peak_rss_bytes);
     cJSON_AddNumberToObject(root, "host_memory_estimate_bytes", r->estimate_bytes);

@@ -17,7 +17,9 @@ struct machine {
 };
 
 struct results {
-    struct config cfg;       // the resolved base config (before sweep overrides)
+    struct config cfg;       // the resolved base config (before sweep overrides); the
+                             // keys resolved from the data as the runs had them
+    char config_note[256];   // keys the runs resolved differently, "" when none
     struct machine machine;
     char date[32];           // ISO 8601 UTC, when the runs started
     char stamp[32];          // YYYYmmdd-HHMMSS UTC, for file names
