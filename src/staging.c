@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,29 @@ static void tree_remove(const char *path)
     nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Removes the staging folders `dir`/PREFIXpid of processes that are gone (a
+ * SIGKILL leaves one): a live process's, another run's, is left alone. */
+static void stale_remove(const char *dir, const char *prefix)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return;
+    size_t n = strlen(prefix);
+    struct dirent *de;
+    while ((de = readdir(dp))) {
+        char *end;
+        if (strncmp(de->d_name, prefix, n) != 0 || !de->d_name[n])
+            continue;
+        long pid = strtol(de->d_name + n, &end, 10);
+        if (*end || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; // not ours, or its process lives
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        tree_remove(p);
+    }
+    closedir(dp);
+}
+
 int staging_open(struct staging *s, const char *target, const char *what, struct error *e)
 {
     *s = (struct staging){0};
@@ -97,6 +121,7 @@ int staging_open(struct staging *s, const char *target, const char *what, struct
         if (!S_ISDIR(st.st_mode))
             return error_set(e, "%s %s: not a directory", what, s->target);
         snprintf(s->path, sizeof s->path, "%s/.dpbench-stage.%ld", s->target, (long)getpid());
+        stale_remove(s->target, ".dpbench-stage.");
     } else if (errno == ENOENT && lstat(s->target, &st) == 0) {
         dangling(s->target, e);
         return error_wrap(e, "%s", what);
@@ -115,6 +140,9 @@ int staging_open(struct staging *s, const char *target, const char *what, struct
             return error_wrap(e, "%s %s", what, s->target);
         snprintf(s->path, sizeof s->path, "%s/.%s.dpbench-stage.%ld", slash ? parent : ".",
                  base, (long)getpid());
+        char prefix[4200];
+        snprintf(prefix, sizeof prefix, ".%s.dpbench-stage.", base);
+        stale_remove(slash ? parent : ".", prefix);
         s->whole = true;
     }
     tree_remove(s->path); // a stale one of a process that had this pid

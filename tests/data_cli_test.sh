@@ -319,6 +319,19 @@ for sig in TERM INT HUP; do
     none_left "$L"
 done
 
+# SIGKILL cannot be caught: its staging folder stays, and the next run into
+# the same place removes it (its process is gone) and works
+for d in "$L/k/new" "$L/k"; do
+    mkdir -p "$L/k"
+    "$BIN" --make-dataset folder "$d" --per-class 100000 >/dev/null 2>&1 &
+    pid=$!
+    for i in $(seq 100); do [ -n "$(find "$L/k" -name '*.jpg' 2>/dev/null | head -1)" ] && break; sleep 0.1; done
+    kill -KILL $pid
+    wait $pid 2>/dev/null
+    expect 0 "wrote a folder dataset to $d" -- --make-dataset folder "$d" --per-class 1 --classes 2
+    if [ -z "$(find "$L" -name '*dpbench-stage*')" ]; then ok; else bad "a killed run's staging folder stayed: $(find "$L" -name '*dpbench-stage*')"; fi
+done
+
 # ---- the real Fashion-MNIST, when Debian's package is installed: a short run
 if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     if run_json -c configs/fashion-mnist.yaml --set train.epochs=2 &&
