@@ -191,6 +191,9 @@ static void section_keys(const char *name, char *buf, size_t n)
 
 static int unknown_key(const char *path, struct error *e)
 {
+    if (strcmp(path, "sweep") == 0)
+        return error_set(e, "'sweep' is a section of value lists, not a key: sweep a key with "
+                            "--sweep KEY=v1,v2,... or a 'sweep:' mapping in the config");
     const char *s = key_suggest(path);
     bool section = false;
     for (size_t i = 0; s && i < N_SECTIONS; i++)

@@ -216,6 +216,23 @@ static int idx_header(const char *path, const uint8_t *b, size_t n, uint32_t mag
     return 0;
 }
 
+/* The labels file lb (ln bytes read) for `count` images: its header, its count, its size. */
+static int idx_labels_check(const char *images, uint32_t count, const char *labels,
+                            const uint8_t *lb, size_t ln, struct error *e)
+{
+    if (idx_header(labels, lb, ln, 0x801, 8, "labels", e))
+        return -1;
+    if (be32(lb + 4) != count)
+        return error_set(e, "images/labels count mismatch: %s has %u images, %s has %u labels",
+                         images, count, labels, be32(lb + 4));
+    size_t want = 8 + (size_t)count;
+    if (ln != want)
+        return error_set(e, "%s: %s: %s%zu bytes, expected %zu for the %u labels its header "
+                            "declares", labels, ln > want ? "trailing data" : "truncated",
+                         ln > want ? "more than " : "", ln > want ? want : ln, want, count);
+    return 0;
+}
+
 static int idx_load(struct dataset *d, struct file_data *f, const char *images, struct error *e)
 {
     char labels[PATH_MAX];
@@ -264,20 +281,8 @@ static int idx_load(struct dataset *d, struct file_data *f, const char *images, 
                   cols);
         goto out;
     }
-    if (idx_header(labels, lb, ln, 0x801, 8, "labels", e))
+    if (idx_labels_check(images, count, labels, lb, ln, e))
         goto out;
-    if (be32(lb + 4) != count) {
-        error_set(e, "images/labels count mismatch: %s has %u images, %s has %u labels", images,
-                  count, labels, be32(lb + 4));
-        goto out;
-    }
-    if (ln != 8 + (size_t)count) {
-        error_set(e, "%s: %s: %s%zu bytes, expected %zu for the %u labels its header declares",
-                  labels, ln > 8 + (size_t)count ? "trailing data" : "truncated",
-                  ln > 8 + (size_t)count ? "more than " : "",
-                  ln > 8 + (size_t)count ? 8 + (size_t)count : ln, 8 + (size_t)count, count);
-        goto out;
-    }
     f->c = 1;
     f->h = (int)rows;
     f->w = (int)cols;

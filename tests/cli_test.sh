@@ -278,6 +278,7 @@ expect 0 "seed=7" -- --config "$(yaml swf.yaml 'sweep:\n  seed: [1, 2]\n')" --sw
 expect 2 "--set loader=5: 'loader' is a section, not a key: name one of its keys (loader.batch_size," -- --set loader=5
 expect 2 "'train' is a section, not a key: name one of its keys (train.epochs, train.warmup_epochs, train.lr)" -- --sweep train=1,2
 expect 2 "unknown key 'transfrm' (did you mean transform? a section, with the keys transform." -- --set transfrm=1
+expect 2 "--set sweep=1: 'sweep' is a section of value lists, not a key: sweep a key with --sweep KEY=v1,v2" -- --set sweep=1
 expect 2 "'model' is a section, not a key" -- --config "$(yaml secsweep.yaml 'sweep:\n  model: [1, 2]\n')"
 # a YAML syntax error wins over what the half-read value looked like, with its line
 expect 2 "flowseq.yaml:2:1: malformed YAML: while parsing a flow sequence (from line 1, column 7): did not find expected ',' or ']'" -- --config "$(yaml flowseq.yaml 'name: [a\n')"

@@ -312,6 +312,8 @@ for sig in TERM INT HUP; do
     pid=$!
     for i in $(seq 100); do [ -n "$(find "$L" -name '*.jpg' 2>/dev/null | head -1)" ] && break; sleep 0.1; done
     kill -$sig $pid
+    for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    kill -KILL $pid 2>/dev/null && echo "SIG$sig did not end --make-dataset within 10 s" >>"$TMP/err"
     wait $pid
     rc=$?
     if [ $rc -eq $((128 + $(kill -l $sig))) ] && grep -q "interrupted by SIG$sig; nothing written to $L/s/$sig" "$TMP/err"; then ok
