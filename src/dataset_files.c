@@ -669,29 +669,26 @@ static void label_where(const struct file_data *f, long i, char *buf, size_t n)
     }
 }
 
-/* The model's outputs for the labels of d: model.out_features when given
- * (every label below it), else the classes found. idx files number their
- * classes only through the labels, so a stray byte (255 among 0-9) would
- * silently make 256 classes: the training labels must number 0 to K-1 with
- * no class empty. */
+/* The model's outputs for the labels of d: model.out_features when it is
+ * given and covers every label (it says how many classes there are: some may
+ * have no sample), else the classes found. A smaller model.out_features is
+ * replaced by the classes found, as every shipped config sets one for the
+ * random data. idx files number their classes only through the labels, so a
+ * stray byte (255 among 0-9) would silently make 256 classes: without a
+ * covering model.out_features the training labels must number 0 to K-1 with
+ * no class empty. The held-out split is checked against the result. */
 static int labels_check(const struct dataset *d, const struct file_data *f,
                         const struct config *c, bool train, long *outputs, struct error *e)
 {
-    char where[PATH_MAX + 64];
     *outputs = d->classes;
-    if (config_is_explicit(c, "model.out_features")) {
-        long k = c->model.out_features;
-        for (long i = 0; i < d->length; i++)
-            if (f->labels[i] >= k) {
-                label_where(f, i, where, sizeof where);
-                return error_set(e, "%s: label %d, but model.out_features is %ld (labels 0 to %ld)",
-                                 where, f->labels[i], k, k - 1);
-            }
-        *outputs = k;
+    if (!train)
+        return 0;
+    if (config_is_explicit(c, "model.out_features") && c->model.out_features >= d->classes) {
+        *outputs = c->model.out_features;
         return 0;
     }
-    if (f->kind != FILES_IDX || !train)
-        return 0; // the eval labels are checked against the training classes
+    if (f->kind != FILES_IDX)
+        return 0;
     char *seen = calloc((size_t)d->classes, 1);
     if (!seen)
         return error_set(e, "out of memory");
@@ -706,6 +703,7 @@ static int labels_check(const struct dataset *d, const struct file_data *f,
     long i = 0;
     while (f->labels[i] < gap) // a label above the gap exists: the largest one is
         i++;
+    char where[PATH_MAX + 64];
     label_where(f, i, where, sizeof where);
     return error_set(e, "%s: label %d, but no sample has label %d: the labels must number the "
                         "classes 0 to K-1 with none empty (set model.out_features to the number "
@@ -828,7 +826,7 @@ int dataset_files_load(struct dataset *d, const struct config *c, struct error *
             i++;
         label_where(vf, i, where, sizeof where);
         rc = error_set(e, "dataset.eval_path: %s: label %d, but the training set has %d classes",
-                       where, vf->labels[i], d->classes);
+                       where, vf->labels[i], d->out_features);
     }
     if (rc) {
         dataset_free(d);

@@ -142,17 +142,21 @@ done
 # there are (then a label from it up is refused); the same line for each kind
 mkdir -p "$B/l255" && cp "$B"/train-* "$B/l255/" && printf '\xff' | dd of="$B/l255/train-labels-idx1-ubyte" bs=1 seek=$((8 + 17)) conv=notrunc 2>/dev/null
 expect 2 "l255/train-labels-idx1-ubyte: index 17 (byte 25): label 255, but no sample has label 4" -- --set dataset.kind=idx --set dataset.path="$B/l255/train-images-idx3-ubyte"
-expect 2 "l255/train-labels-idx1-ubyte: index 17 (byte 25): label 255, but model.out_features is 10 (labels 0 to 9)" -- --set dataset.kind=idx --set dataset.path="$B/l255/train-images-idx3-ubyte" --set model.out_features=10
+expect 2 "l255/train-labels-idx1-ubyte: index 17 (byte 25): label 255, but no sample has label 4" -- --set dataset.kind=idx --set dataset.path="$B/l255/train-images-idx3-ubyte" --set model.out_features=10
 expect 0 "# data: 40 x 784 -> 256" -- --set dataset.kind=idx --set dataset.path="$B/l255/train-images-idx3-ubyte" --set model.out_features=256 --set train.epochs=1
 mkdir -p "$B/lgap" && cp "$B"/train-* "$B/lgap/" && /usr/bin/python3 -c "
 import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[8:] = bytes(3 if x == 2 else x for x in b[8:]); open(p,'wb').write(b)" "$B/lgap/train-labels-idx1-ubyte"
 expect 2 "lgap/train-labels-idx1-ubyte: index 2 (byte 10): label 3, but no sample has label 2" -- --set dataset.kind=idx --set dataset.path="$B/lgap/train-images-idx3-ubyte"
 expect 0 "# data: 40 x 784 -> 4" -- --set dataset.kind=idx --set dataset.path="$B/lgap/train-images-idx3-ubyte" --set model.out_features=4 --set train.epochs=1
-expect 2 "cifar/data_batch_1.bin: record 1: label 5, but model.out_features is 5 (labels 0 to 4)" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set model.out_features=5
-expect 2 "jpg/train/class_02/000000.jpg: label 2, but model.out_features is 2 (labels 0 to 1)" -- --set dataset.kind=folder --set dataset.path="$G/jpg/train" --set model.out_features=2
+# a model.out_features below the classes found (every shipped config sets one
+# for the random data) is replaced by them, as before
+expect 0 "# data: 40 x 784 -> 4" -- -c configs/tutorial.yaml --set dataset.kind=idx --set dataset.path="$B/train-images-idx3-ubyte" --set train.epochs=1
+expect 0 "# data: 60 x 3072 -> 12" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set model.out_features=12 --set train.epochs=1
+expect 0 "# data: 60 x 3072 -> 10" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set model.out_features=5 --set train.epochs=1
+expect 0 "# data: 24 x 3024 -> 5" -- --set dataset.kind=folder --set dataset.path="$G/jpg/train" --set model.out_features=5 --set train.epochs=1
 mkdir -p "$B/l255e" && cp "$B"/train-* "$B/l255e/" && cp "$B/l255/train-labels-idx1-ubyte" "$B/l255e/t10k-labels-idx1-ubyte" && cp "$B/train-images-idx3-ubyte" "$B/l255e/t10k-images-idx3-ubyte"
 expect 2 "dataset.eval_path: $B/l255e/t10k-labels-idx1-ubyte: index 17 (byte 25): label 255, but the training set has 4 classes" -- --set dataset.kind=idx --set dataset.path="$B/l255e/train-images-idx3-ubyte"
-expect 2 "t10k-labels-idx1-ubyte: index 17 (byte 25): label 255, but model.out_features is 4" -- --set dataset.kind=idx --set dataset.path="$B/l255e/train-images-idx3-ubyte" --set model.out_features=4
+expect 2 "t10k-labels-idx1-ubyte: index 17 (byte 25): label 255, but the training set has 6 classes" -- --set dataset.kind=idx --set dataset.path="$B/l255e/train-images-idx3-ubyte" --set model.out_features=6
 mkdir -p "$B/nolabels" && cp "$B/train-images-idx3-ubyte" "$B/nolabels/"
 expect 2 "nolabels/train-labels-idx1-ubyte is missing" -- --set dataset.kind=idx --set dataset.path="$B/nolabels/train-images-idx3-ubyte"
 # a gzip bomb (512 MiB of zeros behind a header declaring 10 images) is refused
