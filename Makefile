@@ -45,7 +45,7 @@ CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backen
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c gen.c estimate.c \
            comm.c ddp.c report_ddp.c report_emulated.c emulate_profile.c allreduce_bw.c hostmm.c \
            stats.c progress.c compare.c effect.c machine.c dl.c rlimits.c signals.c \
-           tune.c tune_run.c
+           tune.c tune_run.c staging.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c

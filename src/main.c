@@ -656,6 +656,7 @@ static int export_points(const struct config *c, const char *dir, double max_mem
     struct error e;
     struct export x;
     size_t estimate;
+    signal(SIGXFSZ, SIG_IGN); // a file size limit fails the write (EFBIG): the export is removed
     if (check_points(c, max_memory, &estimate, &e) || export_init(&x, dir, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return EXIT_USAGE;
@@ -682,13 +683,13 @@ static int export_points(const struct config *c, const char *dir, double max_mem
     if (have_data)
         dataset_free(&d);
     export_free(&x);
-    if (stop_requested()) { // export.json is written last: without it the export reads as incomplete
-        fprintf(stderr, "dpbench: interrupted by %s; the export in %s is incomplete (no export.json)\n",
+    if (stop_requested()) { // export_free removed the staging folder
+        fprintf(stderr, "dpbench: interrupted by %s; nothing exported to %s\n",
                 signal_name(train_stop), dir);
         return 128 + train_stop;
     }
     if (rc) {
-        fprintf(stderr, "dpbench: %s\n", e.msg);
+        fprintf(stderr, "dpbench: %s (nothing exported to %s)\n", e.msg, dir);
         return bad_data ? EXIT_USAGE : EXIT_RUN;
     }
     fprintf(stderr, "dpbench: exported %ld point%s to %s\n", n, n == 1 ? "" : "s", dir);
@@ -894,7 +895,7 @@ int main(int argc, char **argv)
         train_comm = &comm;
     }
     if (opts.allreduce_bandwidth) {
-        rc = allreduce_bandwidth(&comm, stdout, &e);
+        rc = allreduce_bandwidth_emit(&comm, &res.cfg, &e);
         if (rc)
             fprintf(stderr, "dpbench: --allreduce-bandwidth: %s\n", e.msg);
         if (rc && comm.world > 1)

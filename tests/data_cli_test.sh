@@ -54,6 +54,19 @@ if run_json --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-
     json 'd["runs"][0]["loss"] == "mse" and d["runs"][0]["config"]["model"]["loss"] == "mse"
           and d["runs"][0]["eval"]["samples"] == 8' "$TMP/r.json"; then ok
 else bad "idx gzip with mse: $(head -c 400 "$TMP/err")"; fi
+# the top-level config shows what ran (the shape resolved from the data), not
+# the random dataset's defaults; runs that resolved differently are named
+if run_json --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz" --set train.epochs=1 &&
+    json 'd["config"]["dataset"]["length"] == 40 and d["config"]["dataset"]["features"] == 784
+          and d["config"]["model"]["out_features"] == 4 and d["config"]["model"]["loss"] == "cross_entropy"
+          and all(d["config"][s] == d["runs"][0]["config"][s] for s in ("dataset", "model")) and "config_differs" not in d' "$TMP/r.json"; then ok
+else bad "idx: top-level config: $(head -c 400 "$TMP/err")"; fi
+if run_json --set dataset.kind=folder --set dataset.path="$G/jpg/train" --sweep dataset.eval_path="$G/jpg/val,$G/jpg/train" --set train.epochs=1 &&
+    json 'd["config"]["dataset"]["features"] == 3*28*36 and d["config"]["model"]["out_features"] == 3' "$TMP/r.json"; then ok
+else bad "folder sweep: top-level config: $(head -c 400 "$TMP/err")"; fi
+if run_json --set dataset.kind=folder --sweep dataset.path="$G/jpg/train,$G/png/train" --set train.epochs=1 &&
+    json 'd["config_differs"].startswith("dataset.length, dataset.features: ") and d["config"]["model"]["out_features"] == 3' "$TMP/r.json"; then ok
+else bad "folder sweep over two datasets: config_differs: $(head -c 400 "$TMP/err")"; fi
 expect 0 "accuracy" -- --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz"
 expect 0 "# eval: loss" -- --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz"
 "$BIN" --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz" --format csv >"$TMP/c.csv"
@@ -76,13 +89,58 @@ mkdir -p "$B"
 gunzip -c "$G/idx/train-images-idx3-ubyte.gz" >"$B/train-images-idx3-ubyte"
 gunzip -c "$G/idx/train-labels-idx1-ubyte.gz" >"$B/train-labels-idx1-ubyte"
 mkdir -p "$B/m2" && cp "$B"/train-* "$B/m2/" && printf '\x00\x00\x08\x04' | dd of="$B/m2/train-images-idx3-ubyte" conv=notrunc 2>/dev/null
-expect 2 "m2/train-images-idx3-ubyte: not an idx images file (magic 0x00000804" -- --set dataset.kind=idx --set dataset.path="$B/m2/train-images-idx3-ubyte"
+expect 2 "m2/train-images-idx3-ubyte: not an idx images file (it starts with 0x00000804, expected 0x00000803)" -- --set dataset.kind=idx --set dataset.path="$B/m2/train-images-idx3-ubyte"
 mkdir -p "$B/dims" && cp "$B"/train-* "$B/dims/" && printf '\x00\x00\x00\x00' | dd of="$B/dims/train-images-idx3-ubyte" bs=1 seek=8 conv=notrunc 2>/dev/null
 expect 2 "bad idx dimensions" -- --set dataset.kind=idx --set dataset.path="$B/dims/train-images-idx3-ubyte"
 mkdir -p "$B/trunc" && cp "$B"/train-* "$B/trunc/" && truncate -s -100 "$B/trunc/train-images-idx3-ubyte"
-expect 2 "truncated?" -- --set dataset.kind=idx --set dataset.path="$B/trunc/train-images-idx3-ubyte"
+expect 2 "trunc/train-images-idx3-ubyte: truncated: 31276 bytes, expected 31376 for the 40 images of 28x28" -- --set dataset.kind=idx --set dataset.path="$B/trunc/train-images-idx3-ubyte"
 mkdir -p "$B/count" && cp "$B"/train-* "$B/count/" && printf '\x00\x00\x00\x05' | dd of="$B/count/train-labels-idx1-ubyte" bs=1 seek=4 conv=notrunc 2>/dev/null
 expect 2 "images/labels count mismatch" -- --set dataset.kind=idx --set dataset.path="$B/count/train-images-idx3-ubyte"
+# a cut or empty file is named truncated or empty (not a wrong magic, not a
+# count mismatch), for each kind: header, body, nothing
+idx_cut() { # NAME IMAGES-BYTES LABELS-BYTES ("" keeps the file whole)
+    mkdir -p "$B/$1" && cp "$B"/train-* "$B/$1/"
+    [ -n "$2" ] && truncate -s "$2" "$B/$1/train-images-idx3-ubyte"
+    [ -n "$3" ] && truncate -s "$3" "$B/$1/train-labels-idx1-ubyte"
+    echo "$B/$1/train-images-idx3-ubyte"
+}
+expect 2 "cut10/train-images-idx3-ubyte: truncated: 10 bytes, shorter than an idx images file's 16-byte header" -- --set dataset.kind=idx --set dataset.path="$(idx_cut cut10 10 "")"
+expect 2 "cut2/train-images-idx3-ubyte: truncated: 2 bytes" -- --set dataset.kind=idx --set dataset.path="$(idx_cut cut2 2 "")"
+expect 2 "cut0/train-images-idx3-ubyte: empty file (0 bytes), expected an idx images file" -- --set dataset.kind=idx --set dataset.path="$(idx_cut cut0 0 "")"
+expect 2 "lcut/train-labels-idx1-ubyte: truncated: 43 bytes, expected 48 for the 40 labels its header declares" -- --set dataset.kind=idx --set dataset.path="$(idx_cut lcut "" -5)"
+expect 2 "lcut5/train-labels-idx1-ubyte: truncated: 5 bytes, shorter than an idx labels file's 8-byte header" -- --set dataset.kind=idx --set dataset.path="$(idx_cut lcut5 "" 5)"
+expect 2 "lcut0/train-labels-idx1-ubyte: empty file (0 bytes), expected an idx labels file" -- --set dataset.kind=idx --set dataset.path="$(idx_cut lcut0 "" 0)"
+expect 2 "ltrail/train-labels-idx1-ubyte: trailing data: more than 48 bytes, expected 48" -- --set dataset.kind=idx --set dataset.path="$(idx_cut ltrail "" 60)"
+mkdir -p "$B/cifar0" && cp "$G/cifar"/* "$B/cifar0/" && : >"$B/cifar0/data_batch_2.bin"
+expect 2 "cifar0/data_batch_2.bin: empty file (0 bytes), expected CIFAR-10 records" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar0"
+mkdir -p "$B/cifar1" && cp "$G/cifar"/* "$B/cifar1/" && truncate -s 3100 "$B/cifar1/data_batch_3.bin"
+expect 2 "cifar1/data_batch_3.bin: 3100 bytes is not a multiple of 3073 (1 label byte + 3072 pixel bytes per record): truncated, its last record has 27 of its 3073 bytes" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar1"
+for k in jpg png; do
+    cp -r "$G/$k/train" "$B/e$k" && f=$(ls "$B/e$k/class_01/"* | head -1) && : >"$f"
+    expect 2 "$f: empty file (0 bytes), expected a JPEG or PNG image" -- --set dataset.kind=folder --set dataset.path="$B/e$k"
+    cp -r "$G/$k/train" "$B/s$k" && f=$(ls "$B/s$k/class_02/"* | head -1) && truncate -s 2 "$f"
+    expect 2 "$f: truncated: 2 bytes, shorter than a" -- --set dataset.kind=folder --set dataset.path="$B/s$k"
+done
+# labels: a stray byte (255 among 0-3) would make 256 classes; refused naming
+# the file and the index, unless model.out_features says how many classes
+# there are (then a label from it up is refused); the same line for each kind
+mkdir -p "$B/l255" && cp "$B"/train-* "$B/l255/" && printf '\xff' | dd of="$B/l255/train-labels-idx1-ubyte" bs=1 seek=$((8 + 17)) conv=notrunc 2>/dev/null
+expect 2 "l255/train-labels-idx1-ubyte: index 17 (byte 25): label 255, but no sample has label 4" -- --set dataset.kind=idx --set dataset.path="$B/l255/train-images-idx3-ubyte"
+expect 2 "l255/train-labels-idx1-ubyte: index 17 (byte 25): label 255, but no sample has label 4" -- --set dataset.kind=idx --set dataset.path="$B/l255/train-images-idx3-ubyte" --set model.out_features=10
+expect 0 "# data: 40 x 784 -> 256" -- --set dataset.kind=idx --set dataset.path="$B/l255/train-images-idx3-ubyte" --set model.out_features=256 --set train.epochs=1
+mkdir -p "$B/lgap" && cp "$B"/train-* "$B/lgap/" && /usr/bin/python3 -c "
+import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[8:] = bytes(3 if x == 2 else x for x in b[8:]); open(p,'wb').write(b)" "$B/lgap/train-labels-idx1-ubyte"
+expect 2 "lgap/train-labels-idx1-ubyte: index 2 (byte 10): label 3, but no sample has label 2" -- --set dataset.kind=idx --set dataset.path="$B/lgap/train-images-idx3-ubyte"
+expect 0 "# data: 40 x 784 -> 4" -- --set dataset.kind=idx --set dataset.path="$B/lgap/train-images-idx3-ubyte" --set model.out_features=4 --set train.epochs=1
+# a model.out_features below the classes found (every shipped config sets one
+# for the random data) is replaced by them, as before
+expect 0 "# data: 40 x 784 -> 4" -- -c configs/tutorial.yaml --set dataset.kind=idx --set dataset.path="$B/train-images-idx3-ubyte" --set train.epochs=1
+expect 0 "# data: 60 x 3072 -> 12" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set model.out_features=12 --set train.epochs=1
+expect 0 "# data: 60 x 3072 -> 10" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set model.out_features=5 --set train.epochs=1
+expect 0 "# data: 24 x 3024 -> 5" -- --set dataset.kind=folder --set dataset.path="$G/jpg/train" --set model.out_features=5 --set train.epochs=1
+mkdir -p "$B/l255e" && cp "$B"/train-* "$B/l255e/" && cp "$B/l255/train-labels-idx1-ubyte" "$B/l255e/t10k-labels-idx1-ubyte" && cp "$B/train-images-idx3-ubyte" "$B/l255e/t10k-images-idx3-ubyte"
+expect 2 "dataset.eval_path: $B/l255e/t10k-labels-idx1-ubyte: index 17 (byte 25): label 255, but the training set has 4 classes" -- --set dataset.kind=idx --set dataset.path="$B/l255e/train-images-idx3-ubyte"
+expect 2 "t10k-labels-idx1-ubyte: index 17 (byte 25): label 255, but the training set has 6 classes" -- --set dataset.kind=idx --set dataset.path="$B/l255e/train-images-idx3-ubyte" --set model.out_features=6
 mkdir -p "$B/nolabels" && cp "$B/train-images-idx3-ubyte" "$B/nolabels/"
 expect 2 "nolabels/train-labels-idx1-ubyte is missing" -- --set dataset.kind=idx --set dataset.path="$B/nolabels/train-images-idx3-ubyte"
 # a gzip bomb (512 MiB of zeros behind a header declaring 10 images) is refused
@@ -106,10 +164,13 @@ expect 2 "GiB of host memory (dataset 0.29," -- --set dataset.kind=cifar10 --set
 head -c 40 "$G/idx/train-images-idx3-ubyte.gz" >"$B/bomb/cut-images-idx3-ubyte.gz" && cp "$B/bomb/train-labels-idx1-ubyte" "$B/bomb/cut-labels-idx1-ubyte"
 expect 2 "cut-images-idx3-ubyte.gz: truncated gzip data" -- --set dataset.kind=idx --set dataset.path="$B/bomb/cut-images-idx3-ubyte.gz"
 # --export over an earlier export: bad data exits 2 as training does, and the
-# earlier export.json and x/y files are gone rather than describing new files
+# earlier export stays whole (the new one was being written beside it)
 "$BIN" --export "$TMP/reex" --sweep seed=1,2 2>/dev/null
+before=$(cat "$TMP/reex/export.json" "$TMP/reex"/point-00[01]/* | md5sum)
 expect 2 "not an idx images file" -- --export "$TMP/reex" --set dataset.kind=idx --set dataset.path="$G/idx/train-images-idx3-ubyte.gz" --sweep dataset.path="$G/idx/train-images-idx3-ubyte.gz,$B/m2/train-images-idx3-ubyte"
-if [ ! -e "$TMP/reex/export.json" ] && [ ! -e "$TMP/reex/point-000/x.npy" ] && grep -q '"idx"' "$TMP/reex/point-000/config.json"; then ok; else bad "a failed --export left the earlier export.json or x.npy: $(ls "$TMP/reex" "$TMP/reex/point-000")"; fi
+if [ "$before" = "$(cat "$TMP/reex/export.json" "$TMP/reex"/point-00[01]/* | md5sum)" ] &&
+    [ "$(ls -A "$TMP/reex")" = "$(printf 'export.json\npoint-000\npoint-001')" ]; then ok
+else bad "a failed --export changed the earlier export: $(ls -A "$TMP/reex" "$TMP/reex/point-000")"; fi
 cp -r "$G/cifar" "$B/cifar" && truncate -s -1 "$B/cifar/data_batch_4.bin"
 expect 2 "data_batch_4.bin: 36875 bytes is not a multiple of 3073" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar"
 cp -r "$G/jpg/train" "$B/empty" && mkdir "$B/empty/class_03"
@@ -172,9 +233,93 @@ for kind in jpg png; do
     "$BIN" --set dataset.kind=folder --set dataset.path="$B/c$kind" --set loader.num_workers=2 \
         --format json --out "$TMP/res$kind" >"$TMP/r.json" 2>"$TMP/err" </dev/null
     rc=$?
-    if [ $rc -eq 1 ] && grep -qF "$f: corrupt" "$TMP/err" && json 'd["interrupted"] and d["runs"][0]["failed"]' "$TMP/r.json" &&
+    if [ $rc -eq 1 ] && grep -qF "$f: corrupt" "$TMP/err" && json 'd["interrupted"] and d["runs"][0]["failed"] and "corrupt" in d["runs"][0]["stopped"]' "$TMP/r.json" &&
         ls "$TMP/res$kind"/*.json >/dev/null 2>&1; then ok
     else bad "corrupt $kind mid-epoch: exit $rc, $(head -c 400 "$TMP/err")"; fi
+done
+
+# ---- commands that write files leave nothing partial: a full disk (a 200 KiB
+# tmpfs), a file size limit (EFBIG) and a signal each leave the target as it
+# was, and the same command then works
+none_left() { # DIR [EXPECTED-LS]: DIR holds exactly EXPECTED-LS (default: nothing)
+    local got; got=$(ls -A "$1" 2>/dev/null)
+    if [ "$got" = "${2:-}" ]; then ok; else bad "left in $1: $got $(find "$1" | head -5)"; fi
+}
+FULL=$TMP/full
+mkdir -p "$FULL"
+if mount -t tmpfs -o size=200k tmpfs "$FULL" 2>/dev/null; then
+    trap 'umount "$FULL" 2>/dev/null; rm -rf "$TMP"' EXIT
+    for args in "idx $FULL --per-class 50" "folder $FULL/f --per-class 30 --size 64x64" \
+        "cifar10 $FULL/c/d --per-class 10" "idx $FULL/gz --per-class 60 --gzip" \
+        "folder $FULL --per-class 20 --format png --size 40x40"; do
+        expect 1 "(nothing written to $FULL" -- --make-dataset $args
+        none_left "$FULL"
+    done
+    # the rerun is not refused as "not empty": the failed run left nothing
+    expect 0 "wrote a folder dataset" -- --make-dataset folder "$FULL/f" --per-class 2 --classes 2
+    expect 0 "wrote a idx dataset" -- --make-dataset idx "$FULL" --per-class 2 --classes 2
+    none_left "$FULL" "$(printf 'f\nt10k-images-idx3-ubyte\nt10k-labels-idx1-ubyte\ntrain-images-idx3-ubyte\ntrain-labels-idx1-ubyte')"
+    rm -rf "${FULL:?}"/*
+    # --export: no config.json without its data, and an earlier export stays whole
+    expect 1 "No space left on device (nothing exported to $FULL/e)" -- --export "$FULL/e" --set dataset.length=20000
+    none_left "$FULL"
+    "$BIN" --export "$FULL/e" --set dataset.length=100 2>/dev/null
+    before=$(cat "$FULL/e/export.json" "$FULL/e/point-000"/* | md5sum)
+    expect 1 "No space left on device (nothing exported to $FULL/e)" -- --export "$FULL/e" --sweep seed=1,2 --set dataset.length=9000
+    if [ "$before" = "$(cat "$FULL/e/export.json" "$FULL/e/point-000"/* | md5sum)" ]; then ok; else bad "a failed --export changed the earlier one"; fi
+    none_left "$FULL/e" "$(printf 'export.json\npoint-000')"
+    rm -rf "${FULL:?}"/*
+    # --out: the results stay on stdout, no file (nor temporary) is left
+    head -c 190K /dev/zero >"$FULL/fill"
+    expect 1 "result files not written (results are on stdout)" -- --out "$FULL/o" --set train.epochs=200 --set dataset.length=10 --set loader.batch_size=1
+    if grep -q "verdict" "$TMP/out"; then ok; else bad "--out on a full disk: no results on stdout"; fi
+    none_left "$FULL/o"
+    cat /dev/zero >"$FULL/fill2" 2>/dev/null # no byte left
+    expect 1 "the table is not written to report.out (it is on stdout)" -- --allreduce-bandwidth --out "$FULL/ab"
+    if grep -q "^# best busbw" "$TMP/out"; then ok; else bad "--allreduce-bandwidth on a full disk: no table on stdout"; fi
+    none_left "$FULL/ab"
+    umount "$FULL"
+else
+    echo "skipped: full-disk cases (mount -t tmpfs is not allowed here)"
+fi
+L=$TMP/limit
+mkdir -p "$L"
+for args in "idx $L/a --per-class 50" "cifar10 $L/b/c --per-class 50" "idx $L --per-class 30 --gzip"; do
+    bash -c 'ulimit -f 100; exec "$@"' - "$BIN" --make-dataset $args >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "File too large" "$TMP/err"; then ok; else bad "ulimit -f, --make-dataset $args: exit $rc: $(cat "$TMP/err")"; fi
+    none_left "$L"
+done
+bash -c 'ulimit -f 100; exec "$@"' - "$BIN" --export "$L/e" --set dataset.length=20000 >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "File too large (nothing exported" "$TMP/err"; then ok; else bad "ulimit -f, --export: exit $rc: $(cat "$TMP/err")"; fi
+none_left "$L"
+# a signal mid-write: exit 128 + signal, nothing left
+for sig in TERM INT HUP; do
+    "$BIN" --make-dataset folder "$L/s/$sig" --per-class 100000 --size 64x64 >/dev/null 2>"$TMP/err" &
+    pid=$!
+    for i in $(seq 100); do [ -n "$(find "$L" -name '*.jpg' 2>/dev/null | head -1)" ] && break; sleep 0.1; done
+    kill -$sig $pid
+    for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    kill -KILL $pid 2>/dev/null && echo "SIG$sig did not end --make-dataset within 10 s" >>"$TMP/err"
+    wait $pid
+    rc=$?
+    if [ $rc -eq $((128 + $(kill -l $sig))) ] && grep -q "interrupted by SIG$sig; nothing written to $L/s/$sig" "$TMP/err"; then ok
+    else bad "SIG$sig during --make-dataset: exit $rc: $(cat "$TMP/err")"; fi
+    none_left "$L"
+done
+
+# SIGKILL cannot be caught: its staging folder stays, and the next run into
+# the same place removes it (its process is gone) and works
+for d in "$L/k/new" "$L/k"; do
+    mkdir -p "$L/k"
+    "$BIN" --make-dataset folder "$d" --per-class 100000 >/dev/null 2>&1 &
+    pid=$!
+    for i in $(seq 100); do [ -n "$(find "$L/k" -name '*.jpg' 2>/dev/null | head -1)" ] && break; sleep 0.1; done
+    kill -KILL $pid
+    wait $pid 2>/dev/null
+    expect 0 "wrote a folder dataset to $d" -- --make-dataset folder "$d" --per-class 1 --classes 2
+    if [ -z "$(find "$L" -name '*dpbench-stage*')" ]; then ok; else bad "a killed run's staging folder stayed: $(find "$L" -name '*dpbench-stage*')"; fi
 done
 
 # ---- the real Fashion-MNIST, when Debian's package is installed: a short run

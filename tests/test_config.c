@@ -93,7 +93,11 @@ static void test_set_and_sweep_args(void **state)
     assert_int_equal(c.parallel.n_devices, 2);
     assert_int_equal(config_sweep_arg(&c, "loader.batch_size=10,20,30", &e), 0);
     assert_int_equal(c.sweep[0].n_values, 3);
-    assert_int_equal(config_sweep_arg(&c, "loader.batch_size=7", &e), 0); /* replaces */
+    /* a second --sweep of a key is refused; a list from the file is replaced */
+    assert_int_equal(config_sweep_arg(&c, "loader.batch_size=7", &e), -1);
+    assert_non_null(strstr(e.msg, "--sweep loader.batch_size: the key is given twice"));
+    c.sweep[0].from_cli = false; /* as config_parse leaves it */
+    assert_int_equal(config_sweep_arg(&c, "loader.batch_size=7", &e), 0);
     assert_int_equal(c.n_sweep, 1);
     assert_int_equal(c.sweep[0].n_values, 1);
 
@@ -106,7 +110,7 @@ static void test_set_and_sweep_args(void **state)
     assert_non_null(strstr(e.msg, "expected an integer"));
     assert_int_equal(config_set_arg(&c, "noequals", &e), -1);
     assert_non_null(strstr(e.msg, "expected path=value"));
-    assert_int_equal(config_sweep_arg(&c, "loader.batch_size=10,x", &e), -1);
+    assert_int_equal(config_sweep_arg(&c, "loader.num_workers=1,x", &e), -1);
     assert_non_null(strstr(e.msg, "found 'x'"));
     config_free(&c);
 }
@@ -226,7 +230,10 @@ static void test_deep_nesting_and_long_strings(void **state)
     longs[6 + n] = '\0';
     BAD(longs, "name", "expected a string of 1 to 255 bytes", "found 100000 bytes");
     memcpy(longs, "loader: {batch_size: ", 21);
-    longs[6 + n] = '\0';
+    longs[6 + n] = '\0'; /* unclosed: the syntax error, not the value, is reported */
+    BAD(longs, "t.yaml:2:1: malformed YAML: while parsing a flow mapping (from line 1, column 9)");
+    longs[6 + n] = '}';
+    longs[7 + n] = '\0';
     BAD(longs, "loader.batch_size", "bytes)");
     free(longs);
 }

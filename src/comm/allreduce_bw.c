@@ -8,6 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "report.h"
 
 #define MAX_BYTES ((size_t)32 << 20)
 
@@ -71,5 +74,36 @@ int allreduce_bandwidth(struct comm *c, FILE *out, struct error *e)
         fprintf(out, "# best busbw %.3f GB/s at %zu B\n", best, best_size);
     free(buf);
     fflush(out);
+    return rc;
+}
+
+int allreduce_bandwidth_emit(struct comm *c, const struct config *cfg, struct error *e)
+{
+    if (!cfg->report.out[0] || c->rank > 0)
+        return allreduce_bandwidth(c, stdout, e);
+    char *text = NULL, stamp[32], path[4400];
+    size_t n = 0;
+    FILE *m = open_memstream(&text, &n);
+    if (!m)
+        return error_set(e, "out of memory");
+    int rc = allreduce_bandwidth(c, m, e);
+    if (fclose(m) != 0 && !rc)
+        rc = error_set(e, "out of memory");
+    if (text)
+        fputs(text, stdout);
+    fflush(stdout);
+    if (!rc) {
+        time_t t = time(NULL);
+        struct tm utc;
+        gmtime_r(&t, &utc);
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
+        rc = report_write_text(cfg->report.out, cfg->name, stamp, "allreduce.txt", text, path,
+                               sizeof path, e);
+        if (rc)
+            error_wrap(e, "the table is not written to report.out (it is on stdout)");
+        else
+            fprintf(stderr, "dpbench: table written to %s\n", path);
+    }
+    free(text);
     return rc;
 }

@@ -7,6 +7,11 @@
 
 #include "comm.h"
 
+#include "config.h"
+
 int allreduce_bandwidth(struct comm *c, FILE *out, struct error *e);
+/* The table on stdout and, on rank 0 with report.out set, also in
+ * report.out/NAME-STAMP.allreduce.txt (whole or not at all). */
+int allreduce_bandwidth_emit(struct comm *c, const struct config *cfg, struct error *e);
 
 #endif

@@ -245,9 +245,34 @@ static const char *key_suggest(const char *path)
     return best_d <= (limit > 2 ? limit : 2) ? best : NULL;
 }
 
+/* The keys of section `name`, comma-separated, into buf. */
+static void section_keys(const char *name, char *buf, size_t n)
+{
+    size_t used = 0, len = strlen(name);
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_KEYS && used < n; i++)
+        if (strncmp(keys[i].path, name, len) == 0 && keys[i].path[len] == '.')
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? ", " : "", keys[i].path);
+}
+
 static int unknown_key(const char *path, struct error *e)
 {
+    if (strcmp(path, "sweep") == 0)
+        return error_set(e, "'sweep' is a section of value lists, not a key: sweep a key with "
+                            "--sweep KEY=v1,v2,... or a 'sweep:' mapping in the config");
     const char *s = key_suggest(path);
+    bool section = false;
+    for (size_t i = 0; s && i < N_SECTIONS; i++)
+        section |= strcmp(s, sections[i]) == 0;
+    if (section) { // a value goes to one of its keys: name them
+        char list[700];
+        section_keys(s, list, sizeof list);
+        if (strcmp(s, path) == 0)
+            return error_set(e, "'%s' is a section, not a key: name one of its keys (%s)",
+                             path, list);
+        return error_set(e, "unknown key '%s' (did you mean %s? a section, with the keys %s)",
+                         path, s, list);
+    }
     if (s)
         return error_set(e, "unknown key '%s' (did you mean %s?)", path, s);
     return error_set(e, "unknown key '%s' (dpbench --help-config lists the keys)", path);
@@ -572,9 +597,14 @@ int config_sweep_arg(struct config *c, const char *arg, struct error *e)
     if (strlen(eq + 1) >= sizeof vals)
         return error_set(e, "--sweep %s: value list too long", key);
     snprintf(vals, sizeof vals, "%s", eq + 1);
+    for (int i = 0; i < c->n_sweep; i++)
+        if (c->sweep[i].from_cli && strcmp(c->sweep[i].key, key) == 0)
+            return error_set(e, "--sweep %s: the key is given twice on the command line (give "
+                                "every value once: --sweep %s=v1,v2,...)", key, key);
     sweep_drop(c, key); // the command line replaces the file's list
     if (sweep_add(c, key, e))
         return error_wrap(e, "--sweep");
+    c->sweep[c->n_sweep - 1].from_cli = true;
     for (char *tok = vals, *end; tok; tok = end) { // every value, empty ones too
         if ((end = strchr(tok, ',')))
             *end++ = '\0';
@@ -633,8 +663,9 @@ static int next(struct reader *r)
     if (!yaml_parser_parse(&r->parser, &r->ev)) {
         yaml_parser_t *p = &r->parser;
         yaml_mark_t m = p->problem_mark;
-        if (p->context)
-            return at(r, m, "malformed YAML: %s %s", p->context, p->problem);
+        if (p->context) // where the construct that is not closed began
+            return at(r, m, "malformed YAML: %s (from line %zu, column %zu): %s", p->context,
+                      p->context_mark.line + 1, p->context_mark.column + 1, p->problem);
         return at(r, m, "malformed YAML: %s", p->problem ? p->problem : "parse error");
     }
     r->have_ev = true;
@@ -794,9 +825,29 @@ static int read_pair(struct reader *r, const char *prefix)
     return read_value(r, k, path);
 }
 
+/* The whole text through libyaml once, before any key is read: a syntax error
+ * anywhere (an unclosed [ or {, a bad indent) is reported as itself, with its
+ * line, rather than as what the half-read value looked like to the reader. */
+static int syntax_check(const char *text, size_t len, const char *file, struct error *e)
+{
+    struct reader r = {.file = file, .e = e};
+    if (!yaml_parser_initialize(&r.parser))
+        return error_set(e, "%s: cannot initialise the YAML parser", file);
+    yaml_parser_set_input_string(&r.parser, (const unsigned char *)text, len);
+    int rc;
+    while ((rc = next(&r)) == 0 && r.ev.type != YAML_STREAM_END_EVENT)
+        ;
+    if (r.have_ev)
+        yaml_event_delete(&r.ev);
+    yaml_parser_delete(&r.parser);
+    return rc;
+}
+
 int config_parse(struct config *c, const char *text, size_t len, const char *file,
                  struct error *e)
 {
+    if (syntax_check(text, len, file, e))
+        return -1;
     struct reader r = {.file = file, .c = c, .e = e};
     if (!yaml_parser_initialize(&r.parser))
         return error_set(e, "%s: cannot initialise the YAML parser", file);

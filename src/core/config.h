@@ -90,6 +90,7 @@ struct config {
         char key[CONFIG_STR];
         char *values[CONFIG_MAX_SWEEP_VALUES]; // (n_values) owned strings
         int n_values;
+        bool from_cli; // given by --sweep: a second --sweep of the key is refused
     } sweep[CONFIG_MAX_SWEEP_KEYS];
     int n_sweep;
     char source[CONFIG_STR]; // file the config came from, "" = defaults only

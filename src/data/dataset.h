@@ -24,7 +24,7 @@ struct dataset {
     float *b_teacher;  // (out_features)
     double noise;      // teacher noise standard deviation
     long cost_iters;   // arithmetic iterations per sample for dataset.sample_cost_us
-    int classes;       // labelled kinds: number of classes (= out_features); 0 for random
+    int classes;       // labelled kinds: number of classes (<= out_features); 0 for random
     struct file_data *files; // labelled kinds: images, labels, transforms; NULL for random
     struct dataset *eval;    // held-out split evaluated after training, NULL if none
 };

@@ -198,6 +198,41 @@ static const struct {
     {"/usr/share/datasets/fashion-mnist/", "dataset-fashion-mnist"},
 };
 
+/* An idx header of `size` bytes with magic `magic` at the start of b (n
+ * bytes read): an empty or cut file is named as such, not as a wrong magic. */
+static int idx_header(const char *path, const uint8_t *b, size_t n, uint32_t magic, size_t size,
+                      const char *what, struct error *e)
+{
+    if (n == 0)
+        return error_set(e, "%s: empty file (0 bytes), expected an idx %s file (a header of %zu "
+                            "bytes starting with 0x%08x)", path, what, size, magic);
+    if (n < 4 ? memcmp(b, (uint8_t[]){0, 0, magic >> 8, magic & 0xff}, n) == 0
+              : be32(b) == magic && n < size)
+        return error_set(e, "%s: truncated: %zu bytes, shorter than an idx %s file's %zu-byte "
+                            "header", path, n, what, size);
+    if (n < 4 || be32(b) != magic)
+        return error_set(e, "%s: not an idx %s file (it starts with 0x%08x, expected 0x%08x)",
+                         path, what, n >= 4 ? be32(b) : 0, magic);
+    return 0;
+}
+
+/* The labels file lb (ln bytes read) for `count` images: its header, its count, its size. */
+static int idx_labels_check(const char *images, uint32_t count, const char *labels,
+                            const uint8_t *lb, size_t ln, struct error *e)
+{
+    if (idx_header(labels, lb, ln, 0x801, 8, "labels", e))
+        return -1;
+    if (be32(lb + 4) != count)
+        return error_set(e, "images/labels count mismatch: %s has %u images, %s has %u labels",
+                         images, count, labels, be32(lb + 4));
+    size_t want = 8 + (size_t)count;
+    if (ln != want)
+        return error_set(e, "%s: %s: %s%zu bytes, expected %zu for the %u labels its header "
+                            "declares", labels, ln > want ? "trailing data" : "truncated",
+                         ln > want ? "more than " : "", ln > want ? want : ln, want, count);
+    return 0;
+}
+
 static int idx_load(struct dataset *d, struct file_data *f, const char *images, struct error *e)
 {
     char labels[PATH_MAX];
@@ -231,11 +266,8 @@ static int idx_load(struct dataset *d, struct file_data *f, const char *images, 
     } else if (read_all(labels, 8, &lb, &ln, e)) {
         goto out;
     }
-    if (in < 16 || be32(ib) != 0x00000803) {
-        error_set(e, "%s: not an idx images file (magic 0x%08x, expected 0x00000803)", images,
-                  in >= 4 ? be32(ib) : 0);
+    if (idx_header(images, ib, in, 0x803, 16, "images", e))
         goto out;
-    }
     uint32_t count = be32(ib + 4), rows = be32(ib + 8), cols = be32(ib + 12);
     if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096 || count == 0) {
         error_set(e, "%s: bad idx dimensions %u images of %ux%u", images, count, rows, cols);
@@ -243,21 +275,14 @@ static int idx_load(struct dataset *d, struct file_data *f, const char *images, 
     }
     unsigned long long want = 16ULL + (unsigned long long)count * rows * cols;
     if (in != want) {
-        error_set(e, "%s: %s%zu bytes, expected %llu for %u images of %ux%u (%s)", images,
+        error_set(e, "%s: %s: %s%zu bytes, expected %llu for the %u images of %ux%u its header "
+                     "declares", images, in > want ? "trailing data" : "truncated",
                   in > want ? "more than " : "", in > want ? (size_t)want : in, want, count, rows,
-                  cols, in > want ? "trailing data" : "truncated?");
+                  cols);
         goto out;
     }
-    if (ln < 8 || be32(lb) != 0x00000801) {
-        error_set(e, "%s: not an idx labels file (magic 0x%08x, expected 0x00000801)", labels,
-                  ln >= 4 ? be32(lb) : 0);
+    if (idx_labels_check(images, count, labels, lb, ln, e))
         goto out;
-    }
-    if (be32(lb + 4) != count || ln != 8 + (size_t)count) {
-        error_set(e, "images/labels count mismatch: %s has %u images, %s has %u labels "
-                     "(%zu bytes)", images, count, labels, be32(lb + 4), ln);
-        goto out;
-    }
     f->c = 1;
     f->h = (int)rows;
     f->w = (int)cols;
@@ -296,9 +321,15 @@ static int cifar_load(struct dataset *d, struct file_data *f, char **files, int 
     for (int i = 0; i < n_files; i++) {
         if (read_plain(files[i], 0, &bufs[i], &sizes[i], NULL, e))
             goto out;
-        if (sizes[i] == 0 || sizes[i] % CIFAR_RECORD) {
+        if (sizes[i] == 0) {
+            error_set(e, "%s: empty file (0 bytes), expected CIFAR-10 records of %d bytes (1 label "
+                         "byte + 3072 pixel bytes)", files[i], CIFAR_RECORD);
+            goto out;
+        }
+        if (sizes[i] % CIFAR_RECORD) {
             error_set(e, "%s: %zu bytes is not a multiple of %d (1 label byte + 3072 pixel bytes "
-                         "per record)", files[i], sizes[i], CIFAR_RECORD);
+                         "per record): truncated, its last record has %zu of its %d bytes",
+                      files[i], sizes[i], CIFAR_RECORD, sizes[i] % CIFAR_RECORD, CIFAR_RECORD);
             goto out;
         }
         records += sizes[i] / CIFAR_RECORD;
@@ -614,6 +645,71 @@ static int folder_load(struct dataset *d, struct file_data *f, const char *root,
     return 0;
 }
 
+/* ---- labels ---------------------------------------------------------------- */
+
+/* Where sample i's label is, for messages: the labels file and index, the
+ * CIFAR-10 file and record, or the image's path. */
+static void label_where(const struct file_data *f, long i, char *buf, size_t n)
+{
+    if (f->kind == FILES_FOLDER) {
+        snprintf(buf, n, "%s", f->paths[i]);
+    } else if (f->kind == FILES_IDX) {
+        snprintf(buf, n, "%s: index %ld (byte %ld)", f->sources[1], i, 8 + i);
+    } else {
+        long first = 0;
+        for (int s = 0; s < f->n_sources; s++) {
+            struct stat st;
+            long records = stat(f->sources[s], &st) == 0 ? (long)(st.st_size / CIFAR_RECORD) : 0;
+            if (i < first + records || s == f->n_sources - 1) {
+                snprintf(buf, n, "%s: record %ld", f->sources[s], i - first);
+                return;
+            }
+            first += records;
+        }
+    }
+}
+
+/* The model's outputs for the labels of d: model.out_features when it is
+ * given and covers every label (it says how many classes there are: some may
+ * have no sample), else the classes found. A smaller model.out_features is
+ * replaced by the classes found, as every shipped config sets one for the
+ * random data. idx files number their classes only through the labels, so a
+ * stray byte (255 among 0-9) would silently make 256 classes: without a
+ * covering model.out_features the training labels must number 0 to K-1 with
+ * no class empty. The held-out split is checked against the result. */
+static int labels_check(const struct dataset *d, const struct file_data *f,
+                        const struct config *c, bool train, long *outputs, struct error *e)
+{
+    *outputs = d->classes;
+    if (!train)
+        return 0;
+    if (config_is_explicit(c, "model.out_features") && c->model.out_features >= d->classes) {
+        *outputs = c->model.out_features;
+        return 0;
+    }
+    if (f->kind != FILES_IDX)
+        return 0;
+    char *seen = calloc((size_t)d->classes, 1);
+    if (!seen)
+        return error_set(e, "out of memory");
+    for (long i = 0; i < d->length; i++)
+        seen[f->labels[i]] = 1;
+    int gap = 0;
+    while (gap < d->classes && seen[gap])
+        gap++;
+    free(seen);
+    if (gap == d->classes)
+        return 0;
+    long i = 0;
+    while (f->labels[i] < gap) // a label above the gap exists: the largest one is
+        i++;
+    char where[PATH_MAX + 64];
+    label_where(f, i, where, sizeof where);
+    return error_set(e, "%s: label %d, but no sample has label %d: the labels must number the "
+                        "classes 0 to K-1 with none empty (set model.out_features to the number "
+                        "of classes if some have no sample)", where, f->labels[i], gap);
+}
+
 /* ---- loading --------------------------------------------------------------- */
 
 /* Loads one split at `path`; `train` turns the random transforms on. */
@@ -660,8 +756,11 @@ static int load_split(struct dataset *d, const struct config *c, const char *pat
     if (transform_init(&f->tf, c, f->c, train, e) ||
         transform_shape(&f->tf, f->h ? f->h : 1, f->w ? f->w : 1, &oh, &ow, e))
         return -1;
+    long outputs;
+    if (labels_check(d, f, c, train, &outputs, e))
+        return -1;
     d->features = f->c * oh * ow;
-    d->out_features = d->classes;
+    d->out_features = (int)outputs;
     return 0;
 }
 
@@ -741,24 +840,32 @@ int dataset_files_load(struct dataset *d, const struct config *c, struct error *
         return -1;
     }
     const struct file_data *tf = d->files, *vf = v->files;
-    if (v->features != d->features)
-        return dataset_free(d),
-               error_set(e, "dataset.eval_path %s: its samples have %d features, the training "
-                            "set's %d (different image sizes?)", ev, v->features, d->features);
-    if (tf->kind == FILES_FOLDER) {
+    int rc = 0; // messages first: dataset_free(d) frees v too
+    if (v->features != d->features) {
+        rc = error_set(e, "dataset.eval_path %s: its samples have %d features, the training "
+                          "set's %d (different image sizes?)", ev, v->features, d->features);
+    } else if (tf->kind == FILES_FOLDER) {
         bool same = v->classes == d->classes;
         for (int k = 0; same && k < d->classes; k++)
             same = strcmp(tf->class_names[k], vf->class_names[k]) == 0;
         if (!same)
-            return dataset_free(d),
-                   error_set(e, "dataset.eval_path %s: its class folders differ from %s's", ev,
-                             c->dataset.path);
-    } else if (v->classes > d->classes) {
-        return dataset_free(d),
-               error_set(e, "dataset.eval_path %s: label %d, but the training set has %d classes",
-                         ev, v->classes - 1, d->classes);
+            rc = error_set(e, "dataset.eval_path %s: its class folders differ from %s's", ev,
+                           c->dataset.path);
+    } else if (v->classes > d->out_features) {
+        char where[PATH_MAX + 64];
+        long i = 0;
+        while (vf->labels[i] < d->out_features)
+            i++;
+        label_where(vf, i, where, sizeof where);
+        rc = error_set(e, "dataset.eval_path: %s: label %d, but the training set has %d classes",
+                       where, vf->labels[i], d->out_features);
     }
-    v->classes = v->out_features = d->classes;
+    if (rc) {
+        dataset_free(d);
+        return -1;
+    }
+    v->classes = d->classes;
+    v->out_features = d->out_features;
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include "image.h"
 #include "rng.h"
+#include "staging.h"
 #include "util.h"
 
 struct gen {
@@ -94,6 +96,10 @@ static int write_folder(const struct gen *g, const char *split, int per_class, u
         rc = make_dir(cdir, e);
     }
     for (long j = 0; j < (long)per_class * g->classes && !rc; j++) {
+        if (stop_requested()) {
+            rc = -1;
+            break;
+        }
         int k = (int)(j % g->classes);
         char path[4400];
         snprintf(path, sizeof path, "%s/class_%02d/%06ld.%s", dir, k, j / g->classes,
@@ -132,7 +138,7 @@ static int write_cifar(const struct gen *g, const char *const *names, int n_file
         if (!f)
             return error_set(e, "%s: cannot write: %s", path, strerror(errno));
         int rc = 0;
-        for (long j = i; j < total && !rc; j += n_files) {
+        for (long j = i; j < total && !rc && !stop_requested(); j += n_files) {
             int k = (int)(j % g->classes);
             make_image(g, k, base + (uint64_t)j, 3, px);
             rec[0] = (uint8_t)k;
@@ -145,6 +151,14 @@ static int write_cifar(const struct gen *g, const char *const *names, int n_file
             return -1;
     }
     return 0;
+}
+
+/* A gzip write error with its cause: the system's (a full disk, EFBIG) or zlib's. */
+static int gz_failed(gzFile z, const char *path, struct error *e)
+{
+    int err = errno, zerr;
+    const char *msg = gzerror(z, &zerr);
+    return error_set(e, "%s: cannot write (gzip): %s", path, zerr == Z_ERRNO ? strerror(err) : msg);
 }
 
 static void put_be32(uint8_t *p, uint32_t v)
@@ -168,7 +182,7 @@ static int write_idx(const struct gen *g, const char *prefix, int per_class, uin
     put_be32(images, 0x803), put_be32(images + 4, n);
     put_be32(images + 8, (uint32_t)g->h), put_be32(images + 12, (uint32_t)g->w);
     put_be32(labels, 0x801), put_be32(labels + 4, n);
-    for (uint32_t j = 0; j < n; j++) {
+    for (uint32_t j = 0; j < n && !stop_requested(); j++) {
         int k = (int)(j % (uint32_t)g->classes);
         labels[8 + j] = (uint8_t)k;
         make_image(g, k, base + j, 1, images + 16 + (size_t)j * img);
@@ -176,7 +190,7 @@ static int write_idx(const struct gen *g, const char *prefix, int per_class, uin
     const char *what[2] = {"images-idx3-ubyte", "labels-idx1-ubyte"};
     const uint8_t *data[2] = {images, labels};
     size_t size[2] = {16 + (size_t)n * img, 8 + (size_t)n};
-    for (int i = 0; i < 2 && !rc; i++) {
+    for (int i = 0; i < 2 && !rc && !stop_requested(); i++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/%s-%s%s", g->dir, prefix, what[i], g->gzip ? ".gz" : "");
         if (g->gzip) {
@@ -184,9 +198,11 @@ static int write_idx(const struct gen *g, const char *prefix, int per_class, uin
             if (!z)
                 rc = error_set(e, "%s: cannot write: %s", path, strerror(errno));
             else if (gzwrite(z, data[i], (unsigned)size[i]) != (int)size[i])
-                rc = error_set(e, "%s: cannot write (gzip)", path);
+                rc = gz_failed(z, path, e);
+            errno = 0;
             if (z && gzclose(z) != Z_OK && !rc)
-                rc = error_set(e, "%s: cannot write (gzip)", path);
+                rc = error_set(e, "%s: cannot write (gzip): %s", path,
+                               strerror(errno ? errno : EIO));
         } else {
             FILE *f = fopen(path, "wb");
             if (!f)
@@ -306,6 +322,36 @@ static int parse(int argc, char **argv, struct gen *g, struct error *e)
     return 0;
 }
 
+static const char *signal_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+}
+
+/* The dataset's files, into g->dir (the staging folder). */
+static int write_kind(const struct gen *g, struct error *e)
+{
+    uint64_t eval_base = (uint64_t)g->per_class * (uint64_t)g->classes; // eval samples differ
+    int rc;
+    if (strcmp(g->kind, "folder") == 0) {
+        rc = write_folder(g, "train", g->per_class, 0, e);
+        if (!rc && g->eval_per_class)
+            rc = write_folder(g, "val", g->eval_per_class, eval_base, e);
+    } else if (strcmp(g->kind, "cifar10") == 0) {
+        static const char *const train[] = {"data_batch_1.bin", "data_batch_2.bin",
+                                            "data_batch_3.bin", "data_batch_4.bin",
+                                            "data_batch_5.bin"};
+        static const char *const test[] = {"test_batch.bin"};
+        rc = write_cifar(g, train, 5, g->per_class, 0, e);
+        if (!rc && g->eval_per_class)
+            rc = write_cifar(g, test, 1, g->eval_per_class, eval_base, e);
+    } else {
+        rc = write_idx(g, "train", g->per_class, 0, e);
+        if (!rc && g->eval_per_class)
+            rc = write_idx(g, "t10k", g->eval_per_class, eval_base, e);
+    }
+    return rc;
+}
+
 int gen_main(int argc, char **argv)
 {
     struct gen g;
@@ -318,40 +364,37 @@ int gen_main(int argc, char **argv)
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return 2;
     }
-    uint64_t eval_base = (uint64_t)g.per_class * (uint64_t)g.classes; // eval samples differ
-    int rc = 0;
-    char parent[4096];
-    snprintf(parent, sizeof parent, "%s", g.dir);
-    for (char *p = parent + 1; *p && !rc; p++) // mkdir -p
-        if (*p == '/') {
-            *p = '\0';
-            rc = make_dir(parent, &e);
-            *p = '/';
-        }
-    if (!rc)
-        rc = make_dir(g.dir, &e);
-    if (!rc && strcmp(g.kind, "folder") == 0) {
-        rc = write_folder(&g, "train", g.per_class, 0, &e);
-        if (!rc && g.eval_per_class)
-            rc = write_folder(&g, "val", g.eval_per_class, eval_base, &e);
-    } else if (!rc && strcmp(g.kind, "cifar10") == 0) {
-        static const char *const train[] = {"data_batch_1.bin", "data_batch_2.bin",
-                                            "data_batch_3.bin", "data_batch_4.bin",
-                                            "data_batch_5.bin"};
-        static const char *const test[] = {"test_batch.bin"};
-        rc = write_cifar(&g, train, 5, g.per_class, 0, &e);
-        if (!rc && g.eval_per_class)
-            rc = write_cifar(&g, test, 1, g.eval_per_class, eval_base, &e);
-    } else if (!rc) {
-        rc = write_idx(&g, "train", g.per_class, 0, &e);
-        if (!rc && g.eval_per_class)
-            rc = write_idx(&g, "t10k", g.eval_per_class, eval_base, &e);
+    /* the files go to a staging folder, moved into DIR when all are written:
+     * a signal, a full disk or a file size limit (EFBIG, not SIGXFSZ's kill)
+     * leaves nothing behind */
+    struct sigaction sa = {.sa_handler = stop_request};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGXFSZ, SIG_IGN);
+    struct staging st;
+    const char *dir = g.dir;
+    if (staging_open(&st, dir, "--make-dataset", &e)) {
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+        return 1;
+    }
+    g.dir = st.path;
+    int rc = write_kind(&g, &e);
+    if (!rc && !stop_requested())
+        rc = staging_commit(&st, NULL, &e);
+    else
+        staging_abort(&st);
+    if (stop_requested()) {
+        fprintf(stderr, "dpbench: --make-dataset: interrupted by %s; nothing written to %s\n",
+                signal_name(train_stop), dir);
+        return 128 + train_stop;
     }
     if (rc) {
-        fprintf(stderr, "dpbench: --make-dataset: %s\n", e.msg);
+        fprintf(stderr, "dpbench: --make-dataset: %s (nothing written to %s)\n", e.msg, dir);
         return 1;
     }
     printf("dpbench: wrote a %s dataset to %s: %d classes, %d training and %d eval samples "
-           "per class, %dx%d\n", g.kind, g.dir, g.classes, g.per_class, g.eval_per_class, g.w, g.h);
+           "per class, %dx%d\n", g.kind, dir, g.classes, g.per_class, g.eval_per_class, g.w, g.h);
     return 0;
 }

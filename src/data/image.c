@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <jpeglib.h>
+#include <jerror.h>
 #include <png.h>
 
 enum image_format image_sniff(const unsigned char *buf, size_t n)
@@ -90,7 +91,9 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
         jpeg_destroy_decompress(&cinfo);
         free(out);
         free(line);
-        return error_set(e, "corrupt JPEG: %s", je.msg);
+        return error_set(e, "corrupt JPEG: %s%s%s", // the end of data: say truncated
+                         cinfo.err->msg_code == JWRN_JPEG_EOF ? "truncated (" : "", je.msg,
+                         cinfo.err->msg_code == JWRN_JPEG_EOF ? ")" : "");
     }
     jpeg_create_decompress(&cinfo);
     jpeg_mem_src(&cinfo, buf, (unsigned long)n);
@@ -280,8 +283,15 @@ static int decode(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, int
     switch (image_sniff(buf, n)) {
     case IMAGE_JPEG: return jpeg_read(buf, n, rgb, w, h, e);
     case IMAGE_PNG: return png_read(buf, n, rgb, w, h, e);
-    default: return error_set(e, "not a JPEG or PNG image (unknown first bytes)");
+    default: break;
     }
+    if (n == 0)
+        return error_set(e, "empty file (0 bytes), expected a JPEG or PNG image");
+    if ((n < 3 && memcmp(buf, "\xff\xd8\xff", n) == 0) ||
+        (n < 8 && memcmp(buf, "\x89PNG\r\n\x1a\n", n) == 0))
+        return error_set(e, "truncated: %zu bytes, shorter than a %s signature", n,
+                         buf[0] == 0xff ? "JPEG" : "PNG");
+    return error_set(e, "not a JPEG or PNG image (unknown first bytes)");
 }
 
 int image_header(const unsigned char *buf, size_t n, int *w, int *h, struct error *e)

@@ -16,6 +16,7 @@
 
 #include "dataset_files.h"
 #include "loader.h"
+#include "staging.h"
 #include "train.h"
 
 enum { EXPORT_FORMAT = 1 }; // bumped when the layout changes
@@ -146,13 +147,8 @@ static int write_augment(const char *dir, const struct config *c, const struct d
                          struct error *e)
 {
     struct transform_choice ch;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/augment.npy", dir);
-    if (d->length == 0 || !dataset_files_choice(d, 0, 0, &ch)) { // none left from an earlier export
-        if (unlink(path) != 0 && errno != ENOENT)
-            return error_set(e, "export: %s: cannot remove: %s", path, strerror(errno));
+    if (d->length == 0 || !dataset_files_choice(d, 0, 0, &ch))
         return 0;
-    }
     long epochs = c->train.warmup_epochs + c->train.epochs, length = d->length;
     long shape[3] = {epochs, length, 3};
     int64_t *row = malloc((size_t)length * 3 * sizeof *row);
@@ -204,23 +200,9 @@ bool export_has_data(const struct config *c)
 int export_init(struct export *x, const char *dir, struct error *e)
 {
     memset(x, 0, sizeof *x);
-    if (strlen(dir) >= sizeof x->dir - 16)
-        return error_set(e, "--export %s: path too long", dir);
-    snprintf(x->dir, sizeof x->dir, "%s", dir);
-    struct stat st;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return error_set(e, "--export %s: cannot create the directory: %s", dir, strerror(errno));
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return error_set(e, "--export %s: not a directory", dir);
-    if (access(dir, W_OK) != 0)
-        return error_set(e, "--export %s: not writable: %s", dir, strerror(errno));
-    /* an earlier export's index goes first: until this one's is written, the
-     * directory reads as incomplete, never as that export over new files */
-    char index[sizeof x->dir + 16];
-    snprintf(index, sizeof index, "%s/export.json", dir);
-    if (unlink(index) != 0 && errno != ENOENT)
-        return error_set(e, "--export %s: cannot remove the earlier %s: %s", dir, index,
-                         strerror(errno));
+    if (staging_open(&x->stage, dir, "--export", e))
+        return -1;
+    snprintf(x->dir, sizeof x->dir, "%s", x->stage.path);
     x->points = cJSON_CreateArray();
     if (!x->points)
         return error_set(e, "export: out of memory");
@@ -230,7 +212,7 @@ int export_init(struct export *x, const char *dir, struct error *e)
 int export_point(struct export *x, const struct config *pc, const char *label,
                  const struct dataset *d, struct error *e)
 {
-    char name[32], dir[4200];
+    char name[32], dir[4300];
     snprintf(name, sizeof name, "point-%03ld", x->n_points);
     snprintf(dir, sizeof dir, "%s/%s", x->dir, name);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
@@ -252,14 +234,6 @@ int export_point(struct export *x, const struct config *pc, const char *label,
         if (npy_write_floats(dir, "x.npy", d->x, xs, 2, e) ||
             npy_write_floats(dir, "y.npy", d->y, ys, 2, e))
             return -1;
-    } else { // none left from an earlier export into the same directory
-        const char *stale[] = {"x.npy", "y.npy"};
-        for (int i = 0; i < 2; i++) {
-            char path[sizeof dir + 8];
-            snprintf(path, sizeof path, "%s/%s", dir, stale[i]);
-            if (unlink(path) != 0 && errno != ENOENT)
-                return error_set(e, "export: %s: cannot remove: %s", path, strerror(errno));
-        }
     }
 
     float *w0 = malloc((size_t)(O * F + O) * sizeof *w0);
@@ -298,11 +272,21 @@ int export_finish(struct export *x, const struct config *base, struct error *e)
     cJSON_AddItemReferenceToObject(doc, "points", x->points);
     int rc = write_json(x->dir, "export.json", doc, e);
     cJSON_Delete(doc);
-    return rc;
+    if (rc)
+        return -1;
+    /* an earlier export's index goes first: while the points move in, the
+     * folder reads as incomplete, never as that export over new files */
+    char index[sizeof x->stage.target + 16];
+    snprintf(index, sizeof index, "%s/export.json", x->stage.target);
+    if (unlink(index) != 0 && errno != ENOENT)
+        return error_set(e, "--export %s: cannot remove the earlier %s: %s", x->stage.target,
+                         index, strerror(errno));
+    return staging_commit(&x->stage, "export.json", e);
 }
 
 void export_free(struct export *x)
 {
+    staging_abort(&x->stage); // nothing of an export that did not finish
     cJSON_Delete(x->points);
     memset(x, 0, sizeof *x);
 }

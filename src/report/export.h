@@ -17,8 +17,9 @@
  *                               data with random transforms only; [k, i] = sample
  *                               i's (top, left, flip) in epoch k: the random crop's
  *                               offsets in the zero-padded image and the flip
- * Every file goes through a temporary name and a rename; export.json is
- * written last, so an export without it is incomplete. */
+ * Everything is written into a staging folder and moved into DIR when the
+ * last point is written (export.json last), so a failed or interrupted
+ * export leaves DIR as it was. */
 #ifndef DPBENCH_EXPORT_H
 #define DPBENCH_EXPORT_H
 
@@ -26,24 +27,26 @@
 
 #include "config.h"
 #include "dataset.h"
+#include "staging.h"
 #include "util.h"
 
 struct cJSON;
 
 struct export {
-    char dir[4096];
+    char dir[4200]; // where the files are written: the staging folder
+    struct staging stage; // moved to the --export DIR by export_finish
     struct cJSON *points; // manifest entries, one per exported point
     long n_points;
 };
 
-/* Creates DIR (one level) if needed and checks it is a writable directory. */
+/* Creates DIR's missing parents and the staging folder the export goes to. */
 int export_init(struct export *x, const char *dir, struct error *e);
 /* Writes point number n_points: pc is its resolved config, label its sweep
  * label ("" without a sweep), d the dataset built for pc. */
 int export_point(struct export *x, const struct config *pc, const char *label,
                  const struct dataset *d, struct error *e);
-/* Writes DIR/export.json for the points written so; base is the config before
- * sweep expansion. */
+/* Writes export.json for the points written so far and moves them all into
+ * DIR; base is the config before sweep expansion. */
 int export_finish(struct export *x, const struct config *base, struct error *e);
 void export_free(struct export *x);
 

@@ -5,6 +5,7 @@
 #include "report_emulated.h"
 #include "rlimits.h"
 #include "signals.h"
+#include "staging.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -96,8 +97,43 @@ void report_summarize_run(struct results *r, int i)
     free(t);
 }
 
+/* The keys a run resolves from its data (a file-backed dataset's shape, the
+ * loss "auto" picks): the base config shows what the runs used, or, where
+ * they used different values without a sweep of the key, says so. */
+static void resolve_base(struct results *r)
+{
+    static const char *const data_keys[] = {"dataset.length", "dataset.features",
+                                            "model.out_features", "model.loss"};
+    size_t used = 0;
+    r->config_note[0] = '\0';
+    for (size_t k = 0; k < sizeof data_keys / sizeof *data_keys && r->n_runs > 0; k++) {
+        bool swept = false;
+        for (int i = 0; i < r->cfg.n_sweep; i++)
+            swept |= strcmp(r->cfg.sweep[i].key, data_keys[k]) == 0;
+        if (swept) // the sweep list says the values
+            continue;
+        char first[CONFIG_STR], v[CONFIG_STR];
+        config_get_text(&r->runs[0].cfg, data_keys[k], first, sizeof first);
+        bool same = true;
+        for (int i = 1; i < r->n_runs && same; i++) {
+            config_get_text(&r->runs[i].cfg, data_keys[k], v, sizeof v);
+            same = strcmp(v, first) == 0;
+        }
+        struct error e;
+        if (same)
+            config_set(&r->cfg, data_keys[k], first, &e); // a value a run took: valid
+        else if (used < sizeof r->config_note)
+            used += (size_t)snprintf(r->config_note + used, sizeof r->config_note - used, "%s%s",
+                                     used ? ", " : "", data_keys[k]);
+    }
+    if (used && used < sizeof r->config_note)
+        snprintf(r->config_note + used, sizeof r->config_note - used,
+                 ": each run's data gave its own value (runs[i].config)");
+}
+
 void report_summarize(struct results *r)
 {
+    resolve_base(r);
     for (int i = 0; i < r->n_runs; i++)
         report_summarize_run(r, i);
 }
@@ -768,6 +804,8 @@ char *report_json(const struct results *r)
     cJSON_AddItemToObject(m, "libxsmm", r->machine.xsmm[0] ? cJSON_CreateString(r->machine.xsmm)
                                                             : cJSON_CreateNull());
     cJSON_AddItemToObject(root, "config", config_to_json(&r->cfg));
+    if (r->config_note[0])
+        cJSON_AddStringToObject(root, "config_differs", r->config_note);
     cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
     cJSON_AddNumberToObject(root, "peak_rss_bytes", r->peak_rss_bytes);
     cJSON_AddNumberToObject(root, "host_memory_estimate_bytes", r->estimate_bytes);
@@ -813,10 +851,9 @@ static void result_base(const char *name, const char *stamp, char *buf, size_t n
 int report_check_out(const char *dir, const char *name, struct error *e)
 {
     struct stat st;
-    if (stat(dir, &st) != 0) { // made by another process meanwhile (a ddp rank): fine
-        if (errno != ENOENT || (mkdir(dir, 0777) != 0 && errno != EEXIST) || stat(dir, &st) != 0)
-            return error_set(e, "report.out %s: cannot create directory: %s", dir,
-                             strerror(errno));
+    if (stat(dir, &st) != 0) { // mkdir -p; made by another process meanwhile (a ddp rank): fine
+        if (dirs_make(dir, NULL, 0, e) || stat(dir, &st) != 0)
+            return error_wrap(e, "report.out %s: cannot create directory", dir);
     }
     if (!S_ISDIR(st.st_mode))
         return error_set(e, "report.out %s: not a directory", dir);
@@ -960,6 +997,33 @@ int report_write_files(const struct results *r, const char *dir, char *json_path
     if (rc == 0)
         snprintf(json_path, n, "%s", path[0]);
     return rc;
+}
+
+int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,
+                      const char *text, char *path, size_t n, struct error *e)
+{
+    char base[CONFIG_STR + 64], tmp[4400], dst[4400];
+    result_base(name, stamp, base, sizeof base);
+    snprintf(tmp, sizeof tmp, "%s/.%s.%ld.%s.tmp", dir, base, (long)getpid(), ext);
+    if (write_new(tmp, text, NULL, NULL, e))
+        return -1;
+    int got = 1;
+    for (int k = 1; k <= MAX_SEQ && got == 1; k++) {
+        char seq[16] = "";
+        if (k > 1)
+            snprintf(seq, sizeof seq, "-%d", k);
+        snprintf(dst, sizeof dst, "%s/%s%s.%s", dir, base, seq, ext);
+        got = place(tmp, dst);
+    }
+    int err = errno;
+    drop(tmp); // gone already where rename placed it
+    if (got == 1)
+        return error_set(e, "report.out %s: %s.%s and %d more names like it are all taken", dir,
+                         base, ext, MAX_SEQ - 1);
+    if (got < 0)
+        return error_set(e, "%s: cannot create: %s", dst, strerror(err));
+    snprintf(path, n, "%s", dst);
+    return 0;
 }
 
 void results_free(struct results *r)

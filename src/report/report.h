@@ -16,7 +16,9 @@
 struct cJSON;
 
 struct results {
-    struct config cfg;       // the resolved base config (before sweep overrides)
+    struct config cfg;       // the resolved base config (before sweep overrides); the
+                             // keys resolved from the data as the runs had them
+    char config_note[256];   // keys the runs resolved differently, "" when none
     struct machine machine;
     char date[32];           // ISO 8601 UTC, when the runs started
     char stamp[32];          // YYYYmmdd-HHMMSS UTC, for file names
@@ -71,6 +73,10 @@ int report_check_out(const char *dir, const char *name, struct error *e);
  * NAME-STAMP-2). The JSON's path goes to json_path. */
 int report_write_files(const struct results *r, const char *dir, char *json_path, size_t n,
                        struct error *e);
+/* Writes text to DIR/NAME-STAMP.EXT the same way (whole or not at all, never
+ * replacing a file: NAME-STAMP-2.EXT ...); its path goes to path. */
+int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,
+                      const char *text, char *path, size_t n, struct error *e);
 
 void results_free(struct results *r);
 

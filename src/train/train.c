@@ -385,6 +385,9 @@ failed: /* mid-run: keep the measured epochs, as an interrupted run does */
     if (train_progress)
         progress(0, 0, 0, 0, true);
     out->failed = out->interrupted = true;
+    if (!out->stopped[0]) // every failure says why in the results, as a divergence does
+        snprintf(out->stopped, sizeof out->stopped, "%s; stopped, the epochs before it are kept",
+                 e->msg);
     if (step_params(&s, out->w, out->b, &(struct error){{0}}))
         memset(out->w, 0, OF * sizeof(float));
     struct error ge;
