@@ -5,8 +5,9 @@
 # naming the limit (RLIMIT_AS / RLIMIT_NPROC / RLIMIT_FSIZE) and the setting
 # to lower, never a hang, a retry loop or a partial file; SIGHUP mid-run and
 # signals while the results are written end the run with 128 + the signal.
-# Every run has a hard timeout (timeout -s KILL) so a regression cannot hang
-# CI. Prints "N passed, N failed".
+# Every run has a hard limit (timeout -s KILL, or SIGKILL after CAP seconds
+# for the runs signalled directly) so a regression cannot hang CI. Prints
+# "N passed, N failed".
 set -u
 BIN=$(realpath "${1:-./dpbench}")
 cd "$(dirname "$0")/.."
@@ -17,6 +18,13 @@ chmod 755 "$TMP"
 # nobody cannot reach a checkout under /root: it runs a copy
 cp "$BIN" "$TMP/dpbench" && chmod 755 "$TMP/dpbench"
 CAP=60 # seconds: no case takes more than a few; past this it hung
+# ends_within PID: waits for PID (signalled directly, not through timeout's
+# relay) at most CAP seconds, then SIGKILLs it; sets rc
+ends_within() {
+    timeout $CAP tail --pid="$1" -f /dev/null || kill -KILL "$1"
+    wait "$1"
+    rc=$?
+}
 
 # as USER (self: this user, or nobody) LIMITS ARGS...: runs dpbench under
 # `ulimit LIMITS` in $TMP/run (owned by USER), stdout to $TMP/out, stderr to
@@ -100,13 +108,12 @@ fi
 # ---- signals: SIGHUP mid-epoch (an ssh session dropping, repro 7) keeps the
 # complete epochs as SIGINT does, exit 129
 rm -rf "$TMP/hup"
-timeout -s KILL $CAP "$BIN" --set dataset.sample_cost_us=200 --set train.epochs=100000 \
+"$BIN" --set dataset.sample_cost_us=200 --set train.epochs=100000 \
     --out "$TMP/hup" --format json >"$TMP/hup.json" 2>"$TMP/hup.err" &
 pid=$!
 wait_busy "$TMP/hup" 1 100
 kill -HUP $pid
-wait $pid
-rc=$?
+ends_within $pid
 if [ $rc -eq 129 ] && grep -q "interrupted by SIGHUP" "$TMP/hup.err" &&
     python3 -c "import json,sys,glob; d=json.load(open(sys.argv[1])); f=json.load(open(glob.glob(sys.argv[2]+'/*.json')[0])); assert d['interrupted'] and f['interrupted'] and len(f['runs'][0]['epochs']) > 0" \
         "$TMP/hup.json" "$TMP/hup"; then ok
@@ -118,7 +125,7 @@ else bad "SIGHUP mid-epoch: exit $rc: $(head -c 400 "$TMP/hup.err")"; fi
 for sig in INT TERM HUP; do
     rm -rf "$TMP/big"
     mkdir "$TMP/big"
-    timeout -s KILL $CAP "$BIN" --out "$TMP/big" --set dataset.length=1 --set loader.batch_size=1 \
+    "$BIN" --out "$TMP/big" --set dataset.length=1 --set loader.batch_size=1 \
         --set train.epochs=100000 >"$TMP/big.out" 2>"$TMP/big.err" &
     pid=$!
     for i in $(seq 3000); do # until the first temp file appears (training takes seconds)
@@ -128,8 +135,8 @@ for sig in INT TERM HUP; do
     done
     kill -$sig $pid
     t0=$(date +%s%N)
-    wait $pid
-    rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    ends_within $pid
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     want=$((128 + $(kill -l $sig)))
     # the signal came while the files were written: none left, nothing on
     # stdout; or just after they got their names: both whole, stdout cut
@@ -152,14 +159,17 @@ done
 if ${CC:-cc} -shared -fPIC -o "$TMP/stuck.so" tests/stuck_blas.c 2>"$TMP/cc.err"; then
     for sig in TERM HUP; do
         rm -f "$TMP/stuck.mark"
-        STUCK_MARK="$TMP/stuck.mark" LD_PRELOAD="$TMP/stuck.so" timeout -s KILL $CAP "$BIN" \
+        STUCK_MARK="$TMP/stuck.mark" LD_PRELOAD="$TMP/stuck.so" "$BIN" \
             --out "$TMP/stuck" >"$TMP/stuck.out" 2>"$TMP/stuck.err" &
         pid=$!
-        for i in $(seq 3000); do [ -e "$TMP/stuck.mark" ] && break; sleep 0.01; done
+        for i in $(seq 3000); do
+            [ -e "$TMP/stuck.mark" ] || ! kill -0 $pid 2>/dev/null && break
+            sleep 0.01
+        done
         kill -$sig $pid
         t0=$(date +%s%N)
-        wait $pid
-        rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+        ends_within $pid
+        ms=$(( ($(date +%s%N) - t0) / 1000000 ))
         want=$((128 + $(kill -l $sig)))
         # the watchdog's 1.5 s, and 3.5 s for scheduling on a loaded machine
         if [ -e "$TMP/stuck.mark" ] && [ $rc -eq $want ] && [ $ms -lt 5000 ] &&
