@@ -126,9 +126,11 @@ for sig in INT TERM HUP; do
     rm -rf "$TMP/big"
     mkdir "$TMP/big"
     "$BIN" --out "$TMP/big" --set dataset.length=1 --set loader.batch_size=1 \
-        --set train.epochs=100000 >"$TMP/big.out" 2>"$TMP/big.err" &
+        --set train.epochs=50000 >"$TMP/big.out" 2>"$TMP/big.err" &
     pid=$!
-    for i in $(seq 3000); do # until the first temp file appears (training takes seconds)
+    # until the first temp file appears: training takes ~5 s on a quiet 2-core
+    # machine and over a minute with both cores busy, so wait up to 3 minutes
+    for i in $(seq 18000); do
         [ -n "$(find "$TMP/big" -name '*.tmp')" ] && break
         kill -0 $pid 2>/dev/null || break
         sleep 0.01
