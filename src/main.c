@@ -211,25 +211,25 @@ static long n_points(const struct config *c)
     return n;
 }
 
-/* parallel.device auto resolved to `name`; on the cpu, device ids become
- * that many replicas (the cpu has no device ids). */
-static void resolve_auto(struct config *c, const char *name)
+/* parallel.device auto resolved to backend be; on a backend without device
+ * ids (the cpu), device ids become that many replicas. */
+static void resolve_auto(struct config *c, const struct backend *be)
 {
-    if (!name || strcmp(c->parallel.device, "auto") != 0)
+    if (!be || strcmp(c->parallel.device, "auto") != 0)
         return;
-    snprintf(c->parallel.device, sizeof c->parallel.device, "%s", name);
-    if (strcmp(name, "cpu") == 0 && c->parallel.n_devices > 0) {
+    snprintf(c->parallel.device, sizeof c->parallel.device, "%s", be->name);
+    if (!be->has_devices && c->parallel.n_devices > 0) {
         c->parallel.replicas = c->parallel.n_devices;
         c->parallel.n_devices = 0;
     }
 }
 
 /* The config of sweep point p (first sweep key outermost) and its label;
- * parallel.device auto becomes auto_device unless that is NULL. The point
+ * parallel.device auto becomes auto_be unless that is NULL. The point
  * keeps the sweep's keys (for its label in results), not their values: a
  * point costs the same whatever the sweep's size. */
 static int point_config(const struct config *base, long p, struct config *out, char *label,
-                        size_t n, const char *auto_device, struct error *e)
+                        size_t n, const struct backend *auto_be, struct error *e)
 {
     *out = *base;
     for (int i = 0; i < out->n_sweep; i++) {
@@ -257,20 +257,18 @@ static int point_config(const struct config *base, long p, struct config *out, c
         config_free(out);
         return label[0] ? error_wrap(e, "sweep point %s", label) : -1;
     }
-    resolve_auto(out, auto_device);
+    resolve_auto(out, auto_be);
     return 0;
 }
 
 static const struct backend *pick_backend(const char *dev, struct error *e)
 {
     if (strcmp(dev, "auto") == 0) {
-        const struct backend *cuda = backend_find("cuda");
-        struct error why;
-        if (cuda && cuda->probe(&why) == 0)
-            return cuda;
-        fprintf(stderr, "dpbench: parallel.device auto: using cpu (%s)\n",
-                cuda ? why.msg : "this build has no cuda backend");
-        return &backend_cpu;
+        char why[sizeof e->msg];
+        const struct backend *be = backend_auto(why, sizeof why);
+        if (why[0])
+            fprintf(stderr, "dpbench: parallel.device auto: using %s (%s)\n", be->name, why);
+        return be;
     }
     const struct backend *be = backend_find(dev);
     if (!be) {
@@ -593,7 +591,7 @@ static int run_points(const struct config *c, const struct backends *bes, struct
         struct config pc;
         char label[512];
         const struct backend *auto_be = backends_get(bes, "auto");
-        if ((rc = point_config(c, p, &pc, label, sizeof label, auto_be ? auto_be->name : NULL, e)))
+        if ((rc = point_config(c, p, &pc, label, sizeof label, auto_be, e)))
             break;
         const struct backend *be = backends_get(bes, pc.parallel.device);
         int same = skip_same(res, eff, &pc, label, be, e);
@@ -693,11 +691,14 @@ static int export_points(const struct config *c, const char *dir, double max_mem
  * --out DIR also the profile emulate.profile replays (DIR/h2d-profile.json). */
 static int h2d_bandwidth(const char *out_dir)
 {
-    const struct backend *be = backend_find("cuda");
+    const struct backend *be = NULL; // the first with a bandwidth table
+    for (size_t i = 0; backend_name(i) && !be; i++)
+        if (backend_at(i) && backend_at(i)->bandwidth)
+            be = backend_at(i);
     struct h2d_profile prof = {0};
     struct error e;
     char path[4400];
-    if (!be || !be->bandwidth) {
+    if (!be) {
         fprintf(stderr, "dpbench: --h2d-bandwidth needs the cuda backend; this dpbench was "
                         "built without it (backends: %s)\n", backend_list());
         return EXIT_RUN;
@@ -859,11 +860,11 @@ int main(int argc, char **argv)
     }
     const struct backend *auto_be = backends_get(&bes, "auto");
     if (auto_be && strcmp(res.cfg.parallel.device, "auto") == 0 && res.cfg.parallel.n_devices &&
-        strcmp(auto_be->name, "cpu") == 0)
+        !auto_be->has_devices)
         fprintf(stderr, "dpbench: parallel.device auto: parallel.devices' %d ids run as %d "
-                        "replicas on the cpu\n",
-                res.cfg.parallel.n_devices, res.cfg.parallel.n_devices);
-    resolve_auto(&res.cfg, auto_be ? auto_be->name : NULL);
+                        "replicas on the %s\n",
+                res.cfg.parallel.n_devices, res.cfg.parallel.n_devices, auto_be->name);
+    resolve_auto(&res.cfg, auto_be);
     /* the device line names the first accelerator any point uses */
     const struct backend *be = &backend_cpu;
     for (int k = 0; k < bes.n; k++)

@@ -1146,6 +1146,7 @@ static const struct device_ops cuda_ops = {
 const struct backend backend_cuda = {
     .name = "cuda",
     .device_memory = true,
+    .has_devices = true,
     .device_copies = true,
     .probe = cuda_probe,
     .describe = cuda_describe,

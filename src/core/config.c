@@ -875,13 +875,33 @@ int config_load(struct config *c, const char *path, struct error *e)
     return rc;
 }
 
+/* "x, y or auto": the backends whose replicas run on numbered devices (one
+ * this build lacks among them), for parallel.devices' error. */
+static const char *device_backends(char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; backend_name(i) && used < n; i++)
+        if (!backend_at(i) || backend_at(i)->has_devices)
+            used += (size_t)snprintf(buf + used, n - used, "%s, ", backend_name(i));
+    used = used < n ? used : n - 1;
+    if (used < 2)
+        snprintf(buf, n, "auto");
+    else
+        snprintf(buf + used - 2, n - (used - 2), " or auto"); // over the last ", "
+    return buf;
+}
+
 int config_validate(const struct config *c, struct error *e)
 {
     const char *dev = c->parallel.device;
     if (c->parallel.n_devices > 0) {
-        if (strcmp(dev, "cpu") == 0)
-            return error_set(e, "parallel.devices: device ids need parallel.device: cuda, "
-                                "emulated or auto; on the cpu use parallel.replicas");
+        const struct backend *be = backend_find(dev);
+        char names[128];
+        if (be && !be->has_devices)
+            return error_set(e, "parallel.devices: device ids need parallel.device: %s; on the "
+                                "%s use parallel.replicas", device_backends(names, sizeof names),
+                             dev);
         if (c->parallel.replicas != 1 && c->parallel.replicas != c->parallel.n_devices)
             return error_set(e, "parallel.replicas: %ld disagrees with parallel.devices (%d ids); "
                                 "give one or the other",

@@ -208,7 +208,7 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .out_features = O,
         .batch_size = c->loader.batch_size,
         .replicas = n,
-        .device_ids = strcmp(be->name, "cpu") ? device_ids : NULL,
+        .device_ids = be->has_devices ? device_ids : NULL,
         .pin_memory = c->loader.pin_memory,
         .async_copy = c->loader.async_copy,
         .copy_depth = (int)c->loader.copy_depth,
