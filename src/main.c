@@ -474,15 +474,15 @@ static int append_epochs(struct run_result *into, const struct run_result *more)
 /* train_run `repeat` times in a row into run, its measured epochs pooled: a
  * short config still gives a tight interval. Same contract as train_run. */
 static int run_repeated(const struct config *pc, const struct dataset *d,
-                        const struct backend *be, struct run_result *run, FILE *trace,
-                        int repeat, struct error *e)
+                        const struct backend *be, struct comm *cm, struct run_result *run,
+                        FILE *trace, int repeat, struct error *e)
 {
-    int rc = train_run(pc, d, be, run, trace, e);
+    int rc = train_run(pc, d, be, cm, run, trace, e);
     run->repeats = 1;
     for (int k = 1; k < repeat && rc == 0 && !run->interrupted && !stop_requested(); k++) {
         struct run_result more;
         progress_repeat(k);
-        rc = train_run(pc, d, be, &more, NULL, e);
+        rc = train_run(pc, d, be, cm, &more, NULL, e);
         if (rc && !more.failed) { // nothing of this repeat: the run stands as it was
             run_result_free(run);
             return rc;
@@ -571,8 +571,8 @@ static int point_failed(struct results *res, struct run_result *run, const char 
  * distinct data config and shared. On interruption, keeps what completed.
  * Returns -2 when a dataset cannot be loaded (bad data: a usage error, found
  * before any epoch of that point). */
-static int run_points(const struct config *c, const struct backends *bes, struct results *res,
-                      bool quiet, struct error *e)
+static int run_points(const struct config *c, const struct backends *bes, struct comm *cm,
+                      struct results *res, bool quiet, struct error *e)
 {
     long n = n_points(c);
     res->runs = calloc((size_t)n, sizeof *res->runs);
@@ -613,7 +613,7 @@ static int run_points(const struct config *c, const struct backends *bes, struct
         progress_point(p, pc.train.warmup_epochs + pc.train.epochs);
         FILE *trace = pc.report.trace ? (text ? stdout : stderr) : NULL;
         struct run_result *run = &res->runs[res->n_runs];
-        rc = run_repeated(&pc, &d, be, run, trace, res->repeat > 1 ? res->repeat : 1, e);
+        rc = run_repeated(&pc, &d, be, cm, run, trace, res->repeat > 1 ? res->repeat : 1, e);
         config_free(&pc);
         if (rc) {
             rc = point_failed(res, run, label, rc, e);
@@ -871,6 +871,7 @@ int main(int argc, char **argv)
         if (bes.be[k] && bes.be[k] != &backend_cpu)
             be = bes.be[k];
     struct comm comm = {.world = 1};
+    struct comm *cm = NULL; // the runs' communicator: ddp's
     if (strcmp(res.cfg.parallel.mode, "ddp") == 0) {
         if (ddp_open(&comm, &res.cfg, be, &e)) {
             if (e.msg[0]) // every rank's before the engine opened (then ddp_open says it)
@@ -878,7 +879,7 @@ int main(int argc, char **argv)
             config_free(&res.cfg);
             return EXIT_USAGE;
         }
-        train_comm = &comm;
+        cm = &comm;
     }
     if (opts.allreduce_bandwidth) {
         rc = allreduce_bandwidth(&comm, stdout, &e);
@@ -907,7 +908,7 @@ int main(int argc, char **argv)
                   n_points(&res.cfg), opts.repeat > 1 ? (int)opts.repeat : 1);
     stuck_comm = &comm;
     signals_on_stuck(write_stuck, &res);
-    rc = run_points(&res.cfg, &bes, &res, opts.quiet, &e);
+    rc = run_points(&res.cfg, &bes, cm, &res, opts.quiet, &e);
     signals_on_stuck(NULL, NULL); // no run in progress any more
     signals_settle(); // stopped: what completed is written unless another signal comes
     int status = EXIT_OK;
