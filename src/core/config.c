@@ -892,7 +892,8 @@ static const char *device_backends(char *buf, size_t n)
     return buf;
 }
 
-int config_validate(const struct config *c, struct error *e)
+/* parallel.devices against the backend and parallel.replicas. */
+static int validate_devices(const struct config *c, struct error *e)
 {
     const char *dev = c->parallel.device;
     if (c->parallel.n_devices > 0) {
@@ -907,6 +908,12 @@ int config_validate(const struct config *c, struct error *e)
                                 "give one or the other",
                              c->parallel.replicas, c->parallel.n_devices);
     }
+    return 0;
+}
+
+/* The loader knobs that need workers. */
+static int validate_workers(const struct config *c, struct error *e)
+{
     /* PyTorch's DataLoader refuses both without workers (ValueError). A sweep
      * over num_workers that reaches 0 is the exception: at that point the knob
      * has no workers to act on, and the run says so in its notes (train.c). */
@@ -922,6 +929,11 @@ int config_validate(const struct config *c, struct error *e)
         return error_set(e, "loader.prefetch_factor: can only be given with "
                             "loader.num_workers > 0 (batches are prefetched by workers), as "
                             "in PyTorch");
+    return 0;
+}
+
+static int validate_sizes(const struct config *c, struct error *e)
+{
     /* BLAS (OpenBLAS, cuBLAS) takes int sizes: the parameter vector (one axpy
      * for the SGD step), a batch's outputs and a chunk's inputs must fit */
     long replicas = c->parallel.n_devices ? c->parallel.n_devices : c->parallel.replicas;
@@ -934,6 +946,13 @@ int config_validate(const struct config *c, struct error *e)
                             "more than BLAS' int sizes allow (%d)",
                          c->dataset.length, c->dataset.features, c->model.out_features,
                          c->loader.batch_size, fmax(params, fmax(outputs, chunk)), INT_MAX);
+    return 0;
+}
+
+/* ddp: one replica a rank, an engine for the backend's memory. */
+static int validate_ddp(const struct config *c, struct error *e)
+{
+    const char *dev = c->parallel.device;
     bool ddp = strcmp(c->parallel.mode, "ddp") == 0;
     if (ddp && c->parallel.replicas > 1)
         return error_set(e, "parallel.replicas: %ld with parallel.mode: ddp; ddp runs one replica "
@@ -943,6 +962,12 @@ int config_validate(const struct config *c, struct error *e)
     if (comm_engine_device_memory(c->parallel.comm) && be && !be->device_memory)
         return error_set(e, "parallel.comm: %s needs parallel.device: cuda; the %s backend's "
                             "ranks use %s", c->parallel.comm, dev, comm_auto(false));
+    return 0;
+}
+
+/* The dataset's keys against its kind, and its size. */
+static int validate_data(const struct config *c, struct error *e)
+{
     if (c->loader.drop_last && c->loader.batch_size > c->dataset.length)
         return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
                             "drop_last: true, so an epoch has no batch",
@@ -975,6 +1000,16 @@ int config_validate(const struct config *c, struct error *e)
     if (floats > 1e12)
         return error_set(e, "dataset: %ld x %ld is too large to generate", c->dataset.length,
                          c->dataset.features);
+    return 0;
+}
+
+/* The rules that tie keys together, in this order: the first broken one is
+ * the error. */
+int config_validate(const struct config *c, struct error *e)
+{
+    if (validate_devices(c, e) || validate_workers(c, e) || validate_sizes(c, e) ||
+        validate_ddp(c, e) || validate_data(c, e))
+        return -1;
     return 0;
 }
 
