@@ -15,7 +15,9 @@
  * (before "auto"). `be` is NULL where this build does not have it: the name
  * stays a valid value, and a run that asks for it says how to get it.
  * `auto_try`: parallel.device auto tries it, in table order, before falling
- * back to the cpu. Adding a backend: its file, and one line here. */
+ * back to the cpu. Adding a backend: its file (one `const struct backend`
+ * whose fields say what other code needs to know of it), its `extern` and
+ * one line here, its name in the Makefile's CPU_SRC (docs/architecture.md). */
 static const struct {
     const char *name; // = be->name
     const struct backend *be;
