@@ -48,7 +48,7 @@ struct options {
     long repeat;        // runs of each point in a row (--repeat), 0 = 1
     bool quiet;         // --quiet: no progress lines
     bool no_sweep;      // --no-sweep: the config's sweep is ignored
-    bool tune; // search the loader settings (tune.c) instead of running the config's points
+    bool tune;          // --tune: search the loader settings instead of running the points
 };
 
 static void usage(FILE *f)
@@ -120,37 +120,36 @@ static int parse_repeat(const char *s, long *out)
     return end == s || *end || errno || *out < 1 || *out > 1000 ? -1 : 0;
 }
 
-/* Parses argv into opts and the config; returns -1 with e set on bad usage,
- * 1 when a help or version text was printed. */
-static int parse_cli(int argc, char **argv, struct options *opts, struct config *c,
-                     struct error *e)
+enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT, OPT_ALLREDUCE_BANDWIDTH,
+       OPT_NO_SWEEP, OPT_TUNE };
+#define SHORTOPTS ":c:s:w:f:o:m:r:qVh"
+static const struct option longopts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"set", required_argument, NULL, 's'},
+    {"sweep", required_argument, NULL, 'w'},
+    {"format", required_argument, NULL, 'f'},
+    {"out", required_argument, NULL, 'o'},
+    {"max-memory", required_argument, NULL, 'm'},
+    {"repeat", required_argument, NULL, 'r'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"no-sweep", no_argument, NULL, OPT_NO_SWEEP},
+    {"tune", no_argument, NULL, OPT_TUNE},
+    {"help-config", no_argument, NULL, OPT_HELP_CONFIG},
+    {"h2d-bandwidth", no_argument, NULL, OPT_H2D_BANDWIDTH},
+    {"export", required_argument, NULL, OPT_EXPORT},
+    {"allreduce-bandwidth", no_argument, NULL, OPT_ALLREDUCE_BANDWIDTH},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+/* The first pass over argv: every flag but the config overrides. -1 with e
+ * set on bad usage, 1 when a help or version text was printed. */
+static int parse_flags(int argc, char **argv, struct options *opts, struct error *e)
 {
-    enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT, OPT_ALLREDUCE_BANDWIDTH,
-           OPT_NO_SWEEP, OPT_TUNE };
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"set", required_argument, NULL, 's'},
-        {"sweep", required_argument, NULL, 'w'},
-        {"format", required_argument, NULL, 'f'},
-        {"out", required_argument, NULL, 'o'},
-        {"max-memory", required_argument, NULL, 'm'},
-        {"repeat", required_argument, NULL, 'r'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"no-sweep", no_argument, NULL, OPT_NO_SWEEP},
-        {"help-config", no_argument, NULL, OPT_HELP_CONFIG},
-        {"h2d-bandwidth", no_argument, NULL, OPT_H2D_BANDWIDTH},
-        {"export", required_argument, NULL, OPT_EXPORT},
-        {"allreduce-bandwidth", no_argument, NULL, OPT_ALLREDUCE_BANDWIDTH},
-        {"tune", no_argument, NULL, OPT_TUNE},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
-    /* Two passes: the config file first, then overrides on top, whatever
-     * order they were given in. */
     int ch;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":c:s:w:f:o:m:r:qVh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, SHORTOPTS, longopts, NULL)) != -1) {
         switch (ch) {
         case 'c':
             if (opts->config)
@@ -188,12 +187,16 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
     if (optind < argc)
         return error_set(e, "unexpected argument '%s' (the config goes after --config)",
                          argv[optind]);
-    if (opts->config && config_load(c, opts->config, e))
-        return -1;
-    if (opts->no_sweep)
-        config_clear_sweep(c);
+    return 0;
+}
+
+/* The second pass: --set, --sweep, --format and --out on top of the config
+ * file, in the order given. */
+static int apply_overrides(int argc, char **argv, struct config *c, struct error *e)
+{
+    int ch;
     optind = 0;
-    while ((ch = getopt_long(argc, argv, ":c:s:w:f:o:m:r:qVh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, SHORTOPTS, longopts, NULL)) != -1) {
         int rc = 0;
         if (ch == 's')
             rc = config_set_arg(c, optarg, e);
@@ -206,6 +209,24 @@ static int parse_cli(int argc, char **argv, struct options *opts, struct config 
         if (rc)
             return -1;
     }
+    return 0;
+}
+
+/* Parses argv into opts and the config; returns -1 with e set on bad usage,
+ * 1 when a help or version text was printed. Two passes: the config file
+ * first, then overrides on top, whatever order they were given in. */
+static int parse_cli(int argc, char **argv, struct options *opts, struct config *c,
+                     struct error *e)
+{
+    int rc = parse_flags(argc, argv, opts, e);
+    if (rc)
+        return rc;
+    if (opts->config && config_load(c, opts->config, e))
+        return -1;
+    if (opts->no_sweep)
+        config_clear_sweep(c);
+    if (apply_overrides(argc, argv, c, e))
+        return -1;
     return config_validate_sweep(c, e); // each point's own rules: check_points
 }
 
@@ -217,25 +238,25 @@ static long n_points(const struct config *c)
     return n;
 }
 
-/* parallel.device auto resolved to `name`; on the cpu, device ids become
- * that many replicas (the cpu has no device ids). */
-static void resolve_auto(struct config *c, const char *name)
+/* parallel.device auto resolved to backend be; on a backend without device
+ * ids (the cpu), device ids become that many replicas. */
+static void resolve_auto(struct config *c, const struct backend *be)
 {
-    if (!name || strcmp(c->parallel.device, "auto") != 0)
+    if (!be || strcmp(c->parallel.device, "auto") != 0)
         return;
-    snprintf(c->parallel.device, sizeof c->parallel.device, "%s", name);
-    if (strcmp(name, "cpu") == 0 && c->parallel.n_devices > 0) {
+    snprintf(c->parallel.device, sizeof c->parallel.device, "%s", be->name);
+    if (!be->has_devices && c->parallel.n_devices > 0) {
         c->parallel.replicas = c->parallel.n_devices;
         c->parallel.n_devices = 0;
     }
 }
 
 /* The config of sweep point p (first sweep key outermost) and its label;
- * parallel.device auto becomes auto_device unless that is NULL. The point
+ * parallel.device auto becomes auto_be unless that is NULL. The point
  * keeps the sweep's keys (for its label in results), not their values: a
  * point costs the same whatever the sweep's size. */
 static int point_config(const struct config *base, long p, struct config *out, char *label,
-                        size_t n, const char *auto_device, struct error *e)
+                        size_t n, const struct backend *auto_be, struct error *e)
 {
     *out = *base;
     for (int i = 0; i < out->n_sweep; i++) {
@@ -263,20 +284,18 @@ static int point_config(const struct config *base, long p, struct config *out, c
         config_free(out);
         return label[0] ? error_wrap(e, "sweep point %s", label) : -1;
     }
-    resolve_auto(out, auto_device);
+    resolve_auto(out, auto_be);
     return 0;
 }
 
 static const struct backend *pick_backend(const char *dev, struct error *e)
 {
     if (strcmp(dev, "auto") == 0) {
-        const struct backend *cuda = backend_find("cuda");
-        struct error why;
-        if (cuda && cuda->probe(&why) == 0)
-            return cuda;
-        fprintf(stderr, "dpbench: parallel.device auto: using cpu (%s)\n",
-                cuda ? why.msg : "this build has no cuda backend");
-        return &backend_cpu;
+        char why[sizeof e->msg];
+        const struct backend *be = backend_auto(why, sizeof why);
+        if (why[0])
+            fprintf(stderr, "dpbench: parallel.device auto: using %s (%s)\n", be->name, why);
+        return be;
     }
     const struct backend *be = backend_find(dev);
     if (!be) {
@@ -482,15 +501,15 @@ static int append_epochs(struct run_result *into, const struct run_result *more)
 /* train_run `repeat` times in a row into run, its measured epochs pooled: a
  * short config still gives a tight interval. Same contract as train_run. */
 static int run_repeated(const struct config *pc, const struct dataset *d,
-                        const struct backend *be, struct run_result *run, FILE *trace,
-                        int repeat, struct error *e)
+                        const struct backend *be, struct comm *cm, struct run_result *run,
+                        FILE *trace, int repeat, struct error *e)
 {
-    int rc = train_run(pc, d, be, run, trace, e);
+    int rc = train_run(pc, d, be, cm, run, trace, e);
     run->repeats = 1;
     for (int k = 1; k < repeat && rc == 0 && !run->interrupted && !stop_requested(); k++) {
         struct run_result more;
         progress_repeat(k);
-        rc = train_run(pc, d, be, &more, NULL, e);
+        rc = train_run(pc, d, be, cm, &more, NULL, e);
         if (rc && !more.failed) { // nothing of this repeat: the run stands as it was
             run_result_free(run);
             return rc;
@@ -579,8 +598,8 @@ static int point_failed(struct results *res, struct run_result *run, const char 
  * distinct data config and shared. On interruption, keeps what completed.
  * Returns -2 when a dataset cannot be loaded (bad data: a usage error, found
  * before any epoch of that point). */
-static int run_points(const struct config *c, const struct backends *bes, struct results *res,
-                      bool quiet, struct error *e)
+static int run_points(const struct config *c, const struct backends *bes, struct comm *cm,
+                      struct results *res, bool quiet, struct error *e)
 {
     long n = n_points(c);
     res->runs = calloc((size_t)n, sizeof *res->runs);
@@ -599,7 +618,7 @@ static int run_points(const struct config *c, const struct backends *bes, struct
         struct config pc;
         char label[512];
         const struct backend *auto_be = backends_get(bes, "auto");
-        if ((rc = point_config(c, p, &pc, label, sizeof label, auto_be ? auto_be->name : NULL, e)))
+        if ((rc = point_config(c, p, &pc, label, sizeof label, auto_be, e)))
             break;
         const struct backend *be = backends_get(bes, pc.parallel.device);
         int same = skip_same(res, eff, &pc, label, be, e);
@@ -621,7 +640,7 @@ static int run_points(const struct config *c, const struct backends *bes, struct
         progress_point(p, pc.train.warmup_epochs + pc.train.epochs);
         FILE *trace = pc.report.trace ? (text ? stdout : stderr) : NULL;
         struct run_result *run = &res->runs[res->n_runs];
-        rc = run_repeated(&pc, &d, be, run, trace, res->repeat > 1 ? res->repeat : 1, e);
+        rc = run_repeated(&pc, &d, be, cm, run, trace, res->repeat > 1 ? res->repeat : 1, e);
         config_free(&pc);
         if (rc) {
             rc = point_failed(res, run, label, rc, e);
@@ -700,11 +719,14 @@ static int export_points(const struct config *c, const char *dir, double max_mem
  * --out DIR also the profile emulate.profile replays (DIR/h2d-profile.json). */
 static int h2d_bandwidth(const char *out_dir)
 {
-    const struct backend *be = backend_find("cuda");
+    const struct backend *be = NULL; // the first with a bandwidth table
+    for (size_t i = 0; backend_name(i) && !be; i++)
+        if (backend_at(i) && backend_at(i)->bandwidth)
+            be = backend_at(i);
     struct h2d_profile prof = {0};
     struct error e;
     char path[4400];
-    if (!be || !be->bandwidth) {
+    if (!be) {
         fprintf(stderr, "dpbench: --h2d-bandwidth needs the cuda backend; this dpbench was "
                         "built without it (backends: %s)\n", backend_list());
         return EXIT_RUN;
@@ -809,6 +831,184 @@ static void write_stuck(void *arg)
         fprintf(stderr, "dpbench: %s\n", e.msg);
 }
 
+/* The checks before any run, in the order their failures rank: the result
+ * folder and every point's config (exit 2), then whether each backend a
+ * point names can run (exit 1), then a stop that came meanwhile. Resolves
+ * parallel.device auto in the base config and sets *be to the backend the
+ * device line names. EXIT_OK or the exit status, said on stderr. */
+static int prepare(struct results *res, const struct options *opts, struct backends *bes,
+                   const struct backend **be, size_t *estimate)
+{
+    struct config *c = &res->cfg;
+    struct error e;
+    int rc = EXIT_OK;
+    if (c->report.out[0] && report_check_out(c->report.out, c->name, &e))
+        rc = EXIT_USAGE; // refused before the run, not after it
+    else if (check_points(c, opts->max_memory, estimate, &e))
+        rc = EXIT_USAGE;
+    else if (!stop_requested() && backends_resolve(c, bes, &e))
+        rc = EXIT_RUN;
+    if (rc) {
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+        return rc;
+    }
+    if (stop_requested()) {
+        fprintf(stderr, "dpbench: interrupted by %s before the run\n", signal_name(train_stop));
+        return 128 + train_stop;
+    }
+    const struct backend *auto_be = backends_get(bes, "auto");
+    if (auto_be && strcmp(c->parallel.device, "auto") == 0 && c->parallel.n_devices &&
+        !auto_be->has_devices)
+        fprintf(stderr, "dpbench: parallel.device auto: parallel.devices' %d ids run as %d "
+                        "replicas on the %s\n",
+                c->parallel.n_devices, c->parallel.n_devices, auto_be->name);
+    resolve_auto(c, auto_be);
+    /* the device line names the first accelerator any point uses */
+    *be = &backend_cpu;
+    for (int k = 0; k < bes->n; k++)
+        if (bes->be[k] && bes->be[k] != &backend_cpu)
+            *be = bes->be[k];
+    return EXIT_OK;
+}
+
+/* --allreduce-bandwidth on the opened communicator; closes it. */
+static int allreduce_bandwidth_run(struct comm *comm, const struct config *c)
+{
+    struct error e;
+    int rc = allreduce_bandwidth_emit(comm, c, &e);
+    if (rc)
+        fprintf(stderr, "dpbench: --allreduce-bandwidth: %s\n", e.msg);
+    if (rc && comm->world > 1)
+        comm_abort(comm, EXIT_RUN);
+    comm_close(comm);
+    return rc ? EXIT_RUN : EXIT_OK;
+}
+
+/* What the results say about the run before any epoch: the memory
+ * estimate, the machine and its devices, the date. */
+static void results_begin(struct results *res, const struct options *opts, size_t estimate,
+                          const struct backend *be)
+{
+    res->estimate_bytes = (double)estimate;
+    res->repeat = (int)opts->repeat;
+    machine_describe(&res->machine);
+    be->describe(res->machine.devices, sizeof res->machine.devices);
+    time_t t = time(NULL);
+    struct tm utc;
+    gmtime_r(&t, &utc);
+    strftime(res->date, sizeof res->date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    strftime(res->stamp, sizeof res->stamp, "%Y%m%d-%H%M%S", &utc); // the same UTC as date
+}
+
+/* run_points' rc as the exit status. A failure every rank had after the
+ * same step leaves the ranks in step: rank 0 reports the job as a single
+ * process does; any other failure leaves the other ranks waiting in a
+ * collective: end the job. */
+static int run_status(int rc, const struct results *res, struct comm *comm,
+                      const struct error *e)
+{
+    bool together = rc && res->n_runs > 0 && res->runs[res->n_runs - 1].together;
+    if (rc && comm->world > 1 && !together) {
+        fprintf(stderr, "dpbench: rank %d (%s): %s\n", comm->rank, comm->host, e->msg);
+        fflush(stderr);
+        comm_abort(comm, rc == -2 ? EXIT_USAGE : EXIT_RUN); // mpirun's exit status
+    }
+    if (rc && comm->rank == 0)
+        fprintf(stderr, "dpbench: %s\n", e->msg);
+    return !rc ? EXIT_OK : rc == -2 ? EXIT_USAGE : EXIT_RUN;
+}
+
+/* Writes what the runs measured (the result files, then stdout) and says
+ * how a stop cut the run short; returns the exit status. */
+static int finish(struct results *res, const struct tune_report *tune, const struct comm *comm,
+                  int status)
+{
+    struct error e;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        res->peak_rss_bytes = (double)ru.ru_maxrss * 1024; // Linux reports KiB
+    bool placed = false; // the result files have their names
+    if (res->n_runs > 0) {
+        signals_phase("writing the results");
+        report_summarize(res);
+        if (emit(res, tune, &placed, &e) && !signals_pending()) {
+            fprintf(stderr, "dpbench: %s\n", e.msg);
+            status = EXIT_RUN;
+        }
+    }
+    if (signals_pending()) { // while the results were written: they were cut short
+        fprintf(stderr, "dpbench: interrupted by %s while writing the results; %s\n",
+                signal_name(train_stop), placed ? "the result files were written, stdout was cut "
+                                                  "short" : "no result files written");
+        return 128 + train_stop;
+    }
+    if (res->interrupted && train_stop) {
+        if (comm->rank > 0)
+            ; // rank 0 says it, once
+        else if (res->n_runs == 0)
+            fprintf(stderr, "dpbench: interrupted by %s before any epoch completed; no results\n",
+                    signal_name(train_stop));
+        else
+            fprintf(stderr, "dpbench: interrupted by %s; only what completed is reported\n",
+                    signal_name(train_stop));
+        status = 128 + train_stop;
+    }
+    return status;
+}
+
+/* Every point of the sweep, measured, then the results written: the
+ * training command. The communicator is open (a world of one for dp). */
+static int train_points(struct results *res, const struct options *opts,
+                        const struct backends *bes, struct comm *comm, struct comm *cm)
+{
+    struct error e = {{0}};
+    train_progress = !opts->quiet && comm->rank == 0;
+    progress_init(!train_progress ? PROGRESS_OFF
+                  : isatty(STDERR_FILENO) ? PROGRESS_LIVE : PROGRESS_LINES,
+                  n_points(&res->cfg), opts->repeat > 1 ? (int)opts->repeat : 1);
+    stuck_comm = comm;
+    signals_on_stuck(write_stuck, res);
+    struct tune_report *tune = NULL; // --tune's search
+    int rc;
+    if (opts->tune && comm->world > 1) {
+        error_set(&e, "--tune: parallel.mode ddp is not tuned (run it without mpirun)");
+        rc = -2;
+    } else if (opts->tune)
+        rc = tune_main(res, backends_get(bes, res->cfg.parallel.device), &tune, &e);
+    else
+        rc = run_points(&res->cfg, bes, cm, res, opts->quiet, &e);
+    signals_on_stuck(NULL, NULL); // no run in progress any more
+    signals_settle(); // stopped: what completed is written unless another signal comes
+    int status = finish(res, tune, comm, run_status(rc, res, comm, &e));
+    tune_report_free(tune);
+    return status;
+}
+
+/* The side commands that run instead of training, before any point is
+ * checked: 1 with *status set when one ran. */
+static int side_command(const struct options *opts, struct config *c, int *status)
+{
+    if (opts->h2d_bandwidth) {
+        *status = h2d_bandwidth(c->report.out);
+        return 1;
+    }
+    /* From here on every long phase (the checks, generation, epochs) stops at
+     * a first SIGINT/SIGTERM/SIGHUP (dropping the batch in flight, or for a
+     * ddp rank after the next step); one while the results are written stops
+     * the writing. */
+    signals_init();
+    if (opts->export_dir) {
+        *status = export_points(c, opts->export_dir, opts->max_memory);
+        return 1;
+    }
+    if (opts->allreduce_bandwidth) { // the ddp engine, without training
+        snprintf(c->parallel.mode, sizeof c->parallel.mode, "%s", "ddp");
+        if (strcmp(c->parallel.comm, "auto") == 0) // the host engine
+            snprintf(c->parallel.comm, sizeof c->parallel.comm, "%s", comm_auto(false));
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct options opts = {0};
@@ -821,7 +1021,6 @@ int main(int argc, char **argv)
         config_free(&res.cfg);
         return compare_main(argc - 1, argv + 1);
     }
-
     int rc = parse_cli(argc, argv, &opts, &res.cfg, &e);
     if (rc) {
         config_free(&res.cfg);
@@ -830,61 +1029,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return EXIT_USAGE;
     }
-    if (opts.h2d_bandwidth) {
-        rc = h2d_bandwidth(res.cfg.report.out);
-        config_free(&res.cfg);
-        return rc;
-    }
-    /* From here on every long phase (the checks, generation, epochs) stops at
-     * a first SIGINT/SIGTERM/SIGHUP (dropping the batch in flight, or for a
-     * ddp rank after the next step); one while the results are written stops
-     * the writing. */
-    signals_init();
-    if (opts.export_dir) {
-        rc = export_points(&res.cfg, opts.export_dir, opts.max_memory);
-        config_free(&res.cfg);
-        return rc;
-    }
-    if (opts.allreduce_bandwidth) { // the ddp engine, without training
-        snprintf(res.cfg.parallel.mode, sizeof res.cfg.parallel.mode, "%s", "ddp");
-        if (strcmp(res.cfg.parallel.comm, "auto") == 0) // the host engine
-            snprintf(res.cfg.parallel.comm, sizeof res.cfg.parallel.comm, "%s", comm_auto(false));
-    }
-    if (res.cfg.report.out[0] && report_check_out(res.cfg.report.out, res.cfg.name, &e)) {
-        fprintf(stderr, "dpbench: %s\n", e.msg);
-        config_free(&res.cfg);
-        return EXIT_USAGE; // refused before the run, not after it
-    }
-    /* config errors first (exit 2), then whether each backend can run (exit 1) */
     struct backends bes = {0};
+    const struct backend *be = NULL;
     size_t estimate = 0;
-    if (check_points(&res.cfg, opts.max_memory, &estimate, &e))
-        rc = EXIT_USAGE;
-    else if (!stop_requested() && backends_resolve(&res.cfg, &bes, &e))
-        rc = EXIT_RUN;
-    if (rc) {
-        fprintf(stderr, "dpbench: %s\n", e.msg);
+    if (side_command(&opts, &res.cfg, &rc) ||
+        (rc = prepare(&res, &opts, &bes, &be, &estimate)) != EXIT_OK) {
         config_free(&res.cfg);
         return rc;
     }
-    if (stop_requested()) {
-        fprintf(stderr, "dpbench: interrupted by %s before the run\n", signal_name(train_stop));
-        config_free(&res.cfg);
-        return 128 + train_stop;
-    }
-    const struct backend *auto_be = backends_get(&bes, "auto");
-    if (auto_be && strcmp(res.cfg.parallel.device, "auto") == 0 && res.cfg.parallel.n_devices &&
-        strcmp(auto_be->name, "cpu") == 0)
-        fprintf(stderr, "dpbench: parallel.device auto: parallel.devices' %d ids run as %d "
-                        "replicas on the cpu\n",
-                res.cfg.parallel.n_devices, res.cfg.parallel.n_devices);
-    resolve_auto(&res.cfg, auto_be ? auto_be->name : NULL);
-    /* the device line names the first accelerator any point uses */
-    const struct backend *be = &backend_cpu;
-    for (int k = 0; k < bes.n; k++)
-        if (bes.be[k] && bes.be[k] != &backend_cpu)
-            be = bes.be[k];
     struct comm comm = {.world = 1};
+    struct comm *cm = NULL; // the runs' communicator: ddp's
     if (strcmp(res.cfg.parallel.mode, "ddp") == 0) {
         if (ddp_open(&comm, &res.cfg, be, &e)) {
             if (e.msg[0]) // every rank's before the engine opened (then ddp_open says it)
@@ -892,94 +1046,16 @@ int main(int argc, char **argv)
             config_free(&res.cfg);
             return EXIT_USAGE;
         }
-        train_comm = &comm;
+        cm = &comm;
     }
     if (opts.allreduce_bandwidth) {
-        rc = allreduce_bandwidth_emit(&comm, &res.cfg, &e);
-        if (rc)
-            fprintf(stderr, "dpbench: --allreduce-bandwidth: %s\n", e.msg);
-        if (rc && comm.world > 1)
-            comm_abort(&comm, EXIT_RUN);
-        comm_close(&comm);
+        rc = allreduce_bandwidth_run(&comm, &res.cfg);
         config_free(&res.cfg);
-        return rc ? EXIT_RUN : EXIT_OK;
+        return rc;
     }
-
-    res.estimate_bytes = (double)estimate;
-    res.repeat = (int)opts.repeat;
-    machine_describe(&res.machine);
-    be->describe(res.machine.devices, sizeof res.machine.devices);
-    time_t t = time(NULL);
-    struct tm utc;
-    gmtime_r(&t, &utc);
-    strftime(res.date, sizeof res.date, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    strftime(res.stamp, sizeof res.stamp, "%Y%m%d-%H%M%S", &utc); // the same UTC as date
-
-    train_progress = !opts.quiet && comm.rank == 0;
-    progress_init(!train_progress ? PROGRESS_OFF
-                  : isatty(STDERR_FILENO) ? PROGRESS_LIVE : PROGRESS_LINES,
-                  n_points(&res.cfg), opts.repeat > 1 ? (int)opts.repeat : 1);
-    stuck_comm = &comm;
-    signals_on_stuck(write_stuck, &res);
-    struct tune_report *tune = NULL; // --tune's search
-    if (opts.tune && comm.world > 1) {
-        error_set(&e, "--tune: parallel.mode ddp is not tuned (run it without mpirun)");
-        rc = -2;
-    } else if (opts.tune) {
-        rc = tune_main(&res, backends_get(&bes, res.cfg.parallel.device), &tune, &e);
-    } else {
-        rc = run_points(&res.cfg, &bes, &res, opts.quiet, &e);
-    }
-    signals_on_stuck(NULL, NULL); // no run in progress any more
-    signals_settle(); // stopped: what completed is written unless another signal comes
-    int status = EXIT_OK;
-    /* a failure every rank had after the same step leaves the ranks in step:
-     * rank 0 reports the job as a single process does; any other failure
-     * leaves the other ranks waiting in a collective: end the job */
-    bool together = rc && res.n_runs > 0 && res.runs[res.n_runs - 1].together;
-    if (rc && comm.world > 1 && !together) {
-        fprintf(stderr, "dpbench: rank %d (%s): %s\n", comm.rank, comm.host, e.msg);
-        fflush(stderr);
-        comm_abort(&comm, rc == -2 ? EXIT_USAGE : EXIT_RUN); // mpirun's exit status
-    }
-    if (rc && comm.rank == 0) {
-        fprintf(stderr, "dpbench: %s\n", e.msg);
-    }
-    if (rc)
-        status = rc == -2 ? EXIT_USAGE : EXIT_RUN;
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) == 0)
-        res.peak_rss_bytes = (double)ru.ru_maxrss * 1024; // Linux reports KiB
-    bool placed = false; // the result files have their names
-    if (res.n_runs > 0) {
-        signals_phase("writing the results");
-        report_summarize(&res);
-        if (emit(&res, tune, &placed, &e) && !signals_pending()) {
-            fprintf(stderr, "dpbench: %s\n", e.msg);
-            status = EXIT_RUN;
-        }
-    }
-    if (signals_pending()) { // while the results were written: they were cut short
-        fprintf(stderr, "dpbench: interrupted by %s while writing the results; %s\n",
-                signal_name(train_stop), placed ? "the result files were written, stdout was cut "
-                                                  "short" : "no result files written");
-        results_free(&res);
-        comm_close(&comm);
-        return 128 + train_stop;
-    }
-    if (res.interrupted && train_stop) {
-        if (comm.rank > 0)
-            ; // rank 0 says it, once
-        else if (res.n_runs == 0)
-            fprintf(stderr, "dpbench: interrupted by %s before any epoch completed; no results\n",
-                    signal_name(train_stop));
-        else
-            fprintf(stderr, "dpbench: interrupted by %s; only what completed is reported\n",
-                    signal_name(train_stop));
-        status = 128 + train_stop;
-    }
+    results_begin(&res, &opts, estimate, be);
+    int status = train_points(&res, &opts, &bes, &comm, cm);
     results_free(&res);
-    tune_report_free(tune);
     comm_close(&comm);
     return status;
 }

@@ -41,7 +41,7 @@ static void run(const struct config *c, const struct backend *be, struct run_res
     struct error e;
     if (dataset_init(&d, c, &e))
         fail_msg("%s", e.msg);
-    int rc = train_run(c, &d, be, r, NULL, &e);
+    int rc = train_run(c, &d, be, NULL, r, NULL, &e);
     dataset_free(&d);
     if (rc)
         fail_msg("%s: %s", be->name, e.msg);
@@ -157,7 +157,7 @@ static void test_bad_device_id(void **state)
     struct error e;
     make_config(&c, small, extra);
     assert_int_equal(dataset_init(&d, &c, &e), 0);
-    assert_int_equal(train_run(&c, &d, &backend_cuda, &r, NULL, &e), -1);
+    assert_int_equal(train_run(&c, &d, &backend_cuda, NULL, &r, NULL, &e), -1);
     dataset_free(&d);
     if (!strstr(e.msg, "does not exist"))
         fail_msg("unexpected error: %s", e.msg);

@@ -26,7 +26,7 @@ static void run_on(const struct config *c, const struct backend *be, struct run_
     struct error e;
     if (dataset_init(&d, c, &e))
         fail_msg("%s", e.msg);
-    if (train_run(c, &d, be, r, NULL, &e))
+    if (train_run(c, &d, be, NULL, r, NULL, &e))
         fail_msg("%s: %s", be->name, e.msg);
     dataset_free(&d);
 }

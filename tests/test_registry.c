@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "comm.h"
+#include "estimate.h"
 #include "loss.h"
 
 /* Calls fn on each of path's allowed values other than "auto". */
@@ -74,13 +75,61 @@ static void test_backends(void **state)
     each_choice("parallel.device", backend_known);
     assert_ptr_equal(backend_find("cpu"), &backend_cpu);
     assert_false(backend_cpu.device_memory);
-    assert_string_equal(backend_list(), "cpu"
+    /* --version lists the backends built in, in table order; cuda where
+     * the toolkit was found */
+    char want[256] = "";
+    for (size_t i = 0; backend_name(i); i++)
+        if (backend_at(i))
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", want[0] ? " " : "",
+                     backend_name(i));
+    assert_string_equal(backend_list(), want);
 #ifdef DPBENCH_HAVE_CUDA
-                                        " cuda"
+    assert_ptr_equal(backend_find("cuda"), &backend_cuda);
+#else
+    assert_null(backend_find("cuda"));
 #endif
-                                        " emulated");
     assert_true(backend_emulated.device_copies && !backend_emulated.device_memory);
     assert_null(backend_find("auto"));
+}
+
+/* What other code knows of a backend comes from its struct, not its name:
+ * parallel.devices' ids are accepted where its replicas run on devices, the
+ * memory estimate counts its replicas' buffers on the host unless they live
+ * in device memory, and its threads as BLAS callers where it computes on the
+ * host. */
+static void test_backend_fields(void **state)
+{
+    (void)state;
+    struct config c;
+    struct estimate host, est;
+    struct error e;
+    config_defaults(&c);
+    assert_int_equal(estimate_host(&c, &host), 0); // the cpu's
+    assert_true(host.host_threads);
+    for (size_t i = 0; backend_name(i); i++) {
+        const struct backend *be = backend_at(i);
+        if (!be)
+            continue;
+        snprintf(c.parallel.device, sizeof c.parallel.device, "%s", be->name);
+        c.parallel.n_devices = 1;
+        if (be->has_devices)
+            assert_int_equal(config_validate(&c, &e), 0);
+        else
+            assert_int_equal(config_validate(&c, &e), -1);
+        c.parallel.n_devices = 0;
+        assert_int_equal(estimate_host(&c, &est), 0);
+        assert_int_equal(est.host_threads, be->host_math);
+        if (be->device_memory)
+            assert_true(est.model < host.model);
+        else
+            assert_int_equal(est.model, host.model);
+    }
+    /* auto: a backend of the table, with a reason when it fell back */
+    char why[256];
+    const struct backend *a = backend_auto(why, sizeof why);
+    assert_non_null(a);
+    assert_ptr_equal(backend_find(a->name), a);
+    config_free(&c);
 }
 
 static void engine_known(const char *name)
@@ -119,6 +168,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_losses),
         cmocka_unit_test(test_backends),
+        cmocka_unit_test(test_backend_fields),
         cmocka_unit_test(test_comm_engines),
     };
     return cmocka_run_group_tests_name("registry", tests, NULL, NULL);

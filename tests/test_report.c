@@ -63,7 +63,7 @@ static void test_nonfinite_loss_stops_the_run(void **state)
     struct dataset d;
     struct error e;
     assert_int_equal(dataset_init(&d, &c, &e), 0);
-    assert_int_equal(train_run(&c, &d, &backend_cpu, &r, NULL, &e), -1);
+    assert_int_equal(train_run(&c, &d, &backend_cpu, NULL, &r, NULL, &e), -1);
     dataset_free(&d);
     assert_true(r.failed);
     assert_string_equal(e.msg, r.stopped);

@@ -63,7 +63,7 @@ static inline void test_run(const struct config *c, struct run_result *r)
     struct error e;
     if (dataset_init(&d, c, &e))
         fail_msg("%s", e.msg);
-    if (train_run(c, &d, &backend_cpu, r, NULL, &e))
+    if (train_run(c, &d, &backend_cpu, NULL, r, NULL, &e))
         fail_msg("%s", e.msg);
     dataset_free(&d);
 }

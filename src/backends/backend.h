@@ -126,6 +126,9 @@ struct backend {
     bool device_copies;
     bool host_math;    // the step's math runs on this host's BLAS (threads tuned by train.c)
     bool emulated;     // the device's times are modelled (emulate.*), not measured
+    /* Replicas run on numbered devices that parallel.devices' ids name; false
+     * where they are threads of this host (parallel.replicas counts them). */
+    bool has_devices;
     /* 0 when the backend can run here, else -1 with the cause. */
     int (*probe)(struct error *e);
     /* One line naming the devices and driver/runtime versions, "" if none. */
@@ -166,5 +169,9 @@ const char *backend_name(size_t i);
 const struct backend *backend_at(size_t i);
 /* Space-separated names of the backends compiled in (--version). */
 const char *backend_list(void);
+/* parallel.device auto: the first of the table's auto candidates that can
+ * run here; else the cpu, with why (n bytes) saying why the first candidate
+ * cannot run ("" when one could). */
+const struct backend *backend_auto(char *why, size_t n);
 
 #endif

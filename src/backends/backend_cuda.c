@@ -246,6 +246,57 @@ static int replica_setup(struct cuda_dp *dp, struct replica *r, const float *one
     return 0;
 }
 
+/* Each replica's device (s->device_ids), the distinct devices in order of
+ * first use, and peer access between replica 0's device and each other. */
+static int place_replicas(struct cuda_dp *dp, const struct backend_setup *s, struct error *e)
+{
+    for (int i = 0; i < dp->n; i++) {
+        struct replica *r = &dp->reps[i];
+        r->dev = (int)s->device_ids[i];
+        for (r->g = 0; r->g < dp->G && dp->gpus[r->g].id != r->dev; r->g++)
+            ;
+        if (r->g == dp->G)
+            dp->gpus[dp->G++].id = r->dev;
+    }
+    int dev0 = dp->reps[0].dev;
+    for (int g = 1; g < dp->G; g++)
+        if (enable_peer(dp->gpus[g].id, dev0, e) || enable_peer(dev0, dp->gpus[g].id, e))
+            return -1;
+    return 0;
+}
+
+/* The copy ring's device side: per slot each replica's chunk and replica
+ * 0's targets, and the event that says the step is done with them. */
+static int ring_setup(struct cuda_dp *dp, struct error *e)
+{
+    size_t BO = (size_t)dp->batch_max * (size_t)dp->O;
+    int dev0 = dp->reps[0].dev;
+    CUDA_CHECK(cudaSetDevice(dev0));
+    CUDA_CHECK(cudaEventCreateWithFlags(&dp->forked, cudaEventDisableTiming));
+    for (int k = 0; k < dp->pipe.depth; k++) {
+        struct slot *sl = &dp->slots[k];
+        sl->x = calloc((size_t)dp->n, sizeof *sl->x);
+        if (!sl->x)
+            return error_set(e, "out of memory");
+        for (int i = 0; i < dp->n; i++) {
+            CUDA_CHECK(cudaSetDevice(dp->reps[i].dev));
+            CUDA_CHECK(cudaMalloc((void **)&sl->x[i],
+                                  (size_t)dp->chunk_max * (size_t)dp->F * sizeof(float)));
+        }
+        CUDA_CHECK(cudaSetDevice(dev0));
+        CUDA_CHECK(cudaMalloc((void **)&sl->y, BO * sizeof(float)));
+        CUDA_CHECK(cudaEventCreateWithFlags(&sl->consumed, cudaEventDisableTiming));
+    }
+    /* cudaMemcpy from pageable memory may return before the bytes land, and
+     * the non-blocking streams do not wait for the legacy stream it runs on:
+     * wait here, once, before any stream reads them */
+    for (int g = 0; g < dp->G; g++) {
+        CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
+        CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    return 0;
+}
+
 static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct error *e)
 {
     if (check_devices(s, e))
@@ -278,58 +329,20 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
     }
     for (long i = 0; i < dp->batch_max; i++)
         ones[i] = 1.0f;
-    for (int i = 0; i < dp->n; i++) { // distinct devices, in order of first use
-        struct replica *r = &dp->reps[i];
-        r->dev = (int)s->device_ids[i];
-        for (r->g = 0; r->g < dp->G && dp->gpus[r->g].id != r->dev; r->g++)
-            ;
-        if (r->g == dp->G)
-            dp->gpus[dp->G++].id = r->dev;
-    }
-    int dev0 = dp->reps[0].dev;
-    for (int g = 1; g < dp->G; g++)
-        if (enable_peer(dp->gpus[g].id, dev0, e) || enable_peer(dev0, dp->gpus[g].id, e)) {
-            free(ones);
-            return -1;
-        }
-    for (int i = 0; i < dp->n; i++)
-        if (replica_setup(dp, &dp->reps[i], ones, e)) {
-            free(ones);
-            return error_wrap(e, "replica %d (device %d)", i, dp->reps[i].dev);
-        }
+    int rc = place_replicas(dp, s, e);
+    for (int i = 0; i < dp->n && rc == 0; i++)
+        if (replica_setup(dp, &dp->reps[i], ones, e))
+            rc = error_wrap(e, "replica %d (device %d)", i, dp->reps[i].dev);
     free(ones);
+    if (rc)
+        return -1;
     for (int g = 0; g < dp->G; g++) {
         struct gpu *d = &dp->gpus[g];
         CUDA_CHECK(cudaSetDevice(d->id));
         CUDA_CHECK(cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking));
         CUDA_CHECK(cudaEventCreate(&d->base));
     }
-
-    size_t BO = (size_t)dp->batch_max * (size_t)dp->O;
-    CUDA_CHECK(cudaSetDevice(dev0));
-    CUDA_CHECK(cudaEventCreateWithFlags(&dp->forked, cudaEventDisableTiming));
-    for (int k = 0; k < dp->pipe.depth; k++) {
-        struct slot *sl = &dp->slots[k];
-        sl->x = calloc((size_t)dp->n, sizeof *sl->x);
-        if (!sl->x)
-            return error_set(e, "out of memory");
-        for (int i = 0; i < dp->n; i++) {
-            CUDA_CHECK(cudaSetDevice(dp->reps[i].dev));
-            CUDA_CHECK(cudaMalloc((void **)&sl->x[i],
-                                  (size_t)dp->chunk_max * (size_t)dp->F * sizeof(float)));
-        }
-        CUDA_CHECK(cudaSetDevice(dev0));
-        CUDA_CHECK(cudaMalloc((void **)&sl->y, BO * sizeof(float)));
-        CUDA_CHECK(cudaEventCreateWithFlags(&sl->consumed, cudaEventDisableTiming));
-    }
-    /* cudaMemcpy from pageable memory may return before the bytes land, and
-     * the non-blocking streams do not wait for the legacy stream it runs on:
-     * wait here, once, before any stream reads them */
-    for (int g = 0; g < dp->G; g++) {
-        CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
-        CUDA_CHECK(cudaDeviceSynchronize());
-    }
-    return 0;
+    return ring_setup(dp, e);
 }
 
 static void timeline_free(struct cuda_dp *dp)
@@ -1146,6 +1159,7 @@ static const struct device_ops cuda_ops = {
 const struct backend backend_cuda = {
     .name = "cuda",
     .device_memory = true,
+    .has_devices = true,
     .device_copies = true,
     .probe = cuda_probe,
     .describe = cuda_describe,

@@ -470,6 +470,7 @@ const struct backend backend_emulated = {
     .name = "emulated",
     .host_math = true,
     .emulated = true,
+    .has_devices = true, // parallel.devices' ids name its modelled devices
     .device_copies = true, // pin_memory, async_copy and copy_depth act on its modelled copies
     .probe = emu_probe,
     .describe = emu_describe,

@@ -14,14 +14,18 @@
 /* Every backend dpbench knows, in the order parallel.device lists them
  * (before "auto"). `be` is NULL where this build does not have it: the name
  * stays a valid value, and a run that asks for it says how to get it.
- * Adding a backend: its file, and one line here. */
+ * `auto_try`: parallel.device auto tries it, in table order, before falling
+ * back to the cpu. Adding a backend: its file (one `const struct backend`
+ * whose fields say what other code needs to know of it), its `extern` and
+ * one line here, its name in the Makefile's CPU_SRC (docs/architecture.md). */
 static const struct {
     const char *name; // = be->name
     const struct backend *be;
+    bool auto_try;
 } all[] = {
-    {"cpu", &backend_cpu},
-    {"cuda", CUDA_BACKEND},
-    {"emulated", &backend_emulated},
+    {"cpu", &backend_cpu, false},
+    {"cuda", CUDA_BACKEND, true},
+    {"emulated", &backend_emulated, false},
 };
 #define N_BACKENDS (sizeof all / sizeof all[0])
 
@@ -47,4 +51,21 @@ const char *backend_list(void)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "",
                                      all[i].name);
     return list;
+}
+
+const struct backend *backend_auto(char *why, size_t n)
+{
+    why[0] = '\0';
+    for (size_t i = 0; i < N_BACKENDS; i++) {
+        if (!all[i].auto_try)
+            continue;
+        struct error e;
+        if (all[i].be && all[i].be->probe(&e) == 0)
+            return all[i].be;
+        if (!why[0] && all[i].be)
+            snprintf(why, n, "%s", e.msg);
+        else if (!why[0])
+            snprintf(why, n, "this build has no %s backend", all[i].name);
+    }
+    return &backend_cpu;
 }

@@ -936,18 +936,45 @@ int config_load(struct config *c, const char *path, struct error *e)
     return rc;
 }
 
-int config_validate(const struct config *c, struct error *e)
+/* "x, y or auto": the backends whose replicas run on numbered devices (one
+ * this build lacks among them), for parallel.devices' error. */
+static const char *device_backends(char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; backend_name(i) && used < n; i++)
+        if (!backend_at(i) || backend_at(i)->has_devices)
+            used += (size_t)snprintf(buf + used, n - used, "%s, ", backend_name(i));
+    used = used < n ? used : n - 1;
+    if (used < 2)
+        snprintf(buf, n, "auto");
+    else
+        snprintf(buf + used - 2, n - (used - 2), " or auto"); // over the last ", "
+    return buf;
+}
+
+/* parallel.devices against the backend and parallel.replicas. */
+static int validate_devices(const struct config *c, struct error *e)
 {
     const char *dev = c->parallel.device;
     if (c->parallel.n_devices > 0) {
-        if (strcmp(dev, "cpu") == 0)
-            return error_set(e, "parallel.devices: device ids need parallel.device: cuda, "
-                                "emulated or auto; on the cpu use parallel.replicas");
+        const struct backend *be = backend_find(dev);
+        char names[128];
+        if (be && !be->has_devices)
+            return error_set(e, "parallel.devices: device ids need parallel.device: %s; on the "
+                                "%s use parallel.replicas", device_backends(names, sizeof names),
+                             dev);
         if (c->parallel.replicas != 1 && c->parallel.replicas != c->parallel.n_devices)
             return error_set(e, "parallel.replicas: %ld disagrees with parallel.devices (%d ids); "
                                 "give one or the other",
                              c->parallel.replicas, c->parallel.n_devices);
     }
+    return 0;
+}
+
+/* The loader knobs that need workers. */
+static int validate_workers(const struct config *c, struct error *e)
+{
     /* PyTorch's DataLoader refuses both without workers (ValueError). A sweep
      * over num_workers that reaches 0 is the exception: at that point the knob
      * has no workers to act on, and the run says so in its notes (train.c). */
@@ -963,6 +990,11 @@ int config_validate(const struct config *c, struct error *e)
         return error_set(e, "loader.prefetch_factor: can only be given with "
                             "loader.num_workers > 0 (batches are prefetched by workers), as "
                             "in PyTorch");
+    return 0;
+}
+
+static int validate_sizes(const struct config *c, struct error *e)
+{
     /* BLAS (OpenBLAS, cuBLAS) takes int sizes: the parameter vector (one axpy
      * for the SGD step), a batch's outputs and a chunk's inputs must fit */
     long replicas = c->parallel.n_devices ? c->parallel.n_devices : c->parallel.replicas;
@@ -975,6 +1007,13 @@ int config_validate(const struct config *c, struct error *e)
                             "more than BLAS' int sizes allow (%d)",
                          c->dataset.length, c->dataset.features, c->model.out_features,
                          c->loader.batch_size, fmax(params, fmax(outputs, chunk)), INT_MAX);
+    return 0;
+}
+
+/* ddp: one replica a rank, an engine for the backend's memory. */
+static int validate_ddp(const struct config *c, struct error *e)
+{
+    const char *dev = c->parallel.device;
     bool ddp = strcmp(c->parallel.mode, "ddp") == 0;
     if (ddp && c->parallel.replicas > 1)
         return error_set(e, "parallel.replicas: %ld with parallel.mode: ddp; ddp runs one replica "
@@ -984,6 +1023,12 @@ int config_validate(const struct config *c, struct error *e)
     if (comm_engine_device_memory(c->parallel.comm) && be && !be->device_memory)
         return error_set(e, "parallel.comm: %s needs parallel.device: cuda; the %s backend's "
                             "ranks use %s", c->parallel.comm, dev, comm_auto(false));
+    return 0;
+}
+
+/* The dataset's keys against its kind, and its size. */
+static int validate_data(const struct config *c, struct error *e)
+{
     if (c->loader.drop_last && c->loader.batch_size > c->dataset.length)
         return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
                             "drop_last: true, so an epoch has no batch",
@@ -1016,6 +1061,16 @@ int config_validate(const struct config *c, struct error *e)
     if (floats > 1e12)
         return error_set(e, "dataset: %ld x %ld is too large to generate", c->dataset.length,
                          c->dataset.features);
+    return 0;
+}
+
+/* The rules that tie keys together, in this order: the first broken one is
+ * the error. */
+int config_validate(const struct config *c, struct error *e)
+{
+    if (validate_devices(c, e) || validate_workers(c, e) || validate_sizes(c, e) ||
+        validate_ddp(c, e) || validate_data(c, e))
+        return -1;
     return 0;
 }
 

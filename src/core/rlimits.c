@@ -175,16 +175,16 @@ int rlimits_check_run(const struct config *c, const struct estimate *est, struct
     size_t limit = as_limit();
     if (!limit)
         return 0;
-    bool cpu = strcmp(c->parallel.device, "cuda") != 0;
+    bool host = est->host_threads; // the replicas are threads calling BLAS
     size_t R = (size_t)(c->parallel.n_devices ? c->parallel.n_devices : c->parallel.replicas);
     size_t W = (size_t)c->loader.num_workers, stack = thread_stack();
     /* the estimate's runtime is resident memory; here every thread's whole
      * stack and each BLAS-calling thread's buffer count: the threads of
      * OpenBLAS's pool (started at load, all a run uses: rlimits_blas_threads),
-     * and on the cpu the main thread and the replica threads; those buffers
+     * and on a host backend the main thread and the replica threads; those buffers
      * mapped already are counted here */
     size_t pool = (size_t)rlimits_blas_threads() - 1;
-    size_t threads = W + (cpu ? R - 1 : 0), callers = pool + (cpu ? R : 0);
+    size_t threads = W + (host ? R - 1 : 0), callers = pool + (host ? R : 0);
     size_t data = est->total - est->runtime, stacks = 0, blas = 0, need;
     size_t now = mapped_but_blas();
     bool ok = !__builtin_mul_overflow(threads, stack, &stacks) &&

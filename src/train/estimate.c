@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "config.h"
 #include "dataset_files.h"
 #include "loader.h"
@@ -64,10 +65,12 @@ int estimate_host(const struct config *c, struct estimate *est)
     /* model: the initial parameters, then per replica its parameters and
      * gradients, the gathered outputs and their gradient on replica 0, each
      * other replica's chunk outputs and gradient, the bias ones. A device
-     * backend holds all but the initial parameters on its devices; auto is
-     * counted as the cpu. */
+     * backend holds all but the initial parameters on its devices; auto
+     * (and a backend this build lacks) is counted as the cpu. */
+    const struct backend *be = backend_find(c->parallel.device);
+    est->host_threads = !be || be->host_math;
     ok = ok && add_mul(&est->model, P, sizeof(float));
-    if (strcmp(c->parallel.device, "cuda") != 0)
+    if (!be || !be->device_memory)
         ok = ok && add_mul(&est->model, R, 2 * P * sizeof(float)) &&
              add_mul(&est->model, B, (2 * O + 1) * sizeof(float)) &&
              add_mul(&est->model, R - 1, 2 * C * O * sizeof(float));

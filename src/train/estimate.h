@@ -2,6 +2,7 @@
 #ifndef DPBENCH_ESTIMATE_H
 #define DPBENCH_ESTIMATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct config;
@@ -10,11 +11,14 @@ struct estimate {       // bytes
     size_t dataset;     // x, y, the teacher's weights; idx/cifar10: their arrays,
                         // both splits, and the read buffers while loading
     size_t loader;      // sample order, batch pool
-    size_t model;       // initial parameters; on the cpu, replicas' parameters,
-                        // gradients, gathered outputs and chunk buffers
+    size_t model;       // initial parameters; on host memory (not a device's),
+                        // replicas' parameters, gradients, gathered outputs and
+                        // chunk buffers
     size_t results;     // kept until the end: parameters, splits, epochs, JSON
     size_t runtime;     // BLAS workspaces, thread stacks
     size_t total;
+    bool host_threads;  // not bytes: the replicas compute on host threads that call
+                        // BLAS (the cpu, the emulated device), not on a device
 };
 
 /* The host bytes one run of c allocates at its peak (one point of a sweep);

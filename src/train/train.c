@@ -17,7 +17,6 @@
 #include "step.h"
 
 bool train_progress;
-struct comm *train_comm;
 
 /* What the DDP step's allreduce needs besides the gradient: the comm, and
  * this rank's epoch so far, whose loss (host losses are summed before the
@@ -160,65 +159,97 @@ static bool devices_shared(const struct config *c)
     return false;
 }
 
-int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
-              struct run_result *out, FILE *trace, struct error *e)
-{
-    int F = d->features, O = d->out_features;
-    int n = c->parallel.n_devices ? c->parallel.n_devices : (int)c->parallel.replicas;
-    bool ddp = strcmp(c->parallel.mode, "ddp") == 0;
-    struct comm *cm = ddp ? train_comm : NULL;
-    int world = cm ? cm->world : 1;
-    if (ddp)
-        n = 1; // one replica per rank
-    long total_epochs = c->train.warmup_epochs + c->train.epochs;
-    memset(out, 0, sizeof *out);
-    if (config_copy(&out->cfg, c))
-        return error_set(e, "out of memory");
-    out->backend = be->name;
-    out->emulated = be->emulated;
-    out->replicas = n;
-    out->world_size = world;
-    out->comm = cm ? cm->name : NULL;
-    out->allreduce_bytes = (double)(O * F + O) * sizeof(float);
-    out->shared_devices = devices_shared(c);
-    effect_notes(c, be, out->notes, sizeof out->notes);
+/* One run in progress: what setup made, what each epoch uses, what finish
+ * hands back or frees. */
+struct train {
+    const struct config *c;
+    const struct dataset *d;
+    const struct backend *be;
+    struct comm *cm;           // ddp's communicator, NULL for dp
+    bool ddp;
+    int world;                 // ranks (1 for dp)
+    int n;                     // replicas in this process
+    int F, O;                  // features, out_features
+    size_t OF;                 // O * F, weights
+    long total_epochs;         // warmup + measured
+    float lr;
+    FILE *trace;
+    struct run_result *out;
+    const struct loss_fn *loss;
+    float *w0;                 // (O, F) then (O): initial weight and bias
+    long device_ids[CONFIG_MAX_DEVICES]; // (n) device of each replica
+    struct backend_setup setup;
+    struct loader_options lo;
+    struct loader l;
+    bool have_loader;          // l was initialised
+    struct step s;
+    struct epoch_stats st;     // the epoch in progress
+    struct grad_arg ga;        // the DDP step's allreduce: cm and &st
+    struct step_comm sc;
+    bool together;             // a failure every rank had after the same step
+};
 
-    long device_ids[CONFIG_MAX_DEVICES];
-    for (int i = 0; i < n && i < CONFIG_MAX_DEVICES; i++)
-        device_ids[i] = c->parallel.n_devices ? c->parallel.devices[i] : i;
-    if (cm) // one device per rank: the local rank's, or its entry of parallel.devices
-        device_ids[0] = c->parallel.n_devices
-                            ? c->parallel.devices[cm->local_rank % c->parallel.n_devices]
-                            : cm->local_rank;
-    size_t OF = (size_t)O * (size_t)F; // beyond int: BLAS' limit is checked in config_validate
-    float *w0 = malloc((OF + (size_t)O) * sizeof(float));
-    if (!w0)
+enum { EPOCH_NEXT = 0, EPOCH_STOP = 1, EPOCH_FAILED = -1 };
+
+/* out's description of the run, before any epoch. */
+static int result_begin(struct train *t, struct error *e)
+{
+    struct run_result *out = t->out;
+    memset(out, 0, sizeof *out);
+    if (config_copy(&out->cfg, t->c))
         return error_set(e, "out of memory");
-    train_init_params((unsigned long)c->seed, F, O, w0, w0 + OF);
-    dataset_resolve_config(d, &out->cfg); // the data's shapes and the loss it trains with
-    const struct loss_fn *loss = loss_find(out->cfg.model.loss);
-    out->loss = loss->name;
-    /* DDP: rank 0's initial parameters on every rank */
-    if (cm && comm_bcast(cm, w0, (OF + (size_t)O) * sizeof(float), e)) {
-        free(w0);
-        return -1;
-    }
-    struct backend_setup setup = {
-        .features = F,
-        .out_features = O,
+    out->backend = t->be->name;
+    out->emulated = t->be->emulated;
+    out->replicas = t->n;
+    out->world_size = t->world;
+    out->comm = t->cm ? t->cm->name : NULL;
+    out->allreduce_bytes = (double)(t->O * t->F + t->O) * sizeof(float);
+    out->shared_devices = devices_shared(t->c);
+    effect_notes(t->c, t->be, out->notes, sizeof out->notes);
+    return 0;
+}
+
+/* The initial parameters (rank 0's on every rank) and the loss the data
+ * trains with. */
+static int initial_params(struct train *t, struct error *e)
+{
+    t->w0 = malloc((t->OF + (size_t)t->O) * sizeof(float));
+    if (!t->w0)
+        return error_set(e, "out of memory");
+    train_init_params((unsigned long)t->c->seed, t->F, t->O, t->w0, t->w0 + t->OF);
+    dataset_resolve_config(t->d, &t->out->cfg); // the data's shapes and the loss it trains with
+    t->loss = loss_find(t->out->cfg.model.loss);
+    t->out->loss = t->loss->name;
+    return t->cm ? comm_bcast(t->cm, t->w0, (t->OF + (size_t)t->O) * sizeof(float), e) : 0;
+}
+
+/* What the backend and the loader are set up with. */
+static void describe_setup(struct train *t)
+{
+    const struct config *c = t->c;
+    struct comm *cm = t->cm;
+    for (int i = 0; i < t->n && i < CONFIG_MAX_DEVICES; i++)
+        t->device_ids[i] = c->parallel.n_devices ? c->parallel.devices[i] : i;
+    if (cm) // one device per rank: the local rank's, or its entry of parallel.devices
+        t->device_ids[0] = c->parallel.n_devices
+                               ? c->parallel.devices[cm->local_rank % c->parallel.n_devices]
+                               : cm->local_rank;
+    t->setup = (struct backend_setup){
+        .features = t->F,
+        .out_features = t->O,
         .batch_size = c->loader.batch_size,
-        .replicas = n,
-        .device_ids = strcmp(be->name, "cpu") ? device_ids : NULL,
+        .replicas = t->n,
+        .device_ids = t->be->has_devices ? t->device_ids : NULL,
         .pin_memory = c->loader.pin_memory,
         .async_copy = c->loader.async_copy,
         .copy_depth = (int)c->loader.copy_depth,
         .compute_cores = compute_cores(c->loader.num_workers, cm ? cm->local_size : 1),
-        .w0 = w0,
-        .b0 = w0 + OF,
-        .classify = d->classes > 0,
+        .w0 = t->w0,
+        .b0 = t->w0 + t->OF,
+        .classify = t->d->classes > 0,
         .emulate = &c->emulate,
     };
-    struct loader_options lo = {
+    t->lo = (struct loader_options){
         .batch_size = c->loader.batch_size,
         .shuffle = c->loader.shuffle,
         .drop_last = c->loader.drop_last,
@@ -229,179 +260,256 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .extra_buffers = c->loader.async_copy ? (int)c->loader.copy_depth : 0,
         .seed = (unsigned long)c->seed,
         .rank = cm ? cm->rank : 0,
-        .world = world,
-        .mem = {be->host_alloc, be->host_free},
+        .world = t->world,
+        .mem = {t->be->host_alloc, t->be->host_free},
     };
-    struct loader l;
-    struct step s = {0};
-    int rc = -1;
-    bool together = false; // a failure every rank had after the same step
-    if (loader_init(&l, d, &lo, e)) {
-        free(w0);
-        return -1;
-    }
-    if (be->host_math) { // the step's math runs on this host
-        /* replicas run side by side: together never more threads than free cores */
-        long rows = c->loader.batch_size < d->length ? c->loader.batch_size : d->length;
-        int side = n < setup.compute_cores ? n : setup.compute_cores; // replicas at once
-        int most = setup.compute_cores / n; // and no more than OpenBLAS started (rlimits.h)
-        most = most < rlimits_blas_threads() ? most : rlimits_blas_threads();
-        if (blas_choose_threads(F, O, (rows + n - 1) / n, most, side,
-                                c->parallel.blas,
-                                &out->blas, e))
-            goto out;
-        setup.blas_threads = out->blas.threads;
-        setup.blas_lib = out->blas.lib;
-    }
-    if (c->report.floor) {
-        struct floor_setup fs = {
-            .lo = lo,
-            .features = F,
-            .out_features = O,
-            .replicas = n,
-            .workers = (int)c->loader.num_workers,
-            .cores = (int)sysconf(_SC_NPROCESSORS_ONLN),
-            .compute_cores = setup.compute_cores,
-            .blas_threads = setup.blas_threads,
-            .blas_lib = setup.blas_lib,
-        };
-        if (floor_measure(d, &fs, &out->floor, e))
-            goto out;
-    }
-    if (step_init(&s, be, &setup, loss, e))
-        goto out;
-    void *ctx = s.ctx;
-    if (cm && be->ops->queue) // a device collective runs on the rank's queue
-        cm->stream = be->ops->queue(ctx, 0);
-    out->n_batches = l.n_batches;
-    out->splits = calloc((size_t)l.n_batches * (size_t)n, sizeof(long));
-    out->epochs = calloc((size_t)c->train.epochs, sizeof *out->epochs);
-    out->w = malloc(OF * sizeof(float));
-    out->b = malloc((size_t)O * sizeof(float));
-    if (!out->splits || !out->epochs || !out->w || !out->b) {
-        error_set(e, "out of memory");
-        goto out;
-    }
+}
 
-    float lr = (float)c->train.lr;
-    struct epoch_stats st;
-    struct grad_arg ga = {cm, &st};
-    struct step_comm sc = {.world = world, .allreduce = grad_allreduce, .arg = &ga};
-    for (long ep = 0; ep < total_epochs && !stopping(cm); ep++) {
-        st = (struct epoch_stats){0};
-        if (c->dataset.drop_cache && dataset_drop_cache(d, e))
-            goto failed;
-        double t0 = now_seconds();
-        int got;
-        struct step_batch *b;
-        if (loader_epoch_begin(&l, ep, e) || be->epoch_begin(ctx, &l, e)) {
-            loader_epoch_end(&l);
-            if (stop_requested())
-                break; // interrupted while shuffling: the epochs before stand
-            goto failed;
-        }
-        if (cm) {
-            cm->allreduce_s = 0;
-            cm->n_calls = 0;
-        }
-        while ((got = be->next(ctx, &l, &b, &st, e)) == 1) {
-            if (ddp ? step_ddp(&s, b, lr, cm ? &sc : NULL, &st, e) : step_dp(&s, b, lr, &st, e)) {
-                be->release(ctx, &l, b);
-                got = -1;
-                break;
-            }
-            /* diverged (on any rank, which every rank learnt in this step's
-             * allreduce): no later step means anything */
-            if (world > 1 ? cm->stop == COMM_FAIL : !isfinite(st.loss_sum)) {
-                int rank = -1;
-                bool nan = isnan(st.loss_sum);
-                if (world > 1 && diverged_rank(cm, &st, &rank, &nan, e)) {
-                    be->release(ctx, &l, b);
-                    got = -1;
-                    break;
-                }
-                diverged(out, c, rank, nan, b->index, ep);
-                error_set(e, "%s", out->stopped);
-                be->release(ctx, &l, b);
-                got = -1; // a failed run: the epochs before it are kept
-                together = world > 1; // every rank stops here: the job can report
-                break;
-            }
-            if (ep == 0) {
-                memcpy(out->splits + b->index * n, b->split, (size_t)n * sizeof(long));
-                out->n_split_batches = b->index + 1; // in order: every batch before ran
-            }
-            if (trace && ep == 0 && world == 1) // the splits repeat every epoch: the first one shows them
-                trace_batch(trace, b->split, n, b->rows, F, O);
-            long done = b->index + 1; // b is not ours to read after release
-            be->release(ctx, &l, b);
-            if (train_progress)
-                progress(ep + 1, total_epochs, done, l.n_batches, false);
-            if (stopping(cm))
-                break;
-        }
-        bool cancelled = abort_requested() || (world == 1 && stop_requested());
-        if (got < 0 && cancelled && !out->stopped[0])
-            got = 1; // a signal cancelled the batch in flight (loader.c): a partial epoch
-        if (cm)
-            st.allreduce_s = cm->allreduce_s;
-        /* a whole epoch: every rank made the same allreduces */
-        if (cm && got == 0 && comm_allreduce_wait(cm, &st.allreduce_wait_s, e))
-            got = -1;
-        struct error end_err;
-        int end_rc = be->epoch_end(ctx, &st, got < 0 ? &end_err : e); // keep the first error
-        loader_epoch_end(&l);
-        if (got < 0 || (end_rc && !cancelled))
-            goto failed;
-        double seconds = now_seconds() - t0;
-        if (got == 1)
-            break; // stopped mid-epoch: a partial epoch is not a measurement
-        if (ep < c->train.warmup_epochs)
-            continue;
-        struct epoch_result *er = &out->epochs[out->n_epochs++];
-        er->epoch = ep - c->train.warmup_epochs + 1;
-        er->seconds = seconds;
-        er->samples_per_s = (double)st.samples / seconds;
-        er->loss = st.samples ? st.loss_sum / (double)st.samples : NAN;
-        er->accuracy = d->classes && st.samples ? (double)st.correct / (double)st.samples : NAN;
-        er->read_bytes = (double)l.read_bytes;
-        er->st = st;
+/* Where the step's math runs on this host: OpenBLAS threads and library per
+ * replica, measured (blas_tune.c). Replicas run side by side: together never
+ * more threads than free cores. */
+static int tune_host_blas(struct train *t, struct error *e)
+{
+    const struct config *c = t->c;
+    int n = t->n;
+    long rows = c->loader.batch_size < t->d->length ? c->loader.batch_size : t->d->length;
+    int side = n < t->setup.compute_cores ? n : t->setup.compute_cores; // replicas at once
+    int most = t->setup.compute_cores / n; // and no more than OpenBLAS started (rlimits.h)
+    most = most < rlimits_blas_threads() ? most : rlimits_blas_threads();
+    if (blas_choose_threads(t->F, t->O, (rows + n - 1) / n, most, side, c->parallel.blas,
+                            &t->out->blas, e))
+        return -1;
+    t->setup.blas_threads = t->out->blas.threads;
+    t->setup.blas_lib = t->out->blas.lib;
+    return 0;
+}
+
+/* report.floor: the least an epoch of these shapes can take here. */
+static int measure_floor(struct train *t, struct error *e)
+{
+    struct floor_setup fs = {
+        .lo = t->lo,
+        .features = t->F,
+        .out_features = t->O,
+        .replicas = t->n,
+        .workers = (int)t->c->loader.num_workers,
+        .cores = (int)sysconf(_SC_NPROCESSORS_ONLN),
+        .compute_cores = t->setup.compute_cores,
+        .blas_threads = t->setup.blas_threads,
+        .blas_lib = t->setup.blas_lib,
+    };
+    return floor_measure(t->d, &fs, &t->out->floor, e);
+}
+
+/* Everything before the first epoch: the result's description, the initial
+ * parameters, the loader, the BLAS choice, the floor, the backend's replicas
+ * and the result's buffers. */
+static int train_setup(struct train *t, struct error *e)
+{
+    if (result_begin(t, e) || initial_params(t, e))
+        return -1;
+    describe_setup(t);
+    if (loader_init(&t->l, t->d, &t->lo, e))
+        return -1;
+    t->have_loader = true;
+    if (t->be->host_math && tune_host_blas(t, e)) // the step's math runs on this host
+        return -1;
+    if (t->c->report.floor && measure_floor(t, e))
+        return -1;
+    if (step_init(&t->s, t->be, &t->setup, t->loss, e))
+        return -1;
+    if (t->cm && t->be->ops->queue) // a device collective runs on the rank's queue
+        t->cm->stream = t->be->ops->queue(t->s.ctx, 0);
+    struct run_result *out = t->out;
+    out->n_batches = t->l.n_batches;
+    out->splits = calloc((size_t)t->l.n_batches * (size_t)t->n, sizeof(long));
+    out->epochs = calloc((size_t)t->c->train.epochs, sizeof *out->epochs);
+    out->w = malloc(t->OF * sizeof(float));
+    out->b = malloc((size_t)t->O * sizeof(float));
+    if (!out->splits || !out->epochs || !out->w || !out->b)
+        return error_set(e, "out of memory");
+    t->ga = (struct grad_arg){t->cm, &t->st};
+    t->sc = (struct step_comm){.world = t->world, .allreduce = grad_allreduce, .arg = &t->ga};
+    return 0;
+}
+
+/* The loss became nan or infinite at batch `index` (on any rank, which
+ * every rank learnt in this step's allreduce): no later step means
+ * anything. Always -1: a failed run, the epochs before it kept. */
+static int train_diverged(struct train *t, long ep, long index, struct error *e)
+{
+    int rank = -1;
+    bool nan = isnan(t->st.loss_sum);
+    if (t->world > 1 && diverged_rank(t->cm, &t->st, &rank, &nan, e))
+        return -1;
+    diverged(t->out, t->c, rank, nan, index, ep);
+    error_set(e, "%s", t->out->stopped);
+    t->together = t->world > 1; // every rank stops here: the job can report
+    return -1;
+}
+
+/* One batch of epoch ep: the step, then the checks and records it allows,
+ * then b goes back to the loader. 0, or -1 with e set. */
+static int train_batch(struct train *t, long ep, struct step_batch *b, struct error *e)
+{
+    int rc = t->ddp ? step_ddp(&t->s, b, t->lr, t->cm ? &t->sc : NULL, &t->st, e)
+                    : step_dp(&t->s, b, t->lr, &t->st, e);
+    if (rc == 0 && (t->world > 1 ? t->cm->stop == COMM_FAIL : !isfinite(t->st.loss_sum)))
+        rc = train_diverged(t, ep, b->index, e);
+    if (rc == 0 && ep == 0) {
+        memcpy(t->out->splits + b->index * t->n, b->split, (size_t)t->n * sizeof(long));
+        t->out->n_split_batches = b->index + 1; // in order: every batch before ran
     }
+    if (rc == 0 && t->trace && ep == 0 && t->world == 1) // the splits repeat every epoch
+        trace_batch(t->trace, b->split, t->n, b->rows, t->F, t->O);
+    long done = b->index + 1; // b is not ours to read after release
+    t->be->release(t->s.ctx, &t->l, b);
+    if (rc == 0 && train_progress)
+        progress(ep + 1, t->total_epochs, done, t->l.n_batches, false);
+    return rc;
+}
+
+/* A complete measured epoch into out->epochs. */
+static void record_epoch(struct train *t, long ep, double seconds)
+{
+    const struct epoch_stats *st = &t->st;
+    struct epoch_result *er = &t->out->epochs[t->out->n_epochs++];
+    er->epoch = ep - t->c->train.warmup_epochs + 1;
+    er->seconds = seconds;
+    er->samples_per_s = (double)st->samples / seconds;
+    er->loss = st->samples ? st->loss_sum / (double)st->samples : NAN;
+    er->accuracy = t->d->classes && st->samples ? (double)st->correct / (double)st->samples : NAN;
+    er->read_bytes = (double)t->l.read_bytes;
+    er->st = *st;
+}
+
+/* Epoch ep (warmup included): its batches through the steps, then its
+ * timings. EPOCH_NEXT, EPOCH_STOP (interrupted: the epochs before stand)
+ * or EPOCH_FAILED with e set. */
+static int train_epoch(struct train *t, long ep, struct error *e)
+{
+    const struct backend *be = t->be;
+    struct comm *cm = t->cm;
+    void *ctx = t->s.ctx;
+    t->st = (struct epoch_stats){0};
+    if (t->c->dataset.drop_cache && dataset_drop_cache(t->d, e))
+        return EPOCH_FAILED;
+    double t0 = now_seconds();
+    if (loader_epoch_begin(&t->l, ep, e) || be->epoch_begin(ctx, &t->l, e)) {
+        loader_epoch_end(&t->l);
+        return stop_requested() ? EPOCH_STOP : EPOCH_FAILED; // interrupted while shuffling
+    }
+    if (cm) {
+        cm->allreduce_s = 0;
+        cm->n_calls = 0;
+    }
+    int got;
+    struct step_batch *b;
+    while ((got = be->next(ctx, &t->l, &b, &t->st, e)) == 1) {
+        if (train_batch(t, ep, b, e)) {
+            got = -1;
+            break;
+        }
+        if (stopping(cm))
+            break;
+    }
+    bool cancelled = abort_requested() || (t->world == 1 && stop_requested());
+    if (got < 0 && cancelled && !t->out->stopped[0])
+        got = 1; // a signal cancelled the batch in flight (loader.c): a partial epoch
+    if (cm)
+        t->st.allreduce_s = cm->allreduce_s;
+    /* a whole epoch: every rank made the same allreduces */
+    if (cm && got == 0 && comm_allreduce_wait(cm, &t->st.allreduce_wait_s, e))
+        got = -1;
+    struct error end_err;
+    int end_rc = be->epoch_end(ctx, &t->st, got < 0 ? &end_err : e); // keep the first error
+    loader_epoch_end(&t->l);
+    if (got < 0 || (end_rc && !cancelled))
+        return EPOCH_FAILED;
+    double seconds = now_seconds() - t0;
+    if (got == 1)
+        return EPOCH_STOP; // stopped mid-epoch: a partial epoch is not a measurement
+    if (ep >= t->c->train.warmup_epochs)
+        record_epoch(t, ep, seconds);
+    return EPOCH_NEXT;
+}
+
+/* After the last epoch or a stop: the final parameters, the eval split,
+ * every rank's figures and splits on rank 0, which reports them. */
+static int train_finish(struct train *t, struct error *e)
+{
+    struct run_result *out = t->out;
     if (train_progress)
         progress(0, 0, 0, 0, true);
-    out->interrupted = stopping(cm);
-    if (step_params(&s, out->w, out->b, e))
-        goto out;
-    if (d->eval && !out->interrupted && evaluate(d->eval, loss, out->w, out->b, out, e))
-        goto out;
-    /* every rank's figures and splits to rank 0, which reports them */
-    if (world > 1 && ddp_gather(cm, out, e))
-        goto out;
-    if (world > 1 && trace && cm->rank == 0)
-        ddp_trace(trace, out, F, O);
-    rc = 0;
-    goto out;
-failed: /* mid-run: keep the measured epochs, as an interrupted run does */
+    out->interrupted = stopping(t->cm);
+    if (step_params(&t->s, out->w, out->b, e))
+        return -1;
+    if (t->d->eval && !out->interrupted && evaluate(t->d->eval, t->loss, out->w, out->b, out, e))
+        return -1;
+    if (t->world > 1 && ddp_gather(t->cm, out, e))
+        return -1;
+    if (t->world > 1 && t->trace && t->cm->rank == 0)
+        ddp_trace(t->trace, out, t->F, t->O);
+    return 0;
+}
+
+/* A failure mid-run: the measured epochs are kept, as an interrupted run
+ * keeps them; where every rank failed after the same step, rank 0 holds
+ * the job's figures. Always -1. */
+static int train_failed(struct train *t, struct error *e)
+{
+    struct run_result *out = t->out;
     if (train_progress)
         progress(0, 0, 0, 0, true);
     out->failed = out->interrupted = true;
     if (!out->stopped[0]) // every failure says why in the results, as a divergence does
         snprintf(out->stopped, sizeof out->stopped, "%s; stopped, the epochs before it are kept",
                  e->msg);
-    if (step_params(&s, out->w, out->b, &(struct error){{0}}))
-        memset(out->w, 0, OF * sizeof(float));
+    if (step_params(&t->s, out->w, out->b, &(struct error){{0}}))
+        memset(out->w, 0, t->OF * sizeof(float));
     struct error ge;
-    if (together && ddp_gather(cm, out, &ge)) {
+    if (t->together && ddp_gather(t->cm, out, &ge)) {
         *e = ge; // the ranks are out of step after all
-        together = false;
+        t->together = false;
     }
-    out->together = together;
-out:
-    step_free(&s);
-    loader_free(&l);
-    free(w0);
-    if (rc && !out->failed)
-        run_result_free(out);
+    out->together = t->together;
+    return -1;
+}
+
+/* Frees what setup made, and out unless it holds a failed run's epochs. */
+static void train_free(struct train *t, int rc)
+{
+    step_free(&t->s);
+    if (t->have_loader)
+        loader_free(&t->l);
+    free(t->w0);
+    if (rc && !t->out->failed)
+        run_result_free(t->out);
+}
+
+int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
+              struct comm *cm, struct run_result *out, FILE *trace, struct error *e)
+{
+    bool ddp = strcmp(c->parallel.mode, "ddp") == 0;
+    struct train t = {
+        .c = c, .d = d, .be = be, .out = out, .trace = trace,
+        .ddp = ddp,
+        .cm = ddp ? cm : NULL,
+        .world = ddp && cm ? cm->world : 1,
+        .n = ddp ? 1 : c->parallel.n_devices ? c->parallel.n_devices : (int)c->parallel.replicas,
+        .F = d->features,
+        .O = d->out_features,
+        .OF = (size_t)d->out_features * (size_t)d->features, // beyond int: config_validate
+        .total_epochs = c->train.warmup_epochs + c->train.epochs,
+        .lr = (float)c->train.lr,
+    };
+    int rc = train_setup(&t, e), epoch = EPOCH_NEXT;
+    for (long ep = 0; rc == 0 && epoch == EPOCH_NEXT && ep < t.total_epochs && !stopping(t.cm);
+         ep++)
+        epoch = train_epoch(&t, ep, e);
+    if (rc == 0)
+        rc = epoch == EPOCH_FAILED ? train_failed(&t, e) : train_finish(&t, e);
+    train_free(&t, rc);
     return rc;
 }
 

@@ -111,18 +111,18 @@ struct run_result {
     struct run_summary sum; // filled by report_summarize
 };
 
-/* The communicator of a ddp run (main opens it); NULL: a world of one. */
 struct comm;
-extern struct comm *train_comm;
 /* When set, progress goes to stderr during epochs (progress.c: a live line
  * on a terminal, "progress:" lines otherwise). */
 extern bool train_progress;
 
-/* Trains c on d with backend be, then evaluates d->eval if any. Trace lines
- * (report.trace) go to `trace`. On a failure after training started, returns
- * -1 with out->failed set and the measured epochs kept. */
+/* Trains c on d with backend be, then evaluates d->eval if any. cm is a ddp
+ * run's communicator (main opens it), NULL for a world of one; a dp run
+ * ignores it. Trace lines (report.trace) go to `trace`. On a failure after
+ * training started, returns -1 with out->failed set and the measured epochs
+ * kept. */
 int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
-              struct run_result *out, FILE *trace, struct error *e);
+              struct comm *cm, struct run_result *out, FILE *trace, struct error *e);
 void run_result_free(struct run_result *r);
 
 /* The initial Linear parameters for a seed: U(-1/sqrt(in), 1/sqrt(in)), as

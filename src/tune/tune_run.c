@@ -88,7 +88,7 @@ static int real_trial(void *ctx, const struct tune_settings *s, int epochs,
                 s->copy_depth, epochs);
     struct run_result run = {0};
     double t0 = now_seconds();
-    int rc = train_run(&pc, x->d, x->be, &run, NULL, e);
+    int rc = train_run(&pc, x->d, x->be, NULL, &run, NULL, e);
     m->elapsed_s = now_seconds() - t0;
     if (rc == 0 && run.n_epochs < epochs)
         rc = error_set(e, "interrupted");
