@@ -14,6 +14,11 @@
 #include "dataset_kind.h"
 #include "loss.h"
 
+size_t dataset_bytes(long length, long features, long out_features)
+{
+    return (size_t)length * (size_t)(features + out_features) * sizeof(float);
+}
+
 int dataset_init(struct dataset *d, const struct config *c, struct error *e)
 {
     if (dataset_kind_of(c)->labelled) {

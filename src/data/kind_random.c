@@ -15,11 +15,6 @@
 
 enum { ROW_BLOCK = 1024 }; // rows per independent RNG stream
 
-size_t dataset_bytes(long length, long features, long out_features)
-{
-    return (size_t)length * (size_t)(features + out_features) * sizeof(float);
-}
-
 /* Rows of block `block`: x from the block's own stream, y from the teacher
  * plus the block's noise stream. Blocks are independent. A stop request ends
  * it early (the dataset is then discarded). */
