@@ -143,7 +143,7 @@ static void test_dataset_kinds(void **state)
     size_t n = 0;
     while (dataset_kind_name(n))
         assert_non_null(dataset_kind_find(dataset_kind_name(n++)));
-    assert_int_equal(n, 4);
+    assert_true(n >= 4);
     assert_ptr_equal(dataset_kind_find("random"), &dataset_kind_random);
     assert_false(dataset_kind_random.labelled);
     assert_null(dataset_kind_find("auto"));

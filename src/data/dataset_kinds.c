@@ -5,6 +5,11 @@
 
 #include "config.h"
 
+/* Each kind's struct, in its kind_*.c (dataset_kind.h declares again those
+ * that other files name); a new kind is declared here. */
+extern const struct dataset_kind dataset_kind_random, dataset_kind_idx, dataset_kind_cifar10,
+    dataset_kind_folder;
+
 static const struct dataset_kind *const kinds[] = {
     &dataset_kind_random,
     &dataset_kind_idx,
