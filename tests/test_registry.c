@@ -1,4 +1,4 @@
-/* The plug-in tables (loss.c, backends.c, comm.c) are the only lists of
+/* The plug-in tables (loss.c, backends.c, comm.c, dataset_kinds.c) are the only lists of
  * their plug-ins: every value a config key accepts resolves in its table, the
  * table's entries agree with the structs they point to, and --help-config's
  * allowed values are the table's names. A name added to a key's choices but
@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "comm.h"
 #include "estimate.h"
+#include "dataset_kind.h"
 #include "loss.h"
 
 /* Calls fn on each of path's allowed values other than "auto". */
@@ -163,6 +164,40 @@ static void test_comm_engines(void **state)
     assert_string_equal(comm_engines(), want);
 }
 
+/* a dataset.kind value is in the table, and its struct can build or load it */
+static void kind_resolves(const char *name)
+{
+    const struct dataset_kind *k = dataset_kind_find(name);
+    if (!k)
+        fail_msg("dataset.kind accepts %s, which dataset_kinds.c's table lacks", name);
+    assert_string_equal(k->name, name);
+    if (k->labelled)
+        assert_true(k->load && k->label_where && !k->build);
+    else
+        assert_true(k->build && !k->load);
+    struct config c;
+    config_defaults(&c);
+    struct error e;
+    char kv[64];
+    snprintf(kv, sizeof kv, "dataset.kind=%s", name);
+    assert_int_equal(config_set_arg(&c, kv, &e), 0);
+    assert_ptr_equal(dataset_kind_of(&c), k);
+    config_free(&c);
+}
+
+static void test_dataset_kinds(void **state)
+{
+    (void)state;
+    each_choice("dataset.kind", kind_resolves);
+    size_t n = 0;
+    while (dataset_kind_name(n))
+        assert_non_null(dataset_kind_find(dataset_kind_name(n++)));
+    assert_true(n >= 4);
+    assert_ptr_equal(dataset_kind_find("random"), &dataset_kind_random);
+    assert_false(dataset_kind_random.labelled);
+    assert_null(dataset_kind_find("auto"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +205,7 @@ int main(void)
         cmocka_unit_test(test_backends),
         cmocka_unit_test(test_backend_fields),
         cmocka_unit_test(test_comm_engines),
+        cmocka_unit_test(test_dataset_kinds),
     };
     return cmocka_run_group_tests_name("registry", tests, NULL, NULL);
 }

@@ -23,6 +23,7 @@
 
 #include "backend.h"
 #include "comm.h"
+#include "dataset_kind.h"
 #include "loss.h"
 
 enum key_type { KEY_INT, KEY_BOOL, KEY_FLOAT, KEY_STRING, KEY_ENUM, KEY_INT_LIST, KEY_FLOAT_LIST };
@@ -45,7 +46,7 @@ static const struct key keys[] = {
      "run name, used in result file names"},
     {"seed", KEY_INT, OFF(seed), "0", 0, MAX_SAFE_INT, NULL,
      "seeds the data, the teacher, the initial weights and the shuffles"},
-    {"dataset.kind", KEY_ENUM, OFF(dataset.kind), "random", 0, 0, "random|idx|cifar10|folder",
+    {"dataset.kind", KEY_ENUM, OFF(dataset.kind), "random", 0, 0, "*",
      "random: the tutorial's RandomDataset with teacher targets; else labelled files at dataset.path"},
     {"dataset.length", KEY_INT, OFF(dataset.length), "100", 1, 1e9, NULL,
      "samples in the dataset"},
@@ -165,6 +166,7 @@ static const struct {
     {"model.loss", loss_name},
     {"parallel.device", backend_name},
     {"parallel.comm", comm_engine_name},
+    {"dataset.kind", dataset_kind_name},
 };
 
 /* k's allowed values as "a|b|c", with a plug-in table's names for "*". */
@@ -1033,7 +1035,7 @@ static int validate_data(const struct config *c, struct error *e)
         return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
                             "drop_last: true, so an epoch has no batch",
                          c->loader.batch_size, c->dataset.length);
-    if (strcmp(c->dataset.kind, "random") == 0) {
+    if (!dataset_kind_of(c)->labelled) { // the in-memory random data
         const struct loss_fn *loss = loss_find(c->model.loss);
         if (loss && loss->labels)
             return error_set(e, "model.loss: %s needs labelled data (dataset.kind idx, "

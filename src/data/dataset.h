@@ -1,9 +1,9 @@
-/* The datasets. `random` is the tutorial's RandomDataset with teacher
- * targets: x ~ N(0, 1) of shape (length, features) and y = x·W*ᵀ + b* + noise,
- * all drawn from the seed in fixed blocks of rows, so the bytes do not depend
- * on how many threads generate or read them. The labelled kinds (idx,
- * cifar10, folder) live in dataset_files.c: their samples are images
- * transformed per sample and their targets one-hot rows of `classes`. */
+/* The datasets. Each dataset.kind is one struct dataset_kind in its own
+ * file (dataset_kind.h): `random` (kind_random.c) is the tutorial's
+ * RandomDataset with teacher targets, built in memory from the seed; the
+ * labelled kinds (idx, cifar10, folder) are files whose samples are images
+ * transformed per sample and whose targets are one-hot rows of `classes`
+ * (dataset_files.c). */
 #ifndef DPBENCH_DATASET_H
 #define DPBENCH_DATASET_H
 

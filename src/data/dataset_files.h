@@ -1,9 +1,7 @@
-/* The labelled, file-backed dataset kinds behind struct dataset:
- *   idx      MNIST / Fashion-MNIST idx files, plain or gzip, loaded up front;
- *   cifar10  the CIFAR-10 binary batches, loaded up front;
- *   folder   torchvision's ImageFolder layout, each JPEG/PNG read and decoded
- *            when its sample is loaded (by a loader worker).
- * Everything that can be checked before training is checked at load. */
+/* The labelled, file-backed dataset kinds behind struct dataset (idx,
+ * cifar10, folder: kind_*.c): loading both splits through the kind, the
+ * checks they share, and per-sample access. Everything that can be checked
+ * before training is checked at load. */
 #ifndef DPBENCH_DATASET_FILES_H
 #define DPBENCH_DATASET_FILES_H
 
@@ -26,6 +24,7 @@ struct files_size {
  * malformed: loading reports why). */
 bool dataset_files_size(const struct config *c, struct files_size *s);
 
+/* Loads dataset.path and the eval split; on failure the caller frees d. */
 int dataset_files_load(struct dataset *d, const struct config *c, struct error *e);
 int dataset_files_get(const struct dataset *d, long i, long epoch, float *x, float *y,
                       long *bytes_read, struct error *e);

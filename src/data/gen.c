@@ -17,13 +17,17 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "dataset_kind.h"
 #include "image.h"
 #include "rng.h"
 #include "staging.h"
 #include "util.h"
 
+struct gen_kind;
+
 struct gen {
     const char *kind, *dir;
+    const struct gen_kind *gk; // what writes kind
     int classes, per_class, eval_per_class;
     int w, h, quality;
     enum image_format format;
@@ -216,6 +220,91 @@ static int write_idx(const struct gen *g, const char *prefix, int per_class, uin
     return rc;
 }
 
+/* ---- the kinds --make-dataset writes: shape defaults and checks, then the
+ * files (into g->dir, the staging folder) ---------------------------------- */
+
+static int cifar_check(struct gen *g, bool sized, struct error *e)
+{
+    if ((sized && (g->w != 32 || g->h != 32)) || g->classes != 10)
+        return error_set(e, "--make-dataset cifar10: the format is 10 classes of 32x32");
+    g->w = g->h = 32;
+    return 0;
+}
+
+static int idx_check(struct gen *g, bool sized, struct error *e)
+{
+    if (!sized)
+        g->w = g->h = 28;
+    if (g->w > 4096 || g->h > 4096)
+        return error_set(e, "--make-dataset idx --size: at most 4096x4096 (what dataset.kind "
+                            "idx reads), found %dx%d", g->w, g->h);
+    return 0;
+}
+
+/* New images beside old ones (other classes, counts or format) would make a
+ * dataset that is neither. */
+static int folder_check(struct gen *g, bool sized, struct error *e)
+{
+    if (!sized)
+        g->w = g->h = 32;
+    static const char *const splits[] = {"train", "val"};
+    for (int i = 0; i < 2; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/%s", g->dir, splits[i]);
+        DIR *dp = opendir(dir);
+        if (!dp)
+            continue;
+        struct dirent *de;
+        while ((de = readdir(dp)) && de->d_name[0] == '.')
+            ;
+        closedir(dp);
+        if (de)
+            return error_set(e, "--make-dataset: %s is not empty: remove it or choose another "
+                                "DIR (new images would mix with the old)", dir);
+    }
+    return 0;
+}
+
+/* The eval samples follow the training ones (eval_base), so they differ. */
+static int folder_write(const struct gen *g, struct error *e)
+{
+    uint64_t eval_base = (uint64_t)g->per_class * (uint64_t)g->classes;
+    int rc = write_folder(g, "train", g->per_class, 0, e);
+    if (!rc && g->eval_per_class)
+        rc = write_folder(g, "val", g->eval_per_class, eval_base, e);
+    return rc;
+}
+
+static int cifar_write(const struct gen *g, struct error *e)
+{
+    uint64_t eval_base = (uint64_t)g->per_class * (uint64_t)g->classes;
+    const char *const test[] = {cifar10_test_file};
+    int rc = write_cifar(g, cifar10_train_files, CIFAR10_TRAIN_FILES, g->per_class, 0, e);
+    if (!rc && g->eval_per_class)
+        rc = write_cifar(g, test, 1, g->eval_per_class, eval_base, e);
+    return rc;
+}
+
+static int idx_write(const struct gen *g, struct error *e)
+{
+    uint64_t eval_base = (uint64_t)g->per_class * (uint64_t)g->classes;
+    int rc = write_idx(g, "train", g->per_class, 0, e);
+    if (!rc && g->eval_per_class)
+        rc = write_idx(g, "t10k", g->eval_per_class, eval_base, e);
+    return rc;
+}
+
+/* The dataset kinds --make-dataset writes, named by their struct dataset_kind. */
+static const struct gen_kind {
+    const struct dataset_kind *kind;
+    int (*check)(struct gen *g, bool sized, struct error *e);
+    int (*write)(const struct gen *g, struct error *e);
+} gen_kinds[] = {
+    {&dataset_kind_folder, folder_check, folder_write},
+    {&dataset_kind_cifar10, cifar_check, cifar_write},
+    {&dataset_kind_idx, idx_check, idx_write},
+};
+
 static int parse_int(const char *opt, const char *v, long lo, long hi, int *out, struct error *e)
 {
     char *end;
@@ -285,71 +374,18 @@ static int parse(int argc, char **argv, struct gen *g, struct error *e)
     g->seed = (unsigned long)seed;
     if (g->eval_per_class < 0)
         g->eval_per_class = g->per_class / 5 > 0 ? g->per_class / 5 : 1;
-    if (strcmp(g->kind, "cifar10") == 0) {
-        if ((sized && (g->w != 32 || g->h != 32)) || g->classes != 10)
-            return error_set(e, "--make-dataset cifar10: the format is 10 classes of 32x32");
-        g->w = g->h = 32;
-    } else if (strcmp(g->kind, "idx") == 0) {
-        if (!sized)
-            g->w = g->h = 28;
-        if (g->w > 4096 || g->h > 4096)
-            return error_set(e, "--make-dataset idx --size: at most 4096x4096 (what dataset.kind "
-                                "idx reads), found %dx%d", g->w, g->h);
-    } else if (strcmp(g->kind, "folder") == 0) {
-        if (!sized)
-            g->w = g->h = 32;
-        /* new images beside old ones (other classes, counts or format) would
-         * make a dataset that is neither */
-        static const char *const splits[] = {"train", "val"};
-        for (int i = 0; i < 2; i++) {
-            char dir[4200];
-            snprintf(dir, sizeof dir, "%s/%s", g->dir, splits[i]);
-            DIR *dp = opendir(dir);
-            if (!dp)
-                continue;
-            struct dirent *de;
-            while ((de = readdir(dp)) && de->d_name[0] == '.')
-                ;
-            closedir(dp);
-            if (de)
-                return error_set(e, "--make-dataset: %s is not empty: remove it or choose another "
-                                    "DIR (new images would mix with the old)", dir);
-        }
-    } else {
+    for (size_t i = 0; i < sizeof gen_kinds / sizeof *gen_kinds && !g->gk; i++)
+        if (strcmp(g->kind, gen_kinds[i].kind->name) == 0)
+            g->gk = &gen_kinds[i];
+    if (!g->gk)
         return error_set(e, "--make-dataset: KIND must be folder, cifar10 or idx, found '%s'",
                          g->kind);
-    }
-    return 0;
+    return g->gk->check(g, sized, e);
 }
 
 static const char *signal_name(int sig)
 {
     return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
-}
-
-/* The dataset's files, into g->dir (the staging folder). */
-static int write_kind(const struct gen *g, struct error *e)
-{
-    uint64_t eval_base = (uint64_t)g->per_class * (uint64_t)g->classes; // eval samples differ
-    int rc;
-    if (strcmp(g->kind, "folder") == 0) {
-        rc = write_folder(g, "train", g->per_class, 0, e);
-        if (!rc && g->eval_per_class)
-            rc = write_folder(g, "val", g->eval_per_class, eval_base, e);
-    } else if (strcmp(g->kind, "cifar10") == 0) {
-        static const char *const train[] = {"data_batch_1.bin", "data_batch_2.bin",
-                                            "data_batch_3.bin", "data_batch_4.bin",
-                                            "data_batch_5.bin"};
-        static const char *const test[] = {"test_batch.bin"};
-        rc = write_cifar(g, train, 5, g->per_class, 0, e);
-        if (!rc && g->eval_per_class)
-            rc = write_cifar(g, test, 1, g->eval_per_class, eval_base, e);
-    } else {
-        rc = write_idx(g, "train", g->per_class, 0, e);
-        if (!rc && g->eval_per_class)
-            rc = write_idx(g, "t10k", g->eval_per_class, eval_base, e);
-    }
-    return rc;
 }
 
 int gen_main(int argc, char **argv)
@@ -380,7 +416,7 @@ int gen_main(int argc, char **argv)
         return 1;
     }
     g.dir = st.path;
-    int rc = write_kind(&g, &e);
+    int rc = g.gk->write(&g, &e); // into the staging folder
     if (!rc && !stop_requested())
         rc = staging_commit(&st, NULL, &e);
     else

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "dataset_files.h"
+#include "dataset_kind.h"
 #include "loader.h"
 #include "staging.h"
 #include "train.h"
@@ -194,7 +195,7 @@ static int write_json(const char *dir, const char *name, cJSON *doc, struct erro
 
 bool export_has_data(const struct config *c)
 {
-    return strcmp(c->dataset.kind, "random") == 0;
+    return !dataset_kind_of(c)->labelled;
 }
 
 int export_init(struct export *x, const char *dir, struct error *e)

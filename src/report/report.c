@@ -1,6 +1,7 @@
 /* Summaries, verdicts and the three renderers (text, JSON, CSV) over one
  * `struct results`, plus atomic result files. */
 #include "report.h"
+#include "dataset_kind.h"
 #include "report_ddp.h"
 #include "report_emulated.h"
 #include "rlimits.h"
@@ -308,7 +309,7 @@ static void text_header(FILE *f, const struct results *r)
     if (r->machine.devices[0])
         fprintf(f, "# devices: %s\n", r->machine.devices);
     const struct config *rc = &run0->cfg; // labelled data decides the shapes
-    if (strcmp(rc->dataset.kind, "random") != 0)
+    if (dataset_kind_of(rc)->labelled)
         fprintf(f, "# dataset: %s %s, loss %s\n", rc->dataset.kind, rc->dataset.path, run0->loss);
     fprintf(f, "# data: %ld x %ld -> %ld, seed %ld; batch %ld, shuffle %s, drop_last %s, "
                "%ld batches/epoch\n",
@@ -357,7 +358,7 @@ static void text_header_tail(FILE *f, const struct results *r)
 /* Labelled data adds accuracy and file reads to the epoch table. */
 static bool labelled(const struct run_result *run)
 {
-    return strcmp(run->cfg.dataset.kind, "random") != 0;
+    return dataset_kind_of(&run->cfg)->labelled;
 }
 
 static void text_epochs(FILE *f, const struct run_result *run)

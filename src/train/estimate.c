@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "config.h"
 #include "dataset_files.h"
+#include "dataset_kind.h"
 #include "loader.h"
 #include "train.h"
 
@@ -41,7 +42,7 @@ int estimate_host(const struct config *c, struct estimate *est)
     /* labelled data decides the shapes; idx and cifar10 are held in memory,
      * counted from their headers (a folder holds only its file names) */
     struct files_size fs;
-    bool files = strcmp(c->dataset.kind, "random") != 0 && dataset_files_size(c, &fs);
+    bool files = dataset_kind_of(c)->labelled && dataset_files_size(c, &fs);
     if (files)
         L = (size_t)fs.length, F = (size_t)fs.features, O = (size_t)fs.classes;
     size_t R = (size_t)(c->parallel.n_devices ? c->parallel.n_devices : c->parallel.replicas);
@@ -53,7 +54,7 @@ int estimate_host(const struct config *c, struct estimate *est)
     /* dataset: x, y, the teacher; or the labelled arrays */
     if (files)
         est->dataset = fs.bytes;
-    else if (strcmp(c->dataset.kind, "random") == 0)
+    else if (!dataset_kind_of(c)->labelled)
         ok = ok && add_mul(&est->dataset, L, (F + O) * sizeof(float)) &&
              add_mul(&est->dataset, P, sizeof(float));
     /* loader: the epoch's order and the batch pool (samples and their ids) */

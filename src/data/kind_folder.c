@@ -1,0 +1,303 @@
+/* dataset.kind folder: torchvision's ImageFolder layout (dataset.path is
+ * the root, each class a folder below it), each JPEG/PNG read and decoded
+ * when its sample is loaded (by a loader worker). */
+#include "dataset_kind.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "dataset.h"
+#include "files.h"
+#include "image.h"
+
+enum { HEADER_BYTES = 64 * 1024 }; // enough for any JPEG/PNG header we meet
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names of dir's entries, hidden ones too (torchvision's os.scandir
+ * and os.walk list them). */
+static int list_dir(const char *dir, char ***names, int *n, struct error *e)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return error_set(e, "%s: cannot open folder: %s", dir, strerror(errno));
+    char **v = NULL;
+    int len = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(dp))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (len == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv)
+                goto oom;
+            v = nv;
+        }
+        if (!(v[len] = strdup(de->d_name)))
+            goto oom;
+        len++;
+    }
+    closedir(dp);
+    qsort(v, (size_t)len, sizeof *v, cmp_str);
+    *names = v;
+    *n = len;
+    return 0;
+oom:
+    closedir(dp);
+    for (int i = 0; i < len; i++)
+        free(v[i]);
+    free(v);
+    return error_set(e, "%s: out of memory listing the folder", dir);
+}
+
+
+/* torchvision's IMG_EXTENSIONS, matched as it does (the lower-cased name
+ * ends with one): 1 for those dpbench decodes, -1 for the others (ImageFolder
+ * would load them: refused, not skipped, or the dataset would differ), 0 for
+ * any other name (skipped, as ImageFolder skips it). */
+static int image_name(const char *name)
+{
+    static const char *const exts[] = {".jpg", ".jpeg", ".png", // decoded here
+                                       ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof exts / sizeof *exts; i++) {
+        size_t k = strlen(exts[i]);
+        if (n >= k && strcasecmp(name + n - k, exts[i]) == 0)
+            return i < 3 ? 1 : -1;
+    }
+    return 0;
+}
+
+/* A class folder as torchvision's make_dataset walks it: os.walk(followlinks
+ * = True) gives every folder below it, symlinks followed; sorted() orders
+ * them by path; each one's files (every entry that is not a folder) sorted
+ * by name. */
+struct walked {
+    char *path;
+    char **files; // (n_files) names, sorted
+    int n_files;
+};
+
+struct walk {
+    struct walked *dirs; // (n) in the order met; sorted by path afterwards
+    int n, cap;
+    struct { dev_t dev; ino_t ino; int at; } *up; // (depth) the folders above, for loops
+    int depth, up_cap;
+};
+
+static int cmp_walked(const void *a, const void *b)
+{
+    return strcmp(((const struct walked *)a)->path, ((const struct walked *)b)->path);
+}
+
+static void walk_free(struct walk *w)
+{
+    for (int i = 0; i < w->n; i++) {
+        free(w->dirs[i].path);
+        files_free_names(w->dirs[i].files, w->dirs[i].n_files);
+    }
+    free(w->dirs);
+    free(w->up);
+}
+
+/* Adds dir and the folders below it. A folder that is one of its own
+ * ancestors (a symlink loop, which os.walk would follow until the path is
+ * too long) is an error. */
+static int walk_dir(struct walk *w, const char *dir, struct error *e)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return error_set(e, "%s: cannot open folder: %s", dir, strerror(errno));
+    for (int i = 0; i < w->depth; i++)
+        if (w->up[i].dev == st.st_dev && w->up[i].ino == st.st_ino)
+            return error_set(e, "%s: a symlink loop (it is %s again)", dir,
+                             w->dirs[w->up[i].at].path);
+    char **names;
+    int n;
+    if (list_dir(dir, &names, &n, e))
+        return -1;
+    if (w->n == w->cap || w->depth == w->up_cap) {
+        w->cap = w->n == w->cap ? (w->cap ? 2 * w->cap : 16) : w->cap;
+        w->up_cap = w->depth == w->up_cap ? (w->up_cap ? 2 * w->up_cap : 16) : w->up_cap;
+        struct walked *d = realloc(w->dirs, (size_t)w->cap * sizeof *d);
+        if (d)
+            w->dirs = d;
+        void *u = d ? realloc(w->up, (size_t)w->up_cap * sizeof *w->up) : NULL;
+        if (u)
+            w->up = u;
+        if (!d || !u) {
+            files_free_names(names, n);
+            return error_set(e, "%s: out of memory listing the folder", dir);
+        }
+    }
+    int at = w->n++, files = 0, rc = 0;
+    w->dirs[at] = (struct walked){.path = strdup(dir)};
+    w->up[w->depth].dev = st.st_dev;
+    w->up[w->depth].ino = st.st_ino;
+    w->up[w->depth++].at = at;
+    if (!w->dirs[at].path)
+        rc = error_set(e, "%s: out of memory listing the folder", dir);
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        struct stat s;
+        if (!rc && snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path)
+            rc = error_set(e, "%s/%s: path too long", dir, names[i]);
+        if (!rc && stat(path, &s) == 0 && S_ISDIR(s.st_mode)) { // a folder: walked, not a file
+            rc = walk_dir(w, path, e);
+            free(names[i]);
+        } else if (rc) {
+            free(names[i]);
+        } else {
+            names[files++] = names[i];
+        }
+    }
+    w->depth--;
+    w->dirs[at].files = names;
+    w->dirs[at].n_files = files;
+    return rc;
+}
+
+/* Width and height of an image file from its first bytes. */
+static int file_header(const char *path, int *w, int *h, struct error *e)
+{
+    uint8_t *buf;
+    size_t n;
+    bool whole;
+    if (files_read_plain(path, HEADER_BYTES, &buf, &n, &whole, e))
+        return -1;
+    int rc = image_header(buf, n, w, h, e);
+    free(buf);
+    if (rc && !whole) { // a header longer than the prefix: try the whole file
+        if (files_read_plain(path, 0, &buf, &n, NULL, e))
+            return -1;
+        rc = image_header(buf, n, w, h, e);
+        free(buf);
+    }
+    return rc ? error_wrap(e, "%s", path) : 0;
+}
+
+/* The images found so far and the first one's size. */
+struct folder_scan {
+    long cap;
+    int w0, h0;            // the first image's size
+    char first[PATH_MAX];  // and its path
+    bool resize;           // sizes may differ
+};
+
+/* Adds the image at path to class k after reading its header. */
+static int folder_add(struct dataset *d, struct file_data *f, struct folder_scan *sc,
+                      const char *path, int k, struct error *e)
+{
+    int w, h;
+    if (file_header(path, &w, &h, e))
+        return -1;
+    if (!sc->w0) {
+        sc->w0 = w, sc->h0 = h;
+        snprintf(sc->first, sizeof sc->first, "%s", path);
+    } else if (!sc->resize && (w != sc->w0 || h != sc->h0)) {
+        return error_set(e, "%s is %dx%d but %s is %dx%d: images of different sizes need "
+                            "transform.resize", path, w, h, sc->first, sc->w0, sc->h0);
+    }
+    if (d->length == sc->cap) {
+        sc->cap = sc->cap ? sc->cap * 2 : 1024;
+        char **p = realloc(f->paths, (size_t)sc->cap * sizeof *p);
+        if (p)
+            f->paths = p;
+        int32_t *l = realloc(f->labels, (size_t)sc->cap * sizeof *l);
+        if (l)
+            f->labels = l;
+        if (!p || !l)
+            return error_set(e, "out of memory listing %s", path);
+    }
+    f->labels[d->length] = k;
+    if (!(f->paths[d->length] = strdup(path)))
+        return error_set(e, "out of memory listing %s", path);
+    d->length++;
+    return 0;
+}
+
+/* torchvision's ImageFolder: the classes are root's folders (symlinks to
+ * folders too, hidden ones too), sorted; each class's images are found
+ * through the whole tree below its folder (struct walk's order), kept when
+ * the name has one of torchvision's image extensions. */
+static int folder_load(struct dataset *d, struct file_data *f, const char *root, bool train,
+                       bool resize, struct error *e)
+{
+    (void)train;
+    char **classes = NULL;
+    int n_classes = 0;
+    struct folder_scan sc = {.resize = resize};
+    if (list_dir(root, &classes, &n_classes, e))
+        return -1;
+    int kept = 0;
+    for (int k = 0; k < n_classes; k++) { // class folders only; files at the root are ignored
+        char dir[PATH_MAX];
+        struct stat st;
+        snprintf(dir, sizeof dir, "%s/%s", root, classes[k]);
+        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+            classes[kept++] = classes[k];
+        else
+            free(classes[k]);
+    }
+    n_classes = kept;
+    if (n_classes == 0) {
+        free(classes);
+        return error_set(e, "%s: no class folders (expected ROOT/<class>/<image>)", root);
+    }
+    f->class_names = classes;
+    d->classes = n_classes;
+    f->c = 3;
+    for (int k = 0; k < n_classes; k++) {
+        char dir[PATH_MAX];
+        struct walk w = {0};
+        long before = d->length;
+        int rc = 0;
+        snprintf(dir, sizeof dir, "%s/%s", root, classes[k]);
+        rc = walk_dir(&w, dir, e);
+        qsort(w.dirs, (size_t)w.n, sizeof *w.dirs, cmp_walked);
+        for (int i = 0; !rc && i < w.n; i++)
+            for (int j = 0; !rc && j < w.dirs[i].n_files; j++) {
+                char path[PATH_MAX];
+                const char *name = w.dirs[i].files[j];
+                snprintf(path, sizeof path, "%s/%s", w.dirs[i].path, name);
+                int kind = image_name(name);
+                if (kind < 0)
+                    rc = error_set(e, "%s: torchvision's ImageFolder would load this image, "
+                                      "but dpbench decodes only JPEG and PNG", path);
+                else if (kind > 0)
+                    rc = folder_add(d, f, &sc, path, k, e);
+            }
+        walk_free(&w);
+        if (!rc && d->length == before)
+            rc = error_set(e, "%s: empty class folder (no .jpg, .jpeg or .png file in it or "
+                              "below it; every class needs at least one image)", dir);
+        if (rc)
+            return -1;
+    }
+    f->h = resize ? 0 : sc.h0;
+    f->w = resize ? 0 : sc.w0;
+    return 0;
+}
+
+static void folder_label_where(const struct file_data *f, long i, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", f->paths[i]);
+}
+
+const struct dataset_kind dataset_kind_folder = {
+    .name = "folder",
+    .labelled = true,
+    .load = folder_load,
+    .label_where = folder_label_where,
+    .made_in = MADE_IN_PARENT_OF_TRAIN,
+};
