@@ -1,6 +1,7 @@
 /* Summaries, verdicts and the three renderers (text, JSON, CSV) over one
  * `struct results`, plus atomic result files. */
 #include "report.h"
+#include "report_columns.h"
 #include "report_ddp.h"
 #include "report_emulated.h"
 #include "rlimits.h"
@@ -355,34 +356,39 @@ static void text_header_tail(FILE *f, const struct results *r)
 }
 
 /* Labelled data adds accuracy and file reads to the epoch table. */
-static bool labelled(const struct run_result *run)
+bool report_labelled(const struct run_result *run)
 {
     return strcmp(run->cfg.dataset.kind, "random") != 0;
 }
 
+/* The text epoch table: epoch_columns[] with a text format that the run shows. */
+static bool text_has(const struct epoch_column *c, const struct run_result *run)
+{
+    return c->text_fmt && (!c->text_if || c->text_if(run));
+}
+
 static void text_epochs(FILE *f, const struct run_result *run)
 {
-    bool lab = labelled(run);
-    fprintf(f, "%6s %11s %12s %12s %11s %11s %11s %8s", "epoch", "time", "samples/s", "loss",
-            "wait", "copy", "compute", "overlap");
-    if (lab)
-        fprintf(f, " %8s %10s %9s", "accuracy", "read", "read");
-    fprintf(f, "\n%6s %11s %12s %12s %11s %11s %11s %8s", "", "ms", "", "", "ms", "ms", "ms",
-            "%");
-    if (lab)
-        fprintf(f, " %8s %10s %9s", "%", "MB", "MB/s");
-    fprintf(f, "\n");
+    for (int line = 0; line < 2; line++) { // the headers, then their units
+        for (int j = 0, n = 0; j < n_epoch_columns; j++) {
+            const struct epoch_column *c = &epoch_columns[j];
+            if (text_has(c, run))
+                fprintf(f, "%s%*s", n++ ? " " : "", c->text_width,
+                        line ? c->text_unit : c->text_header);
+        }
+        fprintf(f, "\n");
+    }
     for (int k = 0; k < run->n_epochs; k++) {
-        const struct epoch_result *ep = &run->epochs[k];
-        char ov[16] = "-";
-        if (ep->st.copy_s > 0)
-            snprintf(ov, sizeof ov, "%.0f", 100 * ep->st.hidden_s / ep->st.copy_s);
-        fprintf(f, "%6ld %11.4f %12.0f %12.6g %11.4f %11.4f %11.4f %8s", ep->epoch,
-                1e3 * ep->seconds, ep->samples_per_s, ep->loss, 1e3 * ep->st.wait_s,
-                1e3 * ep->st.copy_s, 1e3 * ep->st.compute_s, ov);
-        if (lab)
-            fprintf(f, " %8.2f %10.2f %9.1f", 100 * ep->accuracy, ep->read_bytes / 1e6,
-                    ep->read_bytes / 1e6 / ep->seconds);
+        for (int j = 0, n = 0; j < n_epoch_columns; j++) {
+            const struct epoch_column *c = &epoch_columns[j];
+            if (!text_has(c, run))
+                continue;
+            double v = c->value(run, k);
+            char cell[64] = "-";
+            if (!(isnan(v) && (c->flags & COL_BLANK_NAN)))
+                snprintf(cell, sizeof cell, c->text_fmt, epoch_column_text_value(c, v));
+            fprintf(f, "%s%*s", n++ ? " " : "", c->text_width, cell);
+        }
         fprintf(f, "%s\n", report_emulated_tag(run));
     }
 }
@@ -553,27 +559,24 @@ void report_text(FILE *f, const struct results *r)
 
 void report_csv(FILE *f, const struct results *r)
 {
-    fprintf(f, "run,point,epoch,seconds,samples_per_second,loss,wait_seconds,copy_seconds,"
-               "compute_seconds,copy_bytes,hidden_copy_seconds,host_seconds,accuracy,read_bytes,"
-               "world_size,allreduce_seconds,allreduce_wait_seconds,busbw_gbps\n");
+    fprintf(f, "run,point");
+    for (int j = 0; j < n_epoch_columns; j++)
+        if (epoch_columns[j].csv_key)
+            fprintf(f, ",%s", epoch_columns[j].csv_key);
+    fputc('\n', f);
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
         for (int k = 0; k < run->n_epochs; k++) {
-            const struct epoch_result *ep = &run->epochs[k];
-            fprintf(f, "%d,\"%s\",%ld,%.6g,%.6g,%.9g,%.6g,%.6g,%.6g,%.9g,%.6g,%.6g,", i,
-                    run->label, ep->epoch, ep->seconds, ep->samples_per_s, ep->loss,
-                    ep->st.wait_s, ep->st.copy_s, ep->st.compute_s, ep->st.copy_bytes,
-                    ep->st.hidden_s, ep->st.host_s);
-            if (!isnan(ep->accuracy))
-                fprintf(f, "%.6g", ep->accuracy);
-            fprintf(f, ",%.0f,%d", ep->read_bytes, run->world_size > 0 ? run->world_size : 1);
-            double ar, wait, busbw; // ddp with several ranks: the epoch's allreduce
-            if (report_ddp_epoch(run, k, &ar, &wait, &busbw))
-                fprintf(f, ",%.6g,%.6g,", ar, wait);
-            else
-                fprintf(f, ",,,");
-            if (!isnan(busbw))
-                fprintf(f, "%.6g", busbw);
+            fprintf(f, "%d,\"%s\"", i, run->label);
+            for (int j = 0; j < n_epoch_columns; j++) {
+                const struct epoch_column *c = &epoch_columns[j];
+                if (!c->csv_key)
+                    continue;
+                double v = c->value(run, k);
+                fputc(',', f);
+                if (!(isnan(v) && (c->flags & COL_BLANK_NAN)))
+                    fprintf(f, c->csv_fmt, v);
+            }
             fputc('\n', f);
         }
     }
@@ -638,6 +641,26 @@ static cJSON *stats_json(const struct stats *st)
     cJSON_AddItemToObject(o, "p99", number_or_null(st->p99));
     cJSON_AddItemToObject(o, "ci95", pair_json(st->ci95));
     return o;
+}
+
+/* runs[i].epochs[k]: epoch_columns[] with a JSON key that the run shows */
+static cJSON *epoch_json(const struct run_result *run, int k)
+{
+    cJSON *e = cJSON_CreateObject();
+    for (int j = 0; j < n_epoch_columns; j++) {
+        const struct epoch_column *c = &epoch_columns[j];
+        if (!c->json_key || (c->json_if && !c->json_if(run)))
+            continue;
+        if (c->json_string) {
+            cJSON_AddStringToObject(e, c->json_key, c->json_string);
+            continue;
+        }
+        double v = c->value(run, k);
+        if (v == 0 && (c->flags & COL_JSON_ZERO_NULL))
+            v = NAN;
+        cJSON_AddItemToObject(e, c->json_key, number_or_null(v));
+    }
+    return e;
 }
 
 static cJSON *run_json(const struct run_result *run)
@@ -708,35 +731,8 @@ static cJSON *run_json(const struct run_result *run)
         cJSON_AddItemToArray(splits, a);
     }
     cJSON *eps = cJSON_AddArrayToObject(o, "epochs");
-    for (int k = 0; k < run->n_epochs; k++) {
-        const struct epoch_result *ep = &run->epochs[k];
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "epoch", (double)ep->epoch);
-        cJSON_AddNumberToObject(e, "seconds", ep->seconds);
-        cJSON_AddNumberToObject(e, "samples_per_second", ep->samples_per_s);
-        cJSON_AddItemToObject(e, "loss", number_or_null(ep->loss));
-        cJSON_AddNumberToObject(e, "wait_seconds", ep->st.wait_s);
-        cJSON_AddNumberToObject(e, "copy_seconds", ep->st.copy_s);
-        cJSON_AddNumberToObject(e, "compute_seconds", ep->st.compute_s);
-        cJSON_AddNumberToObject(e, "copy_bytes", ep->st.copy_bytes);
-        cJSON_AddItemToObject(e, "copy_gbps",
-                              number_or_null(ep->st.copy_s > 0
-                                                 ? ep->st.copy_bytes / ep->st.copy_s / 1e9
-                                                 : NAN));
-        cJSON_AddItemToObject(e, "overlap",
-                              number_or_null(ep->st.copy_s > 0 ? ep->st.hidden_s / ep->st.copy_s
-                                                               : NAN));
-        cJSON_AddItemToObject(e, "host_seconds",
-                              number_or_null(ep->st.host_s > 0 ? ep->st.host_s : NAN));
-        cJSON_AddNumberToObject(e, "samples", (double)ep->st.samples);
-        cJSON_AddItemToObject(e, "accuracy", number_or_null(ep->accuracy));
-        cJSON_AddNumberToObject(e, "read_bytes", ep->read_bytes);
-        cJSON_AddItemToObject(e, "read_mbps",
-                              number_or_null(ep->read_bytes > 0 ? ep->read_bytes / 1e6 / ep->seconds
-                                                                : NAN));
-        report_emulated_epoch_json(e, run, k);
-        cJSON_AddItemToArray(eps, e);
-    }
+    for (int k = 0; k < run->n_epochs; k++)
+        cJSON_AddItemToArray(eps, epoch_json(run, k));
     const struct run_summary *s = &run->sum;
     cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "stats"), "epoch_ms",
                           stats_json(&s->epoch_ms));
