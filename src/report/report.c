@@ -663,6 +663,110 @@ static cJSON *epoch_json(const struct run_result *run, int k)
     return e;
 }
 
+/* blas_threads, blas_library, blas_tune: the CPU's BLAS choice (null without one) */
+static void blas_json(cJSON *o, const struct run_result *run)
+{
+    if (run->blas.n_tried == 0) {
+        cJSON_AddNullToObject(o, "blas_threads");
+        return;
+    }
+    cJSON_AddNumberToObject(o, "blas_threads", run->blas.threads);
+    cJSON_AddStringToObject(o, "blas_library", hostmm_lib_name(run->blas.lib));
+    cJSON *tune = cJSON_AddArrayToObject(o, "blas_tune");
+    for (int i = 0; i < run->blas.n_tried; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "threads", run->blas.tried[i]);
+        cJSON_AddStringToObject(t, "library", hostmm_lib_name(run->blas.tried_lib[i]));
+        cJSON_AddNumberToObject(t, "seconds_per_step", run->blas.seconds[i]);
+        cJSON_AddItemToArray(tune, t);
+    }
+}
+
+/* "floor": the least an epoch can take, null when not measured */
+static void floor_json(cJSON *o, const struct run_result *run)
+{
+    if (!run->floor.measured) {
+        cJSON_AddNullToObject(o, "floor");
+        return;
+    }
+    const struct run_floor *fl = &run->floor;
+    cJSON *fo = cJSON_AddObjectToObject(o, "floor");
+    cJSON_AddNumberToObject(fo, "gather_seconds", fl->gather_s);
+    cJSON_AddNumberToObject(fo, "loading_seconds", fl->loading_s);
+    cJSON_AddItemToObject(fo, "compute_seconds", number_or_null(fl->compute_s));
+    cJSON_AddItemToObject(fo, "copy_seconds", number_or_null(fl->copy_s));
+    cJSON_AddNumberToObject(fo, "apart_seconds", fl->apart_s);
+    cJSON_AddStringToObject(fo, "kind", fl->overlapped ? "overlapped" : "apart");
+    cJSON_AddNumberToObject(fo, "seconds", fl->seconds);
+    cJSON_AddItemToObject(fo, "ratio", number_or_null(run->sum.floor_ratio));
+}
+
+/* "splits": each batch's rows per replica (or rank), the used ones */
+static cJSON *splits_json(const struct run_result *run)
+{
+    cJSON *splits = cJSON_CreateArray();
+    for (long k = 0; k < run->n_split_batches; k++) {
+        cJSON *a = cJSON_CreateArray();
+        for (int i = 0; i < split_width(run); i++) {
+            long rows = run->splits[k * split_width(run) + i];
+            if (rows > 0)
+                cJSON_AddItemToArray(a, cJSON_CreateNumber((double)rows));
+        }
+        cJSON_AddItemToArray(splits, a);
+    }
+    return splits;
+}
+
+/* "summary": the run's figures (report_summarize_run), the verdict, ddp's and
+ * the emulated device's; the ddp part also adds world_size and ranks to o */
+static void summary_json(cJSON *o, const struct run_result *run)
+{
+    const struct run_summary *s = &run->sum;
+    cJSON *sum = cJSON_AddObjectToObject(o, "summary");
+    cJSON_AddItemToObject(sum, "median_seconds", number_or_null(s->median_s));
+    cJSON_AddItemToObject(sum, "min_seconds", number_or_null(s->min_s));
+    cJSON_AddItemToObject(sum, "max_seconds", number_or_null(s->max_s));
+    cJSON_AddItemToObject(sum, "samples_per_second", number_or_null(s->samples_per_s));
+    cJSON_AddItemToObject(sum, "wait_share", number_or_null(s->wait_share));
+    cJSON_AddItemToObject(sum, "copy_share", number_or_null(s->copy_share));
+    cJSON_AddItemToObject(sum, "compute_share", number_or_null(s->compute_share));
+    cJSON_AddItemToObject(sum, "overlap", number_or_null(s->overlap));
+    cJSON_AddItemToObject(sum, "copy_gbps", number_or_null(s->copy_gbps));
+    cJSON_AddItemToObject(sum, "host_us_per_step", number_or_null(s->host_us));
+    cJSON_AddItemToObject(sum, "host_us_per_step_per_replica",
+                          number_or_null(s->host_us / run->replicas));
+    cJSON_AddItemToObject(sum, "final_loss", number_or_null(s->final_loss));
+    cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
+    cJSON_AddItemToObject(sum, "speedup_ci95", pair_json(s->speedup_ci95));
+    cJSON_AddStringToObject(sum, "speedup_verdict", verdict_name(s->speedup_verdict));
+    report_ddp_json(o, sum, run);
+    char verdict[256];
+    report_verdict(run, verdict, sizeof verdict);
+    cJSON_AddStringToObject(sum, "verdict", verdict);
+    cJSON_AddItemToObject(sum, "au", number_or_null(s->au));
+    report_emulated_json(sum, run);
+}
+
+/* "eval" (null when the run evaluated nothing) and "final_params" */
+static void eval_params_json(cJSON *o, const struct run_result *run)
+{
+    if (run->eval.done) {
+        cJSON *ev = cJSON_AddObjectToObject(o, "eval");
+        cJSON_AddItemToObject(ev, "loss", number_or_null(run->eval.loss));
+        cJSON_AddItemToObject(ev, "accuracy", number_or_null(run->eval.accuracy));
+        cJSON_AddNumberToObject(ev, "samples", (double)run->eval.samples);
+    } else {
+        cJSON_AddNullToObject(o, "eval");
+    }
+    cJSON *p = cJSON_AddObjectToObject(o, "final_params");
+    int O = (int)run->cfg.model.out_features, F = (int)run->cfg.dataset.features;
+    if (run->w && (long)O * F <= 4096) { // small models only: the file stays readable
+        cJSON_AddItemToObject(p, "weight", cJSON_CreateFloatArray(run->w, O * F));
+        cJSON_AddItemToObject(p, "bias", cJSON_CreateFloatArray(run->b, O));
+    }
+}
+
+/* runs[i]: the point, its config, and (unless it is another point's run) what it measured */
 static cJSON *run_json(const struct run_result *run)
 {
     cJSON *o = cJSON_CreateObject();
@@ -690,89 +794,18 @@ static cJSON *run_json(const struct run_result *run)
     cJSON_AddNumberToObject(o, "batches_per_epoch", (double)run->n_batches);
     if (run->notes[0])
         cJSON_AddStringToObject(o, "notes", run->notes);
-    if (run->blas.n_tried > 0) {
-        cJSON_AddNumberToObject(o, "blas_threads", run->blas.threads);
-        cJSON_AddStringToObject(o, "blas_library", hostmm_lib_name(run->blas.lib));
-        cJSON *tune = cJSON_AddArrayToObject(o, "blas_tune");
-        for (int i = 0; i < run->blas.n_tried; i++) {
-            cJSON *t = cJSON_CreateObject();
-            cJSON_AddNumberToObject(t, "threads", run->blas.tried[i]);
-            cJSON_AddStringToObject(t, "library", hostmm_lib_name(run->blas.tried_lib[i]));
-            cJSON_AddNumberToObject(t, "seconds_per_step", run->blas.seconds[i]);
-            cJSON_AddItemToArray(tune, t);
-        }
-    } else {
-        cJSON_AddNullToObject(o, "blas_threads");
-    }
-    if (run->floor.measured) {
-        const struct run_floor *fl = &run->floor;
-        cJSON *fo = cJSON_AddObjectToObject(o, "floor");
-        cJSON_AddNumberToObject(fo, "gather_seconds", fl->gather_s);
-        cJSON_AddNumberToObject(fo, "loading_seconds", fl->loading_s);
-        cJSON_AddItemToObject(fo, "compute_seconds", number_or_null(fl->compute_s));
-        cJSON_AddItemToObject(fo, "copy_seconds", number_or_null(fl->copy_s));
-        cJSON_AddNumberToObject(fo, "apart_seconds", fl->apart_s);
-        cJSON_AddStringToObject(fo, "kind", fl->overlapped ? "overlapped" : "apart");
-        cJSON_AddNumberToObject(fo, "seconds", fl->seconds);
-        cJSON_AddItemToObject(fo, "ratio", number_or_null(run->sum.floor_ratio));
-    } else {
-        cJSON_AddNullToObject(o, "floor");
-    }
+    blas_json(o, run);
+    floor_json(o, run);
     if (run->stopped[0])
         cJSON_AddStringToObject(o, "stopped", run->stopped);
-    cJSON *splits = cJSON_AddArrayToObject(o, "splits");
-    for (long k = 0; k < run->n_split_batches; k++) {
-        cJSON *a = cJSON_CreateArray();
-        for (int i = 0; i < split_width(run); i++) {
-            long rows = run->splits[k * split_width(run) + i];
-            if (rows > 0)
-                cJSON_AddItemToArray(a, cJSON_CreateNumber((double)rows));
-        }
-        cJSON_AddItemToArray(splits, a);
-    }
+    cJSON_AddItemToObject(o, "splits", splits_json(run));
     cJSON *eps = cJSON_AddArrayToObject(o, "epochs");
     for (int k = 0; k < run->n_epochs; k++)
         cJSON_AddItemToArray(eps, epoch_json(run, k));
-    const struct run_summary *s = &run->sum;
     cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "stats"), "epoch_ms",
-                          stats_json(&s->epoch_ms));
-    cJSON *sum = cJSON_AddObjectToObject(o, "summary");
-    cJSON_AddItemToObject(sum, "median_seconds", number_or_null(s->median_s));
-    cJSON_AddItemToObject(sum, "min_seconds", number_or_null(s->min_s));
-    cJSON_AddItemToObject(sum, "max_seconds", number_or_null(s->max_s));
-    cJSON_AddItemToObject(sum, "samples_per_second", number_or_null(s->samples_per_s));
-    cJSON_AddItemToObject(sum, "wait_share", number_or_null(s->wait_share));
-    cJSON_AddItemToObject(sum, "copy_share", number_or_null(s->copy_share));
-    cJSON_AddItemToObject(sum, "compute_share", number_or_null(s->compute_share));
-    cJSON_AddItemToObject(sum, "overlap", number_or_null(s->overlap));
-    cJSON_AddItemToObject(sum, "copy_gbps", number_or_null(s->copy_gbps));
-    cJSON_AddItemToObject(sum, "host_us_per_step", number_or_null(s->host_us));
-    cJSON_AddItemToObject(sum, "host_us_per_step_per_replica",
-                          number_or_null(s->host_us / run->replicas));
-    cJSON_AddItemToObject(sum, "final_loss", number_or_null(s->final_loss));
-    cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
-    cJSON_AddItemToObject(sum, "speedup_ci95", pair_json(s->speedup_ci95));
-    cJSON_AddStringToObject(sum, "speedup_verdict", verdict_name(s->speedup_verdict));
-    report_ddp_json(o, sum, run);
-    char verdict[256];
-    report_verdict(run, verdict, sizeof verdict);
-    cJSON_AddStringToObject(sum, "verdict", verdict);
-    cJSON_AddItemToObject(sum, "au", number_or_null(s->au));
-    report_emulated_json(sum, run);
-    if (run->eval.done) {
-        cJSON *ev = cJSON_AddObjectToObject(o, "eval");
-        cJSON_AddItemToObject(ev, "loss", number_or_null(run->eval.loss));
-        cJSON_AddItemToObject(ev, "accuracy", number_or_null(run->eval.accuracy));
-        cJSON_AddNumberToObject(ev, "samples", (double)run->eval.samples);
-    } else {
-        cJSON_AddNullToObject(o, "eval");
-    }
-    cJSON *p = cJSON_AddObjectToObject(o, "final_params");
-    int O = (int)run->cfg.model.out_features, F = (int)run->cfg.dataset.features;
-    if (run->w && (long)O * F <= 4096) { // small models only: the file stays readable
-        cJSON_AddItemToObject(p, "weight", cJSON_CreateFloatArray(run->w, O * F));
-        cJSON_AddItemToObject(p, "bias", cJSON_CreateFloatArray(run->b, O));
-    }
+                          stats_json(&run->sum.epoch_ms));
+    summary_json(o, run);
+    eval_params_json(o, run);
     return o;
 }
 
