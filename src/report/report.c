@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
@@ -582,6 +583,27 @@ void report_csv(FILE *f, const struct results *r)
     }
 }
 
+/* The summary CSV's figures after "epochs": each key next to the double of
+ * struct run_summary it reads (fio's option table style), so header and rows
+ * come from one list. An empty field where the figure is not finite. */
+static const struct {
+    const char *key;
+    size_t at; // offsetof(struct run_summary, ...)
+} summary_csv_columns[] = {
+    {"mean_ms", offsetof(struct run_summary, epoch_ms.mean)},
+    {"stddev_ms", offsetof(struct run_summary, epoch_ms.stddev)},
+    {"median_ms", offsetof(struct run_summary, epoch_ms.median)},
+    {"min_ms", offsetof(struct run_summary, epoch_ms.min)},
+    {"max_ms", offsetof(struct run_summary, epoch_ms.max)},
+    {"p90_ms", offsetof(struct run_summary, epoch_ms.p90)},
+    {"p99_ms", offsetof(struct run_summary, epoch_ms.p99)},
+    {"ci95_low_ms", offsetof(struct run_summary, epoch_ms.ci95[0])},
+    {"ci95_high_ms", offsetof(struct run_summary, epoch_ms.ci95[1])},
+    {"samples_per_second", offsetof(struct run_summary, samples_per_s)},
+    {"final_loss", offsetof(struct run_summary, final_loss)},
+};
+enum { N_SUMMARY_CSV = sizeof summary_csv_columns / sizeof *summary_csv_columns };
+
 /* One row per point: its swept keys' values, then the statistics of its
  * epoch times (ms); a point not run again names its run in same_as. */
 void report_summary_csv(FILE *f, const struct results *r)
@@ -590,8 +612,10 @@ void report_summary_csv(FILE *f, const struct results *r)
     fprintf(f, "run,point,same_as");
     for (int k = 0; k < c->n_sweep; k++)
         fprintf(f, ",%s", c->sweep[k].key);
-    fprintf(f, ",epochs,mean_ms,stddev_ms,median_ms,min_ms,max_ms,p90_ms,p99_ms,"
-               "ci95_low_ms,ci95_high_ms,samples_per_second,final_loss\n");
+    fprintf(f, ",epochs");
+    for (int k = 0; k < N_SUMMARY_CSV; k++)
+        fprintf(f, ",%s", summary_csv_columns[k].key);
+    fputc('\n', f);
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
         fprintf(f, "%d,\"%s\",", i, run->label);
@@ -603,15 +627,15 @@ void report_summary_csv(FILE *f, const struct results *r)
             fprintf(f, ",\"%s\"", v);
         }
         const struct run_result *m = run->same ? &r->runs[run->same_as] : run; // its measurement
-        const struct stats *st = &m->sum.epoch_ms;
-        double v[] = {st->mean, st->stddev, st->median, st->min, st->max, st->p90, st->p99,
-                      st->ci95[0], st->ci95[1], m->sum.samples_per_s, m->sum.final_loss};
         fprintf(f, ",%d", m->n_epochs);
-        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
-            if (isfinite(v[k]))
-                fprintf(f, ",%.9g", v[k]);
+        for (int k = 0; k < N_SUMMARY_CSV; k++) {
+            double v;
+            memcpy(&v, (const char *)&m->sum + summary_csv_columns[k].at, sizeof v);
+            if (isfinite(v))
+                fprintf(f, ",%.9g", v);
             else
                 fprintf(f, ",");
+        }
         fputc('\n', f);
     }
 }
