@@ -150,29 +150,36 @@ static void test_stats_and_noise_warning(void **state)
     config_free(&r.cfg);
 }
 
-/* The epoch column table is the one field list of the text table, the CSV
- * and the JSON: every column is in some renderer with what that renderer
- * needs, no key is taken twice, a text header and its unit fit the width. */
-static void test_epoch_columns_table(void **state)
+/* The column tables are the one field list of their renderers: every column
+ * is in some renderer with what that renderer needs, no key is taken twice,
+ * a text header and its unit fit the width. */
+static void check_columns(const struct report_column *t, int n)
 {
-    (void)state;
-    for (int j = 0; j < n_epoch_columns; j++) {
-        const struct epoch_column *c = &epoch_columns[j];
+    assert_true(n > 0);
+    for (int j = 0; j < n; j++) {
+        const struct report_column *c = &t[j];
         assert_true(c->text_fmt || c->csv_key || c->json_key);
         assert_true(c->value || c->json_string);
         assert_true(!c->csv_key || c->csv_fmt);
         if (c->text_fmt) {
             assert_non_null(c->text_header);
             assert_non_null(c->text_unit);
-            assert_true((int)strlen(c->text_header) <= c->text_width);
+            assert_true((int)strlen(c->text_header) <= c->text_width + 1); // "±": 2 bytes
             assert_true((int)strlen(c->text_unit) <= c->text_width);
         }
         for (int i = 0; i < j; i++) {
-            const struct epoch_column *o = &epoch_columns[i];
+            const struct report_column *o = &t[i];
             assert_false(c->csv_key && o->csv_key && strcmp(c->csv_key, o->csv_key) == 0);
             assert_false(c->json_key && o->json_key && strcmp(c->json_key, o->json_key) == 0);
         }
     }
+}
+
+static void test_epoch_columns_table(void **state)
+{
+    (void)state;
+    check_columns(epoch_columns, n_epoch_columns);
+    check_columns(point_columns, n_point_columns);
 }
 
 /* The renderers walk the table: each CSV row has the header's fields, and

@@ -362,8 +362,27 @@ bool report_labelled(const struct run_result *run)
     return strcmp(run->cfg.dataset.kind, "random") != 0;
 }
 
+/* One cell of a text table: a space unless first, then s right-aligned in
+ * width columns ("±" is two bytes and one column). */
+static void text_cell(FILE *f, bool first, int width, const char *s)
+{
+    int extra = 0;
+    for (const char *p = s; *p; p++)
+        extra += ((unsigned char)*p & 0xC0) == 0x80; // UTF-8 continuation bytes
+    fprintf(f, "%s%*s", first ? "" : " ", width + extra, s);
+}
+
+/* column c's value v in the text table: its format, or "-" for a missing value */
+static void text_value(FILE *f, bool first, const struct report_column *c, double v)
+{
+    char cell[64] = "-";
+    if (!(isnan(v) && (c->flags & COL_BLANK_NAN)))
+        snprintf(cell, sizeof cell, c->text_fmt, report_column_text_value(c, v));
+    text_cell(f, first, c->text_width, cell);
+}
+
 /* The text epoch table: epoch_columns[] with a text format that the run shows. */
-static bool text_has(const struct epoch_column *c, const struct run_result *run)
+static bool text_has(const struct report_column *c, const struct run_result *run)
 {
     return c->text_fmt && (!c->text_if || c->text_if(run));
 }
@@ -372,24 +391,16 @@ static void text_epochs(FILE *f, const struct run_result *run)
 {
     for (int line = 0; line < 2; line++) { // the headers, then their units
         for (int j = 0, n = 0; j < n_epoch_columns; j++) {
-            const struct epoch_column *c = &epoch_columns[j];
+            const struct report_column *c = &epoch_columns[j];
             if (text_has(c, run))
-                fprintf(f, "%s%*s", n++ ? " " : "", c->text_width,
-                        line ? c->text_unit : c->text_header);
+                text_cell(f, n++ == 0, c->text_width, line ? c->text_unit : c->text_header);
         }
         fprintf(f, "\n");
     }
     for (int k = 0; k < run->n_epochs; k++) {
-        for (int j = 0, n = 0; j < n_epoch_columns; j++) {
-            const struct epoch_column *c = &epoch_columns[j];
-            if (!text_has(c, run))
-                continue;
-            double v = c->value(run, k);
-            char cell[64] = "-";
-            if (!(isnan(v) && (c->flags & COL_BLANK_NAN)))
-                snprintf(cell, sizeof cell, c->text_fmt, epoch_column_text_value(c, v));
-            fprintf(f, "%s%*s", n++ ? " " : "", c->text_width, cell);
-        }
+        for (int j = 0, n = 0; j < n_epoch_columns; j++)
+            if (text_has(&epoch_columns[j], run))
+                text_value(f, n++ == 0, &epoch_columns[j], epoch_columns[j].value(run, k));
         fprintf(f, "%s\n", report_emulated_tag(run));
     }
 }
@@ -423,11 +434,14 @@ int report_label_width(const struct results *r)
 void report_text_table_head(FILE *f, const struct results *r)
 {
     int w = report_label_width(r);
-    /* "±" is two bytes in UTF-8 and one column: its field is one byte wider */
-    fprintf(f, "%-*s %10s %9s %10s %10s %12s %6s %8s %12s  %s\n", w, "point", "median", "±",
-            "min", "max", "samples/s", "wait", "overlap", "loss", "speedup vs first, 95% CI");
-    fprintf(f, "%-*s %10s %8s %10s %10s %12s %6s %8s %12s  %s\n", w, "", "ms", "ms", "ms", "ms",
-            "", "%", "%", "", "x");
+    for (int line = 0; line < 2; line++) { // the headers, then their units
+        fprintf(f, "%-*s", w, line ? "" : "point");
+        for (int j = 0; j < n_point_columns; j++)
+            if (point_columns[j].text_fmt)
+                text_cell(f, false, point_columns[j].text_width,
+                          line ? point_columns[j].text_unit : point_columns[j].text_header);
+        fprintf(f, "  %s\n", line ? "x" : "speedup vs first, 95% CI");
+    }
 }
 
 void report_text_row(FILE *f, const struct results *r, int i)
@@ -440,15 +454,13 @@ void report_text_row(FILE *f, const struct results *r, int i)
                 run->notes[0] ? run->notes : "the same effective settings");
         return;
     }
-    const struct run_summary *s = &run->sum;
-    char ov[16] = "-", sp[64];
-    if (!isnan(s->overlap))
-        snprintf(ov, sizeof ov, "%.0f", 100 * s->overlap);
-    text_speedup(s, sp, sizeof sp);
-    fprintf(f, "%-*s %10.4f %8.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g  %s%s\n", w, label,
-            1e3 * s->median_s, half_ci(&s->epoch_ms), 1e3 * s->min_s, 1e3 * s->max_s,
-            s->samples_per_s, 100 * s->wait_share, ov, s->final_loss, sp,
-            report_emulated_tag(run));
+    char sp[64];
+    text_speedup(&run->sum, sp, sizeof sp);
+    fprintf(f, "%-*s", w, label);
+    for (int j = 0; j < n_point_columns; j++)
+        if (point_columns[j].text_fmt)
+            text_value(f, false, &point_columns[j], point_columns[j].value(run, -1));
+    fprintf(f, "  %s%s\n", sp, report_emulated_tag(run));
 }
 
 static void text_warnings(FILE *f, const struct results *r)
@@ -570,7 +582,7 @@ void report_csv(FILE *f, const struct results *r)
         for (int k = 0; k < run->n_epochs; k++) {
             fprintf(f, "%d,\"%s\"", i, run->label);
             for (int j = 0; j < n_epoch_columns; j++) {
-                const struct epoch_column *c = &epoch_columns[j];
+                const struct report_column *c = &epoch_columns[j];
                 if (!c->csv_key)
                     continue;
                 double v = c->value(run, k);
@@ -672,7 +684,7 @@ static cJSON *epoch_json(const struct run_result *run, int k)
 {
     cJSON *e = cJSON_CreateObject();
     for (int j = 0; j < n_epoch_columns; j++) {
-        const struct epoch_column *c = &epoch_columns[j];
+        const struct report_column *c = &epoch_columns[j];
         if (!c->json_key || (c->json_if && !c->json_if(run)))
             continue;
         if (c->json_string) {
@@ -747,19 +759,10 @@ static void summary_json(cJSON *o, const struct run_result *run)
 {
     const struct run_summary *s = &run->sum;
     cJSON *sum = cJSON_AddObjectToObject(o, "summary");
-    cJSON_AddItemToObject(sum, "median_seconds", number_or_null(s->median_s));
-    cJSON_AddItemToObject(sum, "min_seconds", number_or_null(s->min_s));
-    cJSON_AddItemToObject(sum, "max_seconds", number_or_null(s->max_s));
-    cJSON_AddItemToObject(sum, "samples_per_second", number_or_null(s->samples_per_s));
-    cJSON_AddItemToObject(sum, "wait_share", number_or_null(s->wait_share));
-    cJSON_AddItemToObject(sum, "copy_share", number_or_null(s->copy_share));
-    cJSON_AddItemToObject(sum, "compute_share", number_or_null(s->compute_share));
-    cJSON_AddItemToObject(sum, "overlap", number_or_null(s->overlap));
-    cJSON_AddItemToObject(sum, "copy_gbps", number_or_null(s->copy_gbps));
-    cJSON_AddItemToObject(sum, "host_us_per_step", number_or_null(s->host_us));
-    cJSON_AddItemToObject(sum, "host_us_per_step_per_replica",
-                          number_or_null(s->host_us / run->replicas));
-    cJSON_AddItemToObject(sum, "final_loss", number_or_null(s->final_loss));
+    for (int j = 0; j < n_point_columns; j++)
+        if (point_columns[j].json_key)
+            cJSON_AddItemToObject(sum, point_columns[j].json_key,
+                                  number_or_null(point_columns[j].value(run, -1)));
     cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
     cJSON_AddItemToObject(sum, "speedup_ci95", pair_json(s->speedup_ci95));
     cJSON_AddStringToObject(sum, "speedup_verdict", verdict_name(s->speedup_verdict));

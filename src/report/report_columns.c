@@ -86,7 +86,7 @@ static double predicted_s(const struct run_result *run, int k)
 
 #define MS(header) .text_header = header, .text_unit = "ms", .text_fmt = "%.4f", .text_width = 11
 
-const struct epoch_column epoch_columns[] = {
+const struct report_column epoch_columns[] = {
     {"measured epoch, from 1", "", epoch, .text_header = "epoch", .text_unit = "",
      .text_fmt = "%.0f", .text_width = 6, .csv_key = "epoch", .csv_fmt = "%.0f", .json_key = "epoch"},
     {"wall time of the epoch", "s", seconds, MS("time"), .csv_key = "seconds", .csv_fmt = "%.6g",
@@ -148,8 +148,10 @@ const struct epoch_column epoch_columns[] = {
 
 const int n_epoch_columns = (int)(sizeof epoch_columns / sizeof *epoch_columns);
 
-double epoch_column_text_value(const struct epoch_column *c, double v)
+double report_column_text_value(const struct report_column *c, double v)
 {
+    if (c->flags & COL_TEXT_AS_IS)
+        return v;
     if (strcmp(c->text_unit, "ms") == 0)
         return 1e3 * v;
     if (strcmp(c->text_unit, "%") == 0)
@@ -158,3 +160,68 @@ double epoch_column_text_value(const struct epoch_column *c, double v)
         return v / 1e6;
     return v;
 }
+
+/* ---- per point: the run's summary (report_summarize_run) ---- */
+
+#define SUM (&run->sum)
+
+static double median_s(const struct run_result *run, int k) { (void)k; return SUM->median_s; }
+static double min_s(const struct run_result *run, int k) { (void)k; return SUM->min_s; }
+static double max_s(const struct run_result *run, int k) { (void)k; return SUM->max_s; }
+static double sum_samples_per_s(const struct run_result *run, int k)
+{
+    (void)k;
+    return SUM->samples_per_s;
+}
+static double wait_share(const struct run_result *run, int k) { (void)k; return SUM->wait_share; }
+static double copy_share(const struct run_result *run, int k) { (void)k; return SUM->copy_share; }
+static double compute_share(const struct run_result *run, int k)
+{
+    (void)k;
+    return SUM->compute_share;
+}
+static double sum_overlap(const struct run_result *run, int k) { (void)k; return SUM->overlap; }
+static double sum_copy_gbps(const struct run_result *run, int k) { (void)k; return SUM->copy_gbps; }
+static double host_us(const struct run_result *run, int k) { (void)k; return SUM->host_us; }
+static double host_us_per_replica(const struct run_result *run, int k)
+{
+    (void)k;
+    return SUM->host_us / run->replicas;
+}
+static double final_loss(const struct run_result *run, int k) { (void)k; return SUM->final_loss; }
+
+/* half the width of the median's 95% interval, ms */
+static double median_half_ci(const struct run_result *run, int k)
+{
+    (void)k;
+    return 0.5 * (SUM->epoch_ms.ci95[1] - SUM->epoch_ms.ci95[0]);
+}
+
+#define POINT_MS(header, width) \
+    .text_header = header, .text_unit = "ms", .text_fmt = "%.4f", .text_width = width
+
+const struct report_column point_columns[] = {
+    {"median epoch time", "s", median_s, POINT_MS("median", 10), .json_key = "median_seconds"},
+    {"half the median's 95% interval", "ms", median_half_ci, POINT_MS("±", 8),
+     .flags = COL_TEXT_AS_IS},
+    {"fastest epoch", "s", min_s, POINT_MS("min", 10), .json_key = "min_seconds"},
+    {"slowest epoch", "s", max_s, POINT_MS("max", 10), .json_key = "max_seconds"},
+    {"samples per second at the median", "1/s", sum_samples_per_s, .text_header = "samples/s",
+     .text_unit = "", .text_fmt = "%.0f", .text_width = 12, .json_key = "samples_per_second"},
+    {"share of the epochs waiting for data", "share", wait_share, .text_header = "wait",
+     .text_unit = "%", .text_fmt = "%.0f", .text_width = 6, .json_key = "wait_share"},
+    {"share of the epochs copying", "share", copy_share, .json_key = "copy_share"},
+    {"share of the epochs in DataParallel steps", "share", compute_share,
+     .json_key = "compute_share"},
+    {"share of the copy time hidden behind compute", "share", sum_overlap,
+     .text_header = "overlap", .text_unit = "%", .text_fmt = "%.0f", .text_width = 8,
+     .json_key = "overlap", .flags = COL_BLANK_NAN},
+    {"copy bandwidth", "GB/s", sum_copy_gbps, .json_key = "copy_gbps"},
+    {"host time issuing a step's device work", "us", host_us, .json_key = "host_us_per_step"},
+    {"the same per replica", "us", host_us_per_replica,
+     .json_key = "host_us_per_step_per_replica"},
+    {"loss of the last epoch", "", final_loss, .text_header = "loss", .text_unit = "",
+     .text_fmt = "%.6g", .text_width = 12, .json_key = "final_loss"},
+};
+
+const int n_point_columns = (int)(sizeof point_columns / sizeof *point_columns);
