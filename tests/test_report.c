@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include "report.h"
+#include "report_columns.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -149,12 +150,91 @@ static void test_stats_and_noise_warning(void **state)
     config_free(&r.cfg);
 }
 
+/* The column tables are the one field list of their renderers: every column
+ * is in some renderer with what that renderer needs, no key is taken twice,
+ * a text header and its unit fit the width. */
+static void check_columns(const struct report_column *t, int n)
+{
+    assert_true(n > 0);
+    for (int j = 0; j < n; j++) {
+        const struct report_column *c = &t[j];
+        assert_true(c->text_fmt || c->csv_key || c->json_key);
+        assert_true(c->value || c->json_string);
+        assert_true(!c->csv_key || c->csv_fmt);
+        if (c->text_fmt) {
+            assert_non_null(c->text_header);
+            assert_non_null(c->text_unit);
+            assert_true((int)strlen(c->text_header) <= c->text_width + 1); // "±": 2 bytes
+            assert_true((int)strlen(c->text_unit) <= c->text_width);
+        }
+        for (int i = 0; i < j; i++) {
+            const struct report_column *o = &t[i];
+            assert_false(c->csv_key && o->csv_key && strcmp(c->csv_key, o->csv_key) == 0);
+            assert_false(c->json_key && o->json_key && strcmp(c->json_key, o->json_key) == 0);
+        }
+    }
+}
+
+static void test_epoch_columns_table(void **state)
+{
+    (void)state;
+    check_columns(epoch_columns, n_epoch_columns);
+    check_columns(point_columns, n_point_columns);
+}
+
+/* The renderers walk the table: each CSV row has the header's fields, and
+ * each text row of the epoch table is as wide as its header (labelled data
+ * adds columns to both). */
+static void test_epoch_rows_match_headers(void **state)
+{
+    (void)state;
+    double ms[2] = {10.0, 12.0};
+    struct epoch_result eps[2];
+    struct run_result run;
+    run_of(ms, 2, &run, eps);
+    struct results r = {.runs = &run, .n_runs = 1};
+    config_defaults(&r.cfg);
+    for (int lab = 0; lab < 2; lab++) {
+        if (lab)
+            snprintf(run.cfg.dataset.kind, sizeof run.cfg.dataset.kind, "idx");
+        report_summarize(&r);
+        static char text[65536];
+        FILE *f = fmemopen(text, sizeof text, "w");
+        report_csv(f, &r);
+        fclose(f);
+        int fields[3] = {0}, line = 0;
+        for (const char *p = text; *p && line < 3; p++)
+            if (*p == ',')
+                fields[line]++;
+            else if (*p == '\n')
+                line++;
+        assert_int_equal(line, 3);
+        assert_int_equal(fields[1], fields[0]);
+        assert_int_equal(fields[2], fields[0]);
+        f = fmemopen(text, sizeof text, "w");
+        report_text(f, &r);
+        fclose(f);
+        const char *head = strstr(text, " epoch ");
+        assert_non_null(head);
+        size_t w = strcspn(head, "\n");
+        for (int k = 0; k < 3; k++) { // the units line, then the two epochs
+            head += strcspn(head, "\n") + 1;
+            assert_int_equal(strcspn(head, "\n"), w);
+        }
+        assert_true(lab ? strstr(text, "accuracy") != NULL : strstr(text, "accuracy") == NULL);
+    }
+    config_free(&run.cfg);
+    config_free(&r.cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict_needs_a_dominant_stage),
         cmocka_unit_test(test_nonfinite_loss_stops_the_run),
         cmocka_unit_test(test_stats_and_noise_warning),
+        cmocka_unit_test(test_epoch_columns_table),
+        cmocka_unit_test(test_epoch_rows_match_headers),
     };
     return cmocka_run_group_tests_name("report", tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
  * `struct results`, plus atomic result files. */
 #include "report.h"
 #include "dataset_kind.h"
+#include "report_columns.h"
 #include "report_ddp.h"
 #include "report_emulated.h"
 #include "rlimits.h"
@@ -11,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
@@ -356,34 +358,50 @@ static void text_header_tail(FILE *f, const struct results *r)
 }
 
 /* Labelled data adds accuracy and file reads to the epoch table. */
-static bool labelled(const struct run_result *run)
+bool report_labelled(const struct run_result *run)
 {
     return dataset_kind_of(&run->cfg)->labelled;
 }
 
+/* One cell of a text table: a space unless first, then s right-aligned in
+ * width columns ("±" is two bytes and one column). */
+static void text_cell(FILE *f, bool first, int width, const char *s)
+{
+    int extra = 0;
+    for (const char *p = s; *p; p++)
+        extra += ((unsigned char)*p & 0xC0) == 0x80; // UTF-8 continuation bytes
+    fprintf(f, "%s%*s", first ? "" : " ", width + extra, s);
+}
+
+/* column c's value v in the text table: its format, or "-" for a missing value */
+static void text_value(FILE *f, bool first, const struct report_column *c, double v)
+{
+    char cell[64] = "-";
+    if (!(isnan(v) && (c->flags & COL_BLANK_NAN)))
+        snprintf(cell, sizeof cell, c->text_fmt, report_column_text_value(c, v));
+    text_cell(f, first, c->text_width, cell);
+}
+
+/* The text epoch table: epoch_columns[] with a text format that the run shows. */
+static bool text_has(const struct report_column *c, const struct run_result *run)
+{
+    return c->text_fmt && (!c->text_if || c->text_if(run));
+}
+
 static void text_epochs(FILE *f, const struct run_result *run)
 {
-    bool lab = labelled(run);
-    fprintf(f, "%6s %11s %12s %12s %11s %11s %11s %8s", "epoch", "time", "samples/s", "loss",
-            "wait", "copy", "compute", "overlap");
-    if (lab)
-        fprintf(f, " %8s %10s %9s", "accuracy", "read", "read");
-    fprintf(f, "\n%6s %11s %12s %12s %11s %11s %11s %8s", "", "ms", "", "", "ms", "ms", "ms",
-            "%");
-    if (lab)
-        fprintf(f, " %8s %10s %9s", "%", "MB", "MB/s");
-    fprintf(f, "\n");
+    for (int line = 0; line < 2; line++) { // the headers, then their units
+        for (int j = 0, n = 0; j < n_epoch_columns; j++) {
+            const struct report_column *c = &epoch_columns[j];
+            if (text_has(c, run))
+                text_cell(f, n++ == 0, c->text_width, line ? c->text_unit : c->text_header);
+        }
+        fprintf(f, "\n");
+    }
     for (int k = 0; k < run->n_epochs; k++) {
-        const struct epoch_result *ep = &run->epochs[k];
-        char ov[16] = "-";
-        if (ep->st.copy_s > 0)
-            snprintf(ov, sizeof ov, "%.0f", 100 * ep->st.hidden_s / ep->st.copy_s);
-        fprintf(f, "%6ld %11.4f %12.0f %12.6g %11.4f %11.4f %11.4f %8s", ep->epoch,
-                1e3 * ep->seconds, ep->samples_per_s, ep->loss, 1e3 * ep->st.wait_s,
-                1e3 * ep->st.copy_s, 1e3 * ep->st.compute_s, ov);
-        if (lab)
-            fprintf(f, " %8.2f %10.2f %9.1f", 100 * ep->accuracy, ep->read_bytes / 1e6,
-                    ep->read_bytes / 1e6 / ep->seconds);
+        for (int j = 0, n = 0; j < n_epoch_columns; j++)
+            if (text_has(&epoch_columns[j], run))
+                text_value(f, n++ == 0, &epoch_columns[j], epoch_columns[j].value(run, k));
         fprintf(f, "%s\n", report_emulated_tag(run));
     }
 }
@@ -417,11 +435,14 @@ int report_label_width(const struct results *r)
 void report_text_table_head(FILE *f, const struct results *r)
 {
     int w = report_label_width(r);
-    /* "±" is two bytes in UTF-8 and one column: its field is one byte wider */
-    fprintf(f, "%-*s %10s %9s %10s %10s %12s %6s %8s %12s  %s\n", w, "point", "median", "±",
-            "min", "max", "samples/s", "wait", "overlap", "loss", "speedup vs first, 95% CI");
-    fprintf(f, "%-*s %10s %8s %10s %10s %12s %6s %8s %12s  %s\n", w, "", "ms", "ms", "ms", "ms",
-            "", "%", "%", "", "x");
+    for (int line = 0; line < 2; line++) { // the headers, then their units
+        fprintf(f, "%-*s", w, line ? "" : "point");
+        for (int j = 0; j < n_point_columns; j++)
+            if (point_columns[j].text_fmt)
+                text_cell(f, false, point_columns[j].text_width,
+                          line ? point_columns[j].text_unit : point_columns[j].text_header);
+        fprintf(f, "  %s\n", line ? "x" : "speedup vs first, 95% CI");
+    }
 }
 
 void report_text_row(FILE *f, const struct results *r, int i)
@@ -434,15 +455,13 @@ void report_text_row(FILE *f, const struct results *r, int i)
                 run->notes[0] ? run->notes : "the same effective settings");
         return;
     }
-    const struct run_summary *s = &run->sum;
-    char ov[16] = "-", sp[64];
-    if (!isnan(s->overlap))
-        snprintf(ov, sizeof ov, "%.0f", 100 * s->overlap);
-    text_speedup(s, sp, sizeof sp);
-    fprintf(f, "%-*s %10.4f %8.4f %10.4f %10.4f %12.0f %6.0f %8s %12.6g  %s%s\n", w, label,
-            1e3 * s->median_s, half_ci(&s->epoch_ms), 1e3 * s->min_s, 1e3 * s->max_s,
-            s->samples_per_s, 100 * s->wait_share, ov, s->final_loss, sp,
-            report_emulated_tag(run));
+    char sp[64];
+    text_speedup(&run->sum, sp, sizeof sp);
+    fprintf(f, "%-*s", w, label);
+    for (int j = 0; j < n_point_columns; j++)
+        if (point_columns[j].text_fmt)
+            text_value(f, false, &point_columns[j], point_columns[j].value(run, -1));
+    fprintf(f, "  %s%s\n", sp, report_emulated_tag(run));
 }
 
 static void text_warnings(FILE *f, const struct results *r)
@@ -554,31 +573,49 @@ void report_text(FILE *f, const struct results *r)
 
 void report_csv(FILE *f, const struct results *r)
 {
-    fprintf(f, "run,point,epoch,seconds,samples_per_second,loss,wait_seconds,copy_seconds,"
-               "compute_seconds,copy_bytes,hidden_copy_seconds,host_seconds,accuracy,read_bytes,"
-               "world_size,allreduce_seconds,allreduce_wait_seconds,busbw_gbps\n");
+    fprintf(f, "run,point");
+    for (int j = 0; j < n_epoch_columns; j++)
+        if (epoch_columns[j].csv_key)
+            fprintf(f, ",%s", epoch_columns[j].csv_key);
+    fputc('\n', f);
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
         for (int k = 0; k < run->n_epochs; k++) {
-            const struct epoch_result *ep = &run->epochs[k];
-            fprintf(f, "%d,\"%s\",%ld,%.6g,%.6g,%.9g,%.6g,%.6g,%.6g,%.9g,%.6g,%.6g,", i,
-                    run->label, ep->epoch, ep->seconds, ep->samples_per_s, ep->loss,
-                    ep->st.wait_s, ep->st.copy_s, ep->st.compute_s, ep->st.copy_bytes,
-                    ep->st.hidden_s, ep->st.host_s);
-            if (!isnan(ep->accuracy))
-                fprintf(f, "%.6g", ep->accuracy);
-            fprintf(f, ",%.0f,%d", ep->read_bytes, run->world_size > 0 ? run->world_size : 1);
-            double ar, wait, busbw; // ddp with several ranks: the epoch's allreduce
-            if (report_ddp_epoch(run, k, &ar, &wait, &busbw))
-                fprintf(f, ",%.6g,%.6g,", ar, wait);
-            else
-                fprintf(f, ",,,");
-            if (!isnan(busbw))
-                fprintf(f, "%.6g", busbw);
+            fprintf(f, "%d,\"%s\"", i, run->label);
+            for (int j = 0; j < n_epoch_columns; j++) {
+                const struct report_column *c = &epoch_columns[j];
+                if (!c->csv_key)
+                    continue;
+                double v = c->value(run, k);
+                fputc(',', f);
+                if (!(isnan(v) && (c->flags & COL_BLANK_NAN)))
+                    fprintf(f, c->csv_fmt, v);
+            }
             fputc('\n', f);
         }
     }
 }
+
+/* The summary CSV's figures after "epochs": each key next to the double of
+ * struct run_summary it reads (fio's option table style), so header and rows
+ * come from one list. An empty field where the figure is not finite. */
+static const struct {
+    const char *key;
+    size_t at; // offsetof(struct run_summary, ...)
+} summary_csv_columns[] = {
+    {"mean_ms", offsetof(struct run_summary, epoch_ms.mean)},
+    {"stddev_ms", offsetof(struct run_summary, epoch_ms.stddev)},
+    {"median_ms", offsetof(struct run_summary, epoch_ms.median)},
+    {"min_ms", offsetof(struct run_summary, epoch_ms.min)},
+    {"max_ms", offsetof(struct run_summary, epoch_ms.max)},
+    {"p90_ms", offsetof(struct run_summary, epoch_ms.p90)},
+    {"p99_ms", offsetof(struct run_summary, epoch_ms.p99)},
+    {"ci95_low_ms", offsetof(struct run_summary, epoch_ms.ci95[0])},
+    {"ci95_high_ms", offsetof(struct run_summary, epoch_ms.ci95[1])},
+    {"samples_per_second", offsetof(struct run_summary, samples_per_s)},
+    {"final_loss", offsetof(struct run_summary, final_loss)},
+};
+enum { N_SUMMARY_CSV = sizeof summary_csv_columns / sizeof *summary_csv_columns };
 
 /* One row per point: its swept keys' values, then the statistics of its
  * epoch times (ms); a point not run again names its run in same_as. */
@@ -588,8 +625,10 @@ void report_summary_csv(FILE *f, const struct results *r)
     fprintf(f, "run,point,same_as");
     for (int k = 0; k < c->n_sweep; k++)
         fprintf(f, ",%s", c->sweep[k].key);
-    fprintf(f, ",epochs,mean_ms,stddev_ms,median_ms,min_ms,max_ms,p90_ms,p99_ms,"
-               "ci95_low_ms,ci95_high_ms,samples_per_second,final_loss\n");
+    fprintf(f, ",epochs");
+    for (int k = 0; k < N_SUMMARY_CSV; k++)
+        fprintf(f, ",%s", summary_csv_columns[k].key);
+    fputc('\n', f);
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
         fprintf(f, "%d,\"%s\",", i, run->label);
@@ -601,15 +640,15 @@ void report_summary_csv(FILE *f, const struct results *r)
             fprintf(f, ",\"%s\"", v);
         }
         const struct run_result *m = run->same ? &r->runs[run->same_as] : run; // its measurement
-        const struct stats *st = &m->sum.epoch_ms;
-        double v[] = {st->mean, st->stddev, st->median, st->min, st->max, st->p90, st->p99,
-                      st->ci95[0], st->ci95[1], m->sum.samples_per_s, m->sum.final_loss};
         fprintf(f, ",%d", m->n_epochs);
-        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
-            if (isfinite(v[k]))
-                fprintf(f, ",%.9g", v[k]);
+        for (int k = 0; k < N_SUMMARY_CSV; k++) {
+            double v;
+            memcpy(&v, (const char *)&m->sum + summary_csv_columns[k].at, sizeof v);
+            if (isfinite(v))
+                fprintf(f, ",%.9g", v);
             else
                 fprintf(f, ",");
+        }
         fputc('\n', f);
     }
 }
@@ -641,6 +680,121 @@ static cJSON *stats_json(const struct stats *st)
     return o;
 }
 
+/* runs[i].epochs[k]: epoch_columns[] with a JSON key that the run shows */
+static cJSON *epoch_json(const struct run_result *run, int k)
+{
+    cJSON *e = cJSON_CreateObject();
+    for (int j = 0; j < n_epoch_columns; j++) {
+        const struct report_column *c = &epoch_columns[j];
+        if (!c->json_key || (c->json_if && !c->json_if(run)))
+            continue;
+        if (c->json_string) {
+            cJSON_AddStringToObject(e, c->json_key, c->json_string);
+            continue;
+        }
+        double v = c->value(run, k);
+        if (v == 0 && (c->flags & COL_JSON_ZERO_NULL))
+            v = NAN;
+        cJSON_AddItemToObject(e, c->json_key, number_or_null(v));
+    }
+    return e;
+}
+
+/* blas_threads, blas_library, blas_tune: the CPU's BLAS choice (null without one) */
+static void blas_json(cJSON *o, const struct run_result *run)
+{
+    if (run->blas.n_tried == 0) {
+        cJSON_AddNullToObject(o, "blas_threads");
+        return;
+    }
+    cJSON_AddNumberToObject(o, "blas_threads", run->blas.threads);
+    cJSON_AddStringToObject(o, "blas_library", hostmm_lib_name(run->blas.lib));
+    cJSON *tune = cJSON_AddArrayToObject(o, "blas_tune");
+    for (int i = 0; i < run->blas.n_tried; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "threads", run->blas.tried[i]);
+        cJSON_AddStringToObject(t, "library", hostmm_lib_name(run->blas.tried_lib[i]));
+        cJSON_AddNumberToObject(t, "seconds_per_step", run->blas.seconds[i]);
+        cJSON_AddItemToArray(tune, t);
+    }
+}
+
+/* "floor": the least an epoch can take, null when not measured */
+static void floor_json(cJSON *o, const struct run_result *run)
+{
+    if (!run->floor.measured) {
+        cJSON_AddNullToObject(o, "floor");
+        return;
+    }
+    const struct run_floor *fl = &run->floor;
+    cJSON *fo = cJSON_AddObjectToObject(o, "floor");
+    cJSON_AddNumberToObject(fo, "gather_seconds", fl->gather_s);
+    cJSON_AddNumberToObject(fo, "loading_seconds", fl->loading_s);
+    cJSON_AddItemToObject(fo, "compute_seconds", number_or_null(fl->compute_s));
+    cJSON_AddItemToObject(fo, "copy_seconds", number_or_null(fl->copy_s));
+    cJSON_AddNumberToObject(fo, "apart_seconds", fl->apart_s);
+    cJSON_AddStringToObject(fo, "kind", fl->overlapped ? "overlapped" : "apart");
+    cJSON_AddNumberToObject(fo, "seconds", fl->seconds);
+    cJSON_AddItemToObject(fo, "ratio", number_or_null(run->sum.floor_ratio));
+}
+
+/* "splits": each batch's rows per replica (or rank), the used ones */
+static cJSON *splits_json(const struct run_result *run)
+{
+    cJSON *splits = cJSON_CreateArray();
+    for (long k = 0; k < run->n_split_batches; k++) {
+        cJSON *a = cJSON_CreateArray();
+        for (int i = 0; i < split_width(run); i++) {
+            long rows = run->splits[k * split_width(run) + i];
+            if (rows > 0)
+                cJSON_AddItemToArray(a, cJSON_CreateNumber((double)rows));
+        }
+        cJSON_AddItemToArray(splits, a);
+    }
+    return splits;
+}
+
+/* "summary": the run's figures (report_summarize_run), the verdict, ddp's and
+ * the emulated device's; the ddp part also adds world_size and ranks to o */
+static void summary_json(cJSON *o, const struct run_result *run)
+{
+    const struct run_summary *s = &run->sum;
+    cJSON *sum = cJSON_AddObjectToObject(o, "summary");
+    for (int j = 0; j < n_point_columns; j++)
+        if (point_columns[j].json_key)
+            cJSON_AddItemToObject(sum, point_columns[j].json_key,
+                                  number_or_null(point_columns[j].value(run, -1)));
+    cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
+    cJSON_AddItemToObject(sum, "speedup_ci95", pair_json(s->speedup_ci95));
+    cJSON_AddStringToObject(sum, "speedup_verdict", verdict_name(s->speedup_verdict));
+    report_ddp_json(o, sum, run);
+    char verdict[256];
+    report_verdict(run, verdict, sizeof verdict);
+    cJSON_AddStringToObject(sum, "verdict", verdict);
+    cJSON_AddItemToObject(sum, "au", number_or_null(s->au));
+    report_emulated_json(sum, run);
+}
+
+/* "eval" (null when the run evaluated nothing) and "final_params" */
+static void eval_params_json(cJSON *o, const struct run_result *run)
+{
+    if (run->eval.done) {
+        cJSON *ev = cJSON_AddObjectToObject(o, "eval");
+        cJSON_AddItemToObject(ev, "loss", number_or_null(run->eval.loss));
+        cJSON_AddItemToObject(ev, "accuracy", number_or_null(run->eval.accuracy));
+        cJSON_AddNumberToObject(ev, "samples", (double)run->eval.samples);
+    } else {
+        cJSON_AddNullToObject(o, "eval");
+    }
+    cJSON *p = cJSON_AddObjectToObject(o, "final_params");
+    int O = (int)run->cfg.model.out_features, F = (int)run->cfg.dataset.features;
+    if (run->w && (long)O * F <= 4096) { // small models only: the file stays readable
+        cJSON_AddItemToObject(p, "weight", cJSON_CreateFloatArray(run->w, O * F));
+        cJSON_AddItemToObject(p, "bias", cJSON_CreateFloatArray(run->b, O));
+    }
+}
+
+/* runs[i]: the point, its config, and (unless it is another point's run) what it measured */
 static cJSON *run_json(const struct run_result *run)
 {
     cJSON *o = cJSON_CreateObject();
@@ -668,116 +822,18 @@ static cJSON *run_json(const struct run_result *run)
     cJSON_AddNumberToObject(o, "batches_per_epoch", (double)run->n_batches);
     if (run->notes[0])
         cJSON_AddStringToObject(o, "notes", run->notes);
-    if (run->blas.n_tried > 0) {
-        cJSON_AddNumberToObject(o, "blas_threads", run->blas.threads);
-        cJSON_AddStringToObject(o, "blas_library", hostmm_lib_name(run->blas.lib));
-        cJSON *tune = cJSON_AddArrayToObject(o, "blas_tune");
-        for (int i = 0; i < run->blas.n_tried; i++) {
-            cJSON *t = cJSON_CreateObject();
-            cJSON_AddNumberToObject(t, "threads", run->blas.tried[i]);
-            cJSON_AddStringToObject(t, "library", hostmm_lib_name(run->blas.tried_lib[i]));
-            cJSON_AddNumberToObject(t, "seconds_per_step", run->blas.seconds[i]);
-            cJSON_AddItemToArray(tune, t);
-        }
-    } else {
-        cJSON_AddNullToObject(o, "blas_threads");
-    }
-    if (run->floor.measured) {
-        const struct run_floor *fl = &run->floor;
-        cJSON *fo = cJSON_AddObjectToObject(o, "floor");
-        cJSON_AddNumberToObject(fo, "gather_seconds", fl->gather_s);
-        cJSON_AddNumberToObject(fo, "loading_seconds", fl->loading_s);
-        cJSON_AddItemToObject(fo, "compute_seconds", number_or_null(fl->compute_s));
-        cJSON_AddItemToObject(fo, "copy_seconds", number_or_null(fl->copy_s));
-        cJSON_AddNumberToObject(fo, "apart_seconds", fl->apart_s);
-        cJSON_AddStringToObject(fo, "kind", fl->overlapped ? "overlapped" : "apart");
-        cJSON_AddNumberToObject(fo, "seconds", fl->seconds);
-        cJSON_AddItemToObject(fo, "ratio", number_or_null(run->sum.floor_ratio));
-    } else {
-        cJSON_AddNullToObject(o, "floor");
-    }
+    blas_json(o, run);
+    floor_json(o, run);
     if (run->stopped[0])
         cJSON_AddStringToObject(o, "stopped", run->stopped);
-    cJSON *splits = cJSON_AddArrayToObject(o, "splits");
-    for (long k = 0; k < run->n_split_batches; k++) {
-        cJSON *a = cJSON_CreateArray();
-        for (int i = 0; i < split_width(run); i++) {
-            long rows = run->splits[k * split_width(run) + i];
-            if (rows > 0)
-                cJSON_AddItemToArray(a, cJSON_CreateNumber((double)rows));
-        }
-        cJSON_AddItemToArray(splits, a);
-    }
+    cJSON_AddItemToObject(o, "splits", splits_json(run));
     cJSON *eps = cJSON_AddArrayToObject(o, "epochs");
-    for (int k = 0; k < run->n_epochs; k++) {
-        const struct epoch_result *ep = &run->epochs[k];
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "epoch", (double)ep->epoch);
-        cJSON_AddNumberToObject(e, "seconds", ep->seconds);
-        cJSON_AddNumberToObject(e, "samples_per_second", ep->samples_per_s);
-        cJSON_AddItemToObject(e, "loss", number_or_null(ep->loss));
-        cJSON_AddNumberToObject(e, "wait_seconds", ep->st.wait_s);
-        cJSON_AddNumberToObject(e, "copy_seconds", ep->st.copy_s);
-        cJSON_AddNumberToObject(e, "compute_seconds", ep->st.compute_s);
-        cJSON_AddNumberToObject(e, "copy_bytes", ep->st.copy_bytes);
-        cJSON_AddItemToObject(e, "copy_gbps",
-                              number_or_null(ep->st.copy_s > 0
-                                                 ? ep->st.copy_bytes / ep->st.copy_s / 1e9
-                                                 : NAN));
-        cJSON_AddItemToObject(e, "overlap",
-                              number_or_null(ep->st.copy_s > 0 ? ep->st.hidden_s / ep->st.copy_s
-                                                               : NAN));
-        cJSON_AddItemToObject(e, "host_seconds",
-                              number_or_null(ep->st.host_s > 0 ? ep->st.host_s : NAN));
-        cJSON_AddNumberToObject(e, "samples", (double)ep->st.samples);
-        cJSON_AddItemToObject(e, "accuracy", number_or_null(ep->accuracy));
-        cJSON_AddNumberToObject(e, "read_bytes", ep->read_bytes);
-        cJSON_AddItemToObject(e, "read_mbps",
-                              number_or_null(ep->read_bytes > 0 ? ep->read_bytes / 1e6 / ep->seconds
-                                                                : NAN));
-        report_emulated_epoch_json(e, run, k);
-        cJSON_AddItemToArray(eps, e);
-    }
-    const struct run_summary *s = &run->sum;
+    for (int k = 0; k < run->n_epochs; k++)
+        cJSON_AddItemToArray(eps, epoch_json(run, k));
     cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "stats"), "epoch_ms",
-                          stats_json(&s->epoch_ms));
-    cJSON *sum = cJSON_AddObjectToObject(o, "summary");
-    cJSON_AddItemToObject(sum, "median_seconds", number_or_null(s->median_s));
-    cJSON_AddItemToObject(sum, "min_seconds", number_or_null(s->min_s));
-    cJSON_AddItemToObject(sum, "max_seconds", number_or_null(s->max_s));
-    cJSON_AddItemToObject(sum, "samples_per_second", number_or_null(s->samples_per_s));
-    cJSON_AddItemToObject(sum, "wait_share", number_or_null(s->wait_share));
-    cJSON_AddItemToObject(sum, "copy_share", number_or_null(s->copy_share));
-    cJSON_AddItemToObject(sum, "compute_share", number_or_null(s->compute_share));
-    cJSON_AddItemToObject(sum, "overlap", number_or_null(s->overlap));
-    cJSON_AddItemToObject(sum, "copy_gbps", number_or_null(s->copy_gbps));
-    cJSON_AddItemToObject(sum, "host_us_per_step", number_or_null(s->host_us));
-    cJSON_AddItemToObject(sum, "host_us_per_step_per_replica",
-                          number_or_null(s->host_us / run->replicas));
-    cJSON_AddItemToObject(sum, "final_loss", number_or_null(s->final_loss));
-    cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
-    cJSON_AddItemToObject(sum, "speedup_ci95", pair_json(s->speedup_ci95));
-    cJSON_AddStringToObject(sum, "speedup_verdict", verdict_name(s->speedup_verdict));
-    report_ddp_json(o, sum, run);
-    char verdict[256];
-    report_verdict(run, verdict, sizeof verdict);
-    cJSON_AddStringToObject(sum, "verdict", verdict);
-    cJSON_AddItemToObject(sum, "au", number_or_null(s->au));
-    report_emulated_json(sum, run);
-    if (run->eval.done) {
-        cJSON *ev = cJSON_AddObjectToObject(o, "eval");
-        cJSON_AddItemToObject(ev, "loss", number_or_null(run->eval.loss));
-        cJSON_AddItemToObject(ev, "accuracy", number_or_null(run->eval.accuracy));
-        cJSON_AddNumberToObject(ev, "samples", (double)run->eval.samples);
-    } else {
-        cJSON_AddNullToObject(o, "eval");
-    }
-    cJSON *p = cJSON_AddObjectToObject(o, "final_params");
-    int O = (int)run->cfg.model.out_features, F = (int)run->cfg.dataset.features;
-    if (run->w && (long)O * F <= 4096) { // small models only: the file stays readable
-        cJSON_AddItemToObject(p, "weight", cJSON_CreateFloatArray(run->w, O * F));
-        cJSON_AddItemToObject(p, "bias", cJSON_CreateFloatArray(run->b, O));
-    }
+                          stats_json(&run->sum.epoch_ms));
+    summary_json(o, run);
+    eval_params_json(o, run);
     return o;
 }
 

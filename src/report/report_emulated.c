@@ -196,24 +196,6 @@ void report_emulated_text(FILE *f, const struct run_result *run)
                 lab[0] ? " " : "", lab, 1e6 * s->host_step_s, 1e6 * s->device_step_s);
 }
 
-void report_emulated_epoch_json(cJSON *e, const struct run_result *run, int k)
-{
-    if (!run->emulated)
-        return;
-    const struct epoch_result *ep = &run->epochs[k];
-    const struct epoch_stats *st = &ep->st;
-    cJSON_AddStringToObject(e, "device", "emulated");
-    cJSON_AddNumberToObject(e, "h2d_engine_busy_seconds", st->copy_s);
-    cJSON_AddNumberToObject(e, "compute_engine_busy_seconds", st->engine_compute_s);
-    cJSON_AddNumberToObject(e, "p2p_seconds", st->p2p_s);
-    cJSON_AddNumberToObject(e, "exposed_copy_seconds", st->copy_s - st->hidden_s);
-    cJSON_AddNumberToObject(e, "load_seconds", st->load_s);
-    cJSON_AddNumberToObject(e, "au", st->compute_s / ep->seconds);
-    double p = emu_predict_epoch(run, st->load_s, st->host_s);
-    cJSON_AddItemToObject(e, "predicted_seconds",
-                          isfinite(p) ? cJSON_CreateNumber(p) : cJSON_CreateNull());
-}
-
 void report_emulated_json(cJSON *sum, const struct run_result *run)
 {
     const struct emu_summary *s = &run->sum.emu;

@@ -23,8 +23,7 @@ double emu_predict_epoch(const struct run_result *run, double load_s, double hos
 void report_emulated_summarize(struct run_result *run);
 /* Text: a block of lines for one run, or one line per sweep point. */
 void report_emulated_text(FILE *f, const struct run_result *run);
-/* JSON: epoch k's engine fields into e; the run's summary into sum. */
-void report_emulated_epoch_json(struct cJSON *e, const struct run_result *run, int k);
+/* JSON: the run's summary into sum (its per-epoch fields are report_columns.c's). */
 void report_emulated_json(struct cJSON *sum, const struct run_result *run);
 /* " [emulated]" for an emulated run's time lines, else "". */
 const char *report_emulated_tag(const struct run_result *run);
