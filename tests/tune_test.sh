@@ -23,7 +23,7 @@ check() { # check 'python expression' FILE what
 
 # ---- input-bound: loading (100 us a sample) against the tutorial's tiny step
 IN=(-c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100
-    --set tune.max_workers=2 --set tune.budget_s=15 --set train.epochs=24)
+    --set tune.max_workers=2 --set tune.budget_s=60 --set train.epochs=24)
 if "$BIN" --tune "${IN[@]}" --out "$TMP/in" --format json >"$TMP/in.json" 2>"$TMP/in.err"; then ok
 else bad "input-bound --tune exit $?: $(head -c 400 "$TMP/in.err")"; fi
 check "t['trials'][0]['bound'] == 'input'" "$TMP/in.json" "input-bound start not classified input"
@@ -72,7 +72,7 @@ EOF
 
 # ---- compute-bound: the step dominates; no worker is ever tried
 CB=(-c configs/tutorial.yaml --set dataset.length=1000 --set dataset.features=512
-    --set model.out_features=512 --set tune.budget_s=15)
+    --set model.out_features=512 --set tune.budget_s=60)
 if "$BIN" --tune "${CB[@]}" >"$TMP/cb.txt" 2>"$TMP/cb.err"; then ok; else bad "compute-bound --tune exit $?"; fi
 if grep -q "compute-bound" "$TMP/cb.txt" || grep -q "too noisy to decide" "$TMP/cb.txt"; then ok
 else bad "compute-bound: no compute-bound line: $(cat "$TMP/cb.txt")"; fi
@@ -89,7 +89,7 @@ if grep -q "^# no recommendation: too short to measure" "$TMP/short.txt"; then o
 
 # ---- a target no setting reaches: input-bound, one worker at most
 "$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100 \
-    --set tune.target_au=0.95 --set tune.max_workers=1 --set tune.budget_s=15 --set train.epochs=24 --format json \
+    --set tune.target_au=0.95 --set tune.max_workers=1 --set tune.budget_s=60 --set train.epochs=24 --format json \
     >"$TMP/au.json" 2>"$TMP/au.err" && ok || bad "target_au: exit $?"
 check "t['goal'] == 'target_au' and t['best'] is None and 'no setting tried reaches AU 0.95' in t['statement'] and '-bound' in t['statement']" \
     "$TMP/au.json" "target_au: no statement of what bounds it"
@@ -97,7 +97,7 @@ check "sorted(tr['settings']['num_workers'] for tr in t['trials']) == [0, 1]" "$
 
 # ---- tune.knobs narrows: prefetch alone acts only with workers, so nothing to try
 "$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100 \
-    --set tune.knobs=prefetch_factor --set tune.budget_s=15 --set train.epochs=24 --format json >"$TMP/k.json" 2>/dev/null
+    --set tune.knobs=prefetch_factor --set tune.budget_s=60 --set train.epochs=24 --format json >"$TMP/k.json" 2>/dev/null
 check "len(t['trials']) == 1 and (t.get('best_trial') == 0 or 'too noisy' in t['statement'])" "$TMP/k.json" "tune.knobs=prefetch_factor at 0 workers tried something"
 
 # ---- bad input: exit 2, one line naming the key
