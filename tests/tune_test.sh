@@ -20,6 +20,15 @@ json() { # json 'python expression over d' FILE
 check() { # check 'python expression' FILE what
     if json "$1" "$2"; then ok; else bad "$3"; fi
 }
+# A machine too noisy to tell trials apart (both cores busy, as in make
+# test-fresh's two suites side by side) must get that statement, not a guess
+# (docs/tune.md); the checks of a search that did not happen are then skipped.
+skipped=0
+noisy() { # noisy FILE CHECKS: 0 (and CHECKS counted skipped) when tune said so
+    json "'too noisy to decide' in (t.get('statement') or '') and t['best'] is None" "$1" || return 1
+    skipped=$((skipped + $2))
+    echo "note: $1: too noisy to decide here; $2 checks of the search skipped" >&2
+}
 
 # ---- input-bound: loading (100 us a sample) against the tutorial's tiny step
 IN=(-c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100
@@ -27,6 +36,7 @@ IN=(-c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_
 if "$BIN" --tune "${IN[@]}" --out "$TMP/in" --format json >"$TMP/in.json" 2>"$TMP/in.err"; then ok
 else bad "input-bound --tune exit $?: $(head -c 400 "$TMP/in.err")"; fi
 check "t['trials'][0]['bound'] == 'input'" "$TMP/in.json" "input-bound start not classified input"
+if ! noisy "$TMP/in.json" 9; then
 check "t['trials'][1]['settings']['num_workers'] == 1" "$TMP/in.json" "input-bound start: first move is not one worker"
 # a kept move measured faster, a dropped one did not; the best is the last kept
 python3 - "$TMP/in.json" <<'EOF' && ok || bad "a decision contradicts its own ratio"
@@ -70,6 +80,7 @@ assert c["loader"]["batch_size"] == 30 and c["train"]["lr"] == 0.01
 med = 1e3 * re["runs"][0]["summary"]["median_seconds"]
 assert t["best_epoch_ms"] / 2.5 < med < 2.5 * t["best_epoch_ms"], (med, t["best_epoch_ms"])
 EOF
+fi
 
 # ---- compute-bound: the step dominates; no worker is ever tried
 CB=(-c configs/tutorial.yaml --set dataset.length=1000 --set dataset.features=512
@@ -92,9 +103,11 @@ if grep -q "^# no recommendation: too short to measure" "$TMP/short.txt"; then o
 "$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100 \
     --set tune.target_au=0.95 --set tune.max_workers=1 --set tune.budget_s=60 --set train.epochs=24 --format json \
     >"$TMP/au.json" 2>"$TMP/au.err" && ok || bad "target_au: exit $?"
+if ! noisy "$TMP/au.json" 2; then
 check "t['goal'] == 'target_au' and t['best'] is None and 'no setting tried reaches AU 0.95' in t['statement'] and '-bound' in t['statement']" \
     "$TMP/au.json" "target_au: no statement of what bounds it"
 check "sorted(tr['settings']['num_workers'] for tr in t['trials']) == [0, 1]" "$TMP/au.json" "target_au: workers 0 and 1 not both tried"
+fi
 
 # ---- tune.knobs narrows: prefetch alone acts only with workers, so nothing to try
 "$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100 \
@@ -109,5 +122,5 @@ else bad "bad tune.knobs: exit $rc, $(cat "$TMP/bad.err")"; fi
 "$BIN" --tune -c configs/tutorial.yaml --set tune.target_au=1.5 >/dev/null 2>"$TMP/bad.err"
 if [ $? -eq 2 ] && grep -q "tune.target_au" "$TMP/bad.err"; then ok; else bad "tune.target_au 1.5 accepted"; fi
 
-echo "tune: $pass passed, $fail failed"
+echo "tune: $pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]
