@@ -2,7 +2,7 @@
  *   gather:  one epoch of the loader on the training thread: the shuffle, the
  *            copy of every shuffled row into a batch buffer, and the emulated
  *            per-sample cost; the same code the run loads with, each batch
- *            position's best of up to 3 epochs;
+ *            position's best of up to 10 epochs;
  *   compute: the step's BLAS calls (blas_tune.c) for each batch of the epoch,
  *            on torch.chunk's chunk sizes, warm, in the run's library and
  *            thread count,
@@ -25,8 +25,12 @@
 #include "chunk.h"
 #include "dataset.h"
 
+/* Epochs each part of the floor takes its best of (fewer when they are
+ * long): enough that one lucky or disturbed epoch does not decide it. */
+enum { FLOOR_EPOCHS = 10 };
+
 /* Seconds of one loader epoch on one thread, the least disturbed: over up
- * to 3 epochs (fewer when an epoch is long, a large sample cost), the best
+ * to 10 epochs (fewer when an epoch is long, a large sample cost), the best
  * shuffle plus, for each batch position, its best fill. A preemption then
  * costs one batch of one epoch, not the whole measurement. */
 static int gather_seconds(const struct dataset *d, const struct floor_setup *s, double *out,
@@ -48,7 +52,7 @@ static int gather_seconds(const struct dataset *d, const struct floor_setup *s, 
         best[k] = INFINITY;
     double spent = 0;
     int rc = 0;
-    for (long ep = 0; ep < 3 && spent < 1.0 && rc == 0; ep++) {
+    for (long ep = 0; ep < FLOOR_EPOCHS && spent < 1.0 && rc == 0; ep++) {
         double t0 = now_seconds(), t = t0;
         if ((rc = loader_epoch_begin(&l, ep, e)))
             break;
@@ -95,7 +99,7 @@ static void batch_run(struct blas_work *bw, const struct floor_setup *s, long ro
 
 /* Seconds of the overlapped epoch: the run's loader with its workers, this
  * thread computing on each batch while the workers gather the next ones;
- * the best of up to 3 epochs (fewer when they are long). */
+ * the best of up to 10 epochs (fewer when they are long). */
 static int overlap_seconds(const struct dataset *d, const struct floor_setup *s,
                            struct blas_work *bw, double *out, struct error *e)
 {
@@ -107,7 +111,7 @@ static int overlap_seconds(const struct dataset *d, const struct floor_setup *s,
     *out = INFINITY;
     double spent = 0;
     int rc = 0;
-    for (long ep = 0; ep < 3 && spent < 2.0 && rc == 0 && !stop_requested(); ep++) {
+    for (long ep = 0; ep < FLOOR_EPOCHS && spent < 2.0 && rc == 0 && !stop_requested(); ep++) {
         double t0 = now_seconds();
         if ((rc = loader_epoch_begin(&l, ep, e)))
             break;
