@@ -35,7 +35,8 @@ for w in (0, 1, 2):
         1e3 * statistics.median(f["seconds"] for f in fl),
         1e3 * statistics.median(r["summary"]["median_seconds"] for r in runs), med,
         " ".join("%.2f" % x for x in ratios),
-        "below 1: the floor's own epochs were disturbed, no verdict" if med < 1
+        "below 0.9: the floor's own epochs were disturbed, no verdict" if med < 0.9
+        else "within 1.2x (at the floor, within its noise)" if med < 1
         else "within 1.2x" if med <= 1.2 else "NOT within 1.2x"))
 PY
     echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -54,12 +54,17 @@ void blas_work_free(struct blas_work *bw)
 }
 
 /* The calls of one replica's step on the host backend, in its order. */
-static void step_blas(struct blas_work *bw, int rows)
+static void step_blas_on(struct blas_work *bw, const float *x, int rows)
 {
     int P = bw->O * bw->F + bw->O;
-    hostmm_forward(&bw->mm, bw->x, rows, bw->w, bw->out);
-    hostmm_backward(&bw->mm, bw->x, bw->out, rows, 1.0f, bw->g);
+    hostmm_forward(&bw->mm, x, rows, bw->w, bw->out);
+    hostmm_backward(&bw->mm, x, bw->out, rows, 1.0f, bw->g);
     cblas_saxpy(P, -1e-6f, bw->g, 1, bw->w, 1);
+}
+
+static void step_blas(struct blas_work *bw, int rows)
+{
+    step_blas_on(bw, bw->x, rows);
 }
 
 /* Repetitions of the step making a group of >= 100 us, so that the clock's
@@ -91,9 +96,9 @@ static double best_group(struct blas_work *bw, int r, long reps, pthread_barrier
     return best;
 }
 
-void blas_work_run(struct blas_work *bw, long rows)
+void blas_work_run(struct blas_work *bw, const float *x, long rows)
 {
-    step_blas(bw, (int)(rows < bw->rows ? rows : bw->rows));
+    step_blas_on(bw, x, (int)(rows < bw->rows ? rows : bw->rows));
 }
 
 double blas_work_seconds(struct blas_work *bw, long rows)

@@ -31,8 +31,9 @@ void blas_work_free(struct blas_work *bw);
  * backward, SGD saxpy), warm, in bw's library at the current OpenBLAS
  * thread count. */
 double blas_work_seconds(struct blas_work *bw, long rows);
-/* One replica's step BLAS on `rows` rows, once (report.floor's overlapped epoch). */
-void blas_work_run(struct blas_work *bw, long rows);
+/* One replica's step BLAS on `rows` rows of x (rows, F), once: report.floor's
+ * overlapped epoch, on the batch a worker just delivered, as the run reads it. */
+void blas_work_run(struct blas_work *bw, const float *x, long rows);
 
 struct blas_choice {
     int threads;                      // chosen: threads per replica

@@ -85,16 +85,22 @@ static double batch_compute(struct blas_work *bw, const struct floor_setup *s, l
     return waves * blas_work_seconds(bw, split[0]);
 }
 
-/* The step's BLAS for one batch of `rows` rows, once: its replicas' chunks in
- * waves of as many as run side by side (batch_compute's count). */
-static void batch_run(struct blas_work *bw, const struct floor_setup *s, long rows)
+/* The step's BLAS for batch b, once, on its rows as delivered: its replicas'
+ * chunks in waves of as many as run side by side (batch_compute's count). */
+static void batch_run(struct blas_work *bw, const struct floor_setup *s, const struct batch *b)
 {
     long split[s->replicas];
-    int active = chunk_split(rows, s->replicas, split);
+    int active = chunk_split(b->rows, s->replicas, split);
     int slots = s->compute_cores / s->blas_threads;
-    int waves = (active + (slots < 1 ? 1 : slots) - 1) / (slots < 1 ? 1 : slots);
-    for (int w = 0; w < waves; w++)
-        blas_work_run(bw, split[0]);
+    if (slots < 1)
+        slots = 1;
+    int waves = (active + slots - 1) / slots;
+    long row = 0; // wave w's first row
+    for (int w = 0; w < waves; w++) {
+        blas_work_run(bw, b->x + (size_t)row * (size_t)s->features, split[w * slots]);
+        for (int i = w * slots; i < (w + 1) * slots && i < active; i++)
+            row += split[i];
+    }
 }
 
 /* Seconds of the overlapped epoch: the run's loader with its workers, this
@@ -117,7 +123,7 @@ static int overlap_seconds(const struct dataset *d, const struct floor_setup *s,
             break;
         struct batch *b;
         while ((rc = loader_next(&l, &b, e)) == 1) {
-            batch_run(bw, s, b->rows);
+            batch_run(bw, s, b);
             loader_release(&l, b); // held while computed, as a step holds its batch
         }
         loader_epoch_end(&l);
