@@ -13,14 +13,14 @@
 #                     machine's load before and after; then the two settings
 #                     run again alternately (NAME.h2h.*.json), and the median
 #                     of the rounds' ratios (h2h), free of the searches' drift
-# Environment: CONFIGS (default "folder-jpeg cifar10 fashion-mnist large";
-# add the emulated device's config once it exists), MAX_WORKERS (default 4),
+# Environment: CONFIGS (default "folder-jpeg cifar10 fashion-mnist large
+# emulated-sync-vs-async"), MAX_WORKERS (default 4),
 # EPOCHS (the sweep's measured epochs a point; default: the config's),
 # ROUNDS (head-to-head runs of tune's choice and the sweep's best, default 3).
 # The folder and CIFAR-10 data are generated first when missing (data/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CONFIGS=${CONFIGS:-"folder-jpeg cifar10 fashion-mnist large"}
+CONFIGS=${CONFIGS:-"folder-jpeg cifar10 fashion-mnist large emulated-sync-vs-async"}
 MAXW=${MAX_WORKERS:-4}
 ROUNDS=${ROUNDS:-3}
 [[ $MAXW =~ ^[1-9][0-9]*$ ]] || { echo "bench-tune.sh: MAX_WORKERS must be a whole number >= 1, not '$MAXW'" >&2; exit 2; }
@@ -37,8 +37,8 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 now() { date +%s.%N; }
 for name in $CONFIGS; do
     cfg=configs/$name.yaml
-    ep=()
-    [ -n "${EPOCHS:-}" ] && ep=(--set "train.epochs=$EPOCHS")
+    ep=(--no-sweep) # the config's own sweep, if any, is not this grid
+    [ -n "${EPOCHS:-}" ] && ep+=(--set "train.epochs=$EPOCHS")
     dev=$(sed -n 's/^ *device: *\([a-z]*\).*/\1/p' "$cfg" | head -1)
     copies=()
     [ "${dev:-cpu}" = cpu ] || copies=(--sweep loader.pin_memory=false,true --sweep loader.async_copy=false,true)
