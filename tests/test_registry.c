@@ -185,6 +185,23 @@ static void kind_resolves(const char *name)
     config_free(&c);
 }
 
+/* The name lists' joiner: words in order, cut at a whole word when full. */
+static void test_words_append(void **state)
+{
+    (void)state;
+    char b[12];
+    size_t u = 0;
+    u = words_append(b, sizeof b, u, "cpu");
+    u = words_append(b, sizeof b, u, "cuda");
+    assert_string_equal(b, "cpu cuda");
+    assert_int_equal(u, 8);
+    u = words_append(b, sizeof b, u, "emulated"); // 17 characters: does not fit
+    assert_string_equal(b, "cpu cuda");
+    assert_int_equal(u, sizeof b);
+    assert_int_equal(words_append(b, sizeof b, u, "x"), sizeof b); // full stays full
+    assert_string_equal(b, "cpu cuda");
+}
+
 static void test_dataset_kinds(void **state)
 {
     (void)state;
@@ -206,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_backend_fields),
         cmocka_unit_test(test_comm_engines),
         cmocka_unit_test(test_dataset_kinds),
+        cmocka_unit_test(test_words_append),
     };
     return cmocka_run_group_tests_name("registry", tests, NULL, NULL);
 }

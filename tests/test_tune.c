@@ -16,6 +16,8 @@ struct pipe {
     int cores;          // host cores the workers share
     double contention;  // load slowdown per worker beyond the cores
     double start;       // seconds to start one worker (every epoch unless persistent)
+    double handoff;     // seconds a batch's hand-off from a worker costs, over prefetch_factor
+                        // (a worker that runs out of room sleeps and is woken again)
     long batches;       // per epoch
     double noise;       // lognormal sigma of each epoch's time
     bool flat;          // every setting runs as the config as given
@@ -38,7 +40,8 @@ static double epoch_model(const struct pipe *p, const struct tune_settings *s, d
         long par = s->num_workers < p->cores ? s->num_workers : p->cores;
         long over = s->num_workers > p->cores ? s->num_workers - p->cores : 0;
         double input = p->load / (double)par * (1 + p->contention * (double)over) *
-                       (1 + 0.1 / (double)(s->prefetch_factor * s->num_workers));
+                       (1 + 0.1 / (double)(s->prefetch_factor * s->num_workers)) +
+                       p->handoff / (double)s->prefetch_factor;
         period = fmax(input, step);
         w = period - step;
     }
@@ -195,6 +198,29 @@ static void test_compute_bound(void **state)
 
 /* No setting changes anything: every move is dropped as noise and the config
  * as given stays. */
+/* Workers lose at the default prefetch, their hand-off costing more than
+ * the loading they take over, and win at a deeper one: the first step to
+ * workers gets a second look before the climb gives them up. Per batch:
+ * 1.5 ms load + 0.5 ms step without workers (2 ms); 2 workers (the cores)
+ * at prefetch 2: 0.75 + 3/2 = 2.25 ms, slower; at prefetch 16: 0.75 + 3/16
+ * = 0.94 ms, the model's best, still input-bound at every prefetch on the way. */
+static void test_handoff(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 1.5e-3, .compute = 0.5e-3, .cores = 2, .contention = 0.2,
+                     .handoff = 3e-3, .batches = 10, .noise = 0.02};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &backend_cpu, &p, 41);
+    run(&o, &p, &r);
+    assert_true(r.best > 0);
+    const struct tune_trial *b = &r.trials[r.best];
+    assert_true(b->s.num_workers == 2 && b->s.prefetch_factor >= 8);
+    assert_true(b->st.median < 1.10 * model_best(&p, o.max_workers, false));
+    tune_result_free(&r);
+}
+
 static void test_flat(void **state)
 {
     (void)state;
@@ -394,6 +420,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_input_bound),   cmocka_unit_test(test_copy_bound),
+        cmocka_unit_test(test_handoff),
         cmocka_unit_test(test_knobs_without_effect), cmocka_unit_test(test_compute_bound),
         cmocka_unit_test(test_flat),          cmocka_unit_test(test_noisy),
         cmocka_unit_test(test_too_short),     cmocka_unit_test(test_target_au),

@@ -100,7 +100,7 @@ if grep -q "sweep is not run" "$TMP/short.err"; then ok; else bad "--tune with a
 if grep -q "^# no recommendation: too short to measure" "$TMP/short.txt"; then ok; else bad "too short: text"; fi
 
 # ---- a target no setting reaches: input-bound, one worker at most
-"$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100 \
+"$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=300 \
     --set tune.target_au=0.95 --set tune.max_workers=1 --set tune.budget_s=60 --set train.epochs=24 --format json \
     >"$TMP/au.json" 2>"$TMP/au.err" && ok || bad "target_au: exit $?"
 if ! noisy "$TMP/au.json" 2; then
@@ -108,6 +108,9 @@ check "t['goal'] == 'target_au' and t['best'] is None and 'no setting tried reac
     "$TMP/au.json" "target_au: no statement of what bounds it"
 check "sorted(tr['settings']['num_workers'] for tr in t['trials']) == [0, 1]" "$TMP/au.json" "target_au: workers 0 and 1 not both tried"
 fi
+# progress in a log (stderr not a terminal): trial lines, numbered as the table, no nan
+if grep -q "^progress: tune trial 0 (num_workers=0)" "$TMP/au.err" && ! grep -qi "nan" "$TMP/au.err"; then ok
+else bad "tune progress lines: $(grep progress "$TMP/au.err" | head -3)"; fi
 
 # ---- tune.knobs narrows: prefetch alone acts only with workers, so nothing to try
 "$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100 \

@@ -46,10 +46,9 @@ const char *backend_list(void)
     static char list[256];
     size_t used = 0;
     list[0] = '\0';
-    for (size_t i = 0; i < N_BACKENDS && used < sizeof list; i++)
+    for (size_t i = 0; i < N_BACKENDS; i++)
         if (all[i].be)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "",
-                                     all[i].name);
+            used = words_append(list, sizeof list, used, all[i].name);
     return list;
 }
 

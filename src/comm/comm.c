@@ -72,10 +72,9 @@ const char *comm_engines(void)
     static char list[256];
     size_t used = 0;
     list[0] = '\0';
-    for (size_t i = 0; i < N_ENGINES && used < sizeof list; i++)
+    for (size_t i = 0; i < N_ENGINES; i++)
         if (engines[i].eng)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? " " : "",
-                                     engines[i].name);
+            used = words_append(list, sizeof list, used, engines[i].name);
     return list;
 }
 

@@ -13,7 +13,9 @@ static struct {
     long n_points, point, epochs;
     int repeats, repeat;
     double start, last;
-    bool shown; // a live line is on the terminal
+    bool shown;         // a live line is on the terminal
+    bool trial;         // --tune's trials, not a sweep's points
+    char settings[128]; // the trial's settings
 } pg;
 
 void progress_init(enum progress_mode mode, long n_points, int repeats)
@@ -31,6 +33,13 @@ void progress_point(long p, long epochs)
     pg.repeat = 0;
 }
 
+void progress_trial(long k, long epochs, const char *settings)
+{
+    progress_point(k, epochs);
+    pg.trial = true;
+    snprintf(pg.settings, sizeof pg.settings, "%s", settings);
+}
+
 void progress_repeat(int k) { pg.repeat = k; }
 
 /* Share of the whole invocation done: points before, then this point's
@@ -45,7 +54,15 @@ static double done_share(long ep, long k, long batches)
 
 static void line(long ep, long epochs, long k, long batches, double t)
 {
-    double f = done_share(ep, k, batches), elapsed = t - pg.start;
+    double elapsed = t - pg.start;
+    if (pg.trial) {
+        fprintf(stderr, "progress: tune trial %ld (%s), epoch %ld/%ld, batch %ld/%ld, "
+                        "elapsed %.1f s, remaining unknown\n",
+                pg.point, pg.settings, ep, epochs, k, batches, elapsed); // numbered as the table
+        fflush(stderr);
+        return;
+    }
+    double f = done_share(ep, k, batches);
     char left[48] = "unknown";
     if (f > 0)
         snprintf(left, sizeof left, "~%.1f s", elapsed * (1 - f) / f);

@@ -13,6 +13,9 @@ enum progress_mode { PROGRESS_OFF, PROGRESS_LIVE, PROGRESS_LINES };
 void progress_init(enum progress_mode mode, long n_points, int repeats);
 /* Point p (0-based) starts; each of its runs has `epochs` epochs (warmup included). */
 void progress_point(long p, long epochs);
+/* --tune's trial k (0-based) of `epochs` epochs starts, on `settings` (copied);
+ * the number of trials is not known ahead, so its lines estimate no time left. */
+void progress_trial(long k, long epochs, const char *settings);
 /* Run k (0-based) of the point's repeats starts. */
 void progress_repeat(int k);
 /* Batch k of `batches` of epoch ep (1-based, of `epochs`) is done. */

@@ -96,3 +96,15 @@ int thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
+
+size_t words_append(char *buf, size_t n, size_t used, const char *word)
+{
+    if (used >= n)
+        return n;
+    int k = snprintf(buf + used, n - used, "%s%s", used ? " " : "", word);
+    if (k < 0 || (size_t)k >= n - used) {
+        buf[used] = '\0';
+        return n;
+    }
+    return used + (size_t)k;
+}

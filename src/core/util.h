@@ -53,4 +53,9 @@ void *huge_alloc(size_t bytes);
  * enough cores. */
 void threads_pin_apart(const pthread_t *t, int n);
 
+/* Appends `word` to the space-separated list in buf (size n, holding `used`
+ * characters); the new length, or n when it no longer fits (the list stays
+ * cut at a word). The plug-in tables' name lists (backend_list, comm_engines). */
+size_t words_append(char *buf, size_t n, size_t used, const char *word);
+
 #endif

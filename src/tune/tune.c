@@ -3,7 +3,9 @@
  *    current best trial's bound names the moves worth a trial (input: more
  *    workers, deeper prefetch; copy: pinned memory, async copy, a deeper
  *    ring; any bound with workers: persistent workers); a move is kept only
- *    when stats_compare calls it faster, and the climb stops when no move is.
+ *    when stats_compare calls it faster, and the climb stops when no move is
+ *    (after one look past the lowest median not confirmed, or past a first
+ *    step to workers that lost while still input-bound: see climb).
  *  - a target AU: copies first (as above, while copy-bound), then the fewest
  *    workers whose AU reaches the target (doubling, then bisection), then the
  *    smallest prefetch that still reaches it.
@@ -320,6 +322,7 @@ static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
         struct tune_settings mv[MAX_MOVES];
         const char *why[MAX_MOVES];
         int n = moves(o, &r->trials[from], copy_only, mv, why), next = -1, lead = -1;
+        int handoff = -1; // a dropped first step to workers, still input-bound
         for (int i = 0; i < n && next < 0; i++) {
             struct tune_settings s = normalized(o, mv[i]);
             if (find_trial(r, &s) >= 0)
@@ -328,11 +331,23 @@ static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
             if (k < 0)
                 return k;
             int v = judge(r, from, k, why[i]);
+            const struct tune_trial *t = &r->trials[k];
             if (v > 0)
                 next = k;
-            else if (v == 0 && (lead < 0 || r->trials[k].st.median < r->trials[lead].st.median))
+            else if (v == 0 && (lead < 0 || t->st.median < r->trials[lead].st.median))
                 lead = k;
+            else if (v < 0 && r->trials[from].s.num_workers == 0 && t->s.num_workers > 0 &&
+                     (t->bound == BOUND_INPUT || t->bound == BOUND_BALANCED) &&
+                     (handoff < 0 || t->st.median < r->trials[handoff].st.median))
+                handoff = k;
         }
+        /* Workers hand every batch over; at the config's prefetch a worker
+         * may sleep and wake once a batch, and that can cost more than the
+         * loading it takes over. So a first step to workers that lost but is
+         * still input-bound gets one more look, from its own moves (deeper
+         * prefetch among them), before the climb gives workers up. */
+        if (next < 0 && lead < 0)
+            lead = handoff;
         if (next >= 0) {
             from = *cur = next;
             exploring = false;

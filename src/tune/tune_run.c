@@ -14,11 +14,13 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "progress.h"
 #include "report.h"
 #include "train.h"
 
 struct trial_ctx {
     const struct config *base;
+    const struct tune_options *o;
     const struct dataset *d;
     const struct backend *be;
     struct run_result *runs; // (n_runs) one per trial, the epochs of all its rounds
@@ -81,6 +83,13 @@ static int real_trial(void *ctx, const struct tune_settings *s, int epochs,
     pc.train.warmup_epochs = x->base->train.warmup_epochs > 0 ? x->base->train.warmup_epochs : 1;
     pc.report.floor = false;
     pc.report.trace = false;
+    char what[128];
+    tune_settings_text(x->o, s, false, what, sizeof what);
+    int k = 0; // the trial's number: its kept run's, or the next
+    for (struct tune_settings have; k < x->n_runs; k++)
+        if (tune_settings_from(&have, &x->runs[k].cfg), tune_settings_equal(&have, s))
+            break;
+    progress_trial(k, pc.train.warmup_epochs + epochs, what);
     if (x->progress)
         fprintf(stderr, "dpbench: tune: num_workers=%ld prefetch_factor=%ld persistent=%d "
                         "pin=%d async=%d copy_depth=%ld: %d epochs\n", s->num_workers,
@@ -136,7 +145,7 @@ int tune_main(struct results *res, const struct backend *be, struct tune_report 
     if (dataset_init(&d, &t->base, e))
         return stop_requested() ? -1 : -2;
     dataset_set_sample_cost(&d, t->base.dataset.sample_cost_us);
-    struct trial_ctx x = {.base = &t->base, .d = &d, .be = be,
+    struct trial_ctx x = {.base = &t->base, .o = &t->o, .d = &d, .be = be,
                           .progress = isatty(STDERR_FILENO)};
     int rc = tune_search(&t->o, real_trial, &x, &t->r, e);
     dataset_free(&d);
