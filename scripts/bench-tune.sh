@@ -2,6 +2,7 @@
 # dpbench --tune against the exhaustive sweep over the same ranges, per config
 # (make bench-tune), written into bench_results/tune/:
 #   NAME.tune.json    dpbench --tune -c configs/NAME.yaml (tune.max_workers MAX)
+#   NAME-tuned.yaml   the config with tune's choice, as --tune --out writes it
 #   NAME.sweep.json   every setting --tune could choose: num_workers 0..MAX,
 #                     and with workers prefetch_factor 1,2,4,8,16 x
 #                     persistent_workers false,true (num_workers 0 once: the
@@ -11,8 +12,11 @@
 #                     best point and median, their ratio (target <= 1.10),
 #                     and the two wall times' ratio (target <= 0.40); the
 #                     machine's load before and after; then the two settings
-#                     run again alternately (NAME.h2h.*.json), and the median
-#                     of the rounds' ratios (h2h), free of the searches' drift
+#                     run again alternately (NAME.h2h.*.json: tune's choice
+#                     through NAME-tuned.yaml), the median of the rounds'
+#                     ratios (h2h), free of the searches' drift, and how many
+#                     reruns of NAME-tuned.yaml agree with tune's reported
+#                     interval (their 95% intervals overlap)
 # Environment: CONFIGS (default "folder-jpeg cifar10 fashion-mnist large
 # emulated-sync-vs-async"), MAX_WORKERS (default 4),
 # EPOCHS (the sweep's measured epochs a point; default: the config's),
@@ -46,8 +50,14 @@ for name in $CONFIGS; do
 
     echo "+ dpbench --tune -c $cfg --set tune.max_workers=$MAXW" >&2
     t0=$(now)
-    $BIN --tune -c "$cfg" --set "tune.max_workers=$MAXW" --format json >"$OUT/$name.tune.json"
+    rm -rf "$OUT/tuned.tmp"
+    $BIN --tune -c "$cfg" --set "tune.max_workers=$MAXW" --format json --out "$OUT/tuned.tmp" \
+        >"$OUT/$name.tune.json"
     t1=$(now)
+    # the config with tune's choice (NAME-tuned.yaml), rerun below as a user would
+    rm -f "$OUT/$name-tuned.yaml"
+    [ -f "$OUT/tuned.tmp/$name-tuned.yaml" ] && mv "$OUT/tuned.tmp/$name-tuned.yaml" "$OUT/"
+    rm -rf "$OUT/tuned.tmp"
     # the sweep in two runs: num_workers 0 once, then the workers' grid
     echo "+ dpbench -c $cfg ${ep[*]} --sweep loader.num_workers=0 --sweep loader.prefetch_factor=2 --sweep loader.persistent_workers=false ${copies[*]}" >&2
     $BIN -c "$cfg" "${ep[@]}" --sweep loader.num_workers=0 --sweep loader.prefetch_factor=2 \
@@ -78,10 +88,10 @@ print(" ".join(f"--sweep loader.{k}={str(best['config']['loader'][k]).lower()}" 
 PYEOF
 )
     rm -f "$OUT/$name".h2h.*.json
-    if [ ${#tuned[@]} -gt 0 ]; then
+    if [ ${#tuned[@]} -gt 0 ] && [ -f "$OUT/$name-tuned.yaml" ]; then
         for r in $(seq "$ROUNDS"); do
-            echo "+ dpbench -c $cfg ${ep[*]} ${tuned[*]}   (round $r: tune's choice)" >&2
-            $BIN -c "$cfg" "${ep[@]}" "${tuned[@]}" --format json >"$OUT/$name.h2h.tune.$r.json"
+            echo "+ dpbench -c $OUT/$name-tuned.yaml ${ep[*]}   (round $r: tune's choice, ${tuned[*]})" >&2
+            $BIN -c "$OUT/$name-tuned.yaml" "${ep[@]}" --format json >"$OUT/$name.h2h.tune.$r.json"
             echo "+ dpbench -c $cfg ${ep[*]} ${swept[*]}   (round $r: the sweep's best)" >&2
             $BIN -c "$cfg" "${ep[@]}" "${swept[@]}" --format json >"$OUT/$name.h2h.sweep.$r.json"
         done
@@ -98,9 +108,11 @@ print(f"# tune.max_workers {maxw}; load average before {before}, after {after}: 
 print("# machine other jobs run beside it, and every time here is as noisy as that load")
 print("# ratio = tune's chosen median / the sweep's best median (target <= 1.10);")
 print("# wall = tune's wall time / the sweep's (target <= 0.40); h2h = median over rounds of")
-print("# (tune's choice / the sweep's best), the two run alternately after both searches")
+print("# (tune's choice / the sweep's best), the two run alternately after both searches;")
+print("# rerun = head-to-head runs of NAME-tuned.yaml whose median's 95% interval overlaps")
+print("# the one tune reported for its choice")
 print(f"{'config':<14} {'tune choice':<58} {'tune ms':>9} {'sweep best':<58} {'sweep ms':>9} "
-      f"{'ratio':>6} {'<=1.10':>6} {'tune s':>7} {'sweep s':>8} {'wall':>5} {'<=0.40':>6}  h2h (rounds)")
+      f"{'ratio':>6} {'<=1.10':>6} {'tune s':>7} {'sweep s':>8} {'wall':>5} {'<=0.40':>6}  {'rerun':>5}  h2h (rounds)")
 seen = {}
 for line in open(os.path.join(out, "walltimes.tmp")):
     name, t0, t1, t2 = line.split()
@@ -120,15 +132,18 @@ for name, (tune_s, sweep_s) in seen.items():
     choice = " ".join(f"{k}={v}" for k, v in t["best"].items())
     ratio = t["best_epoch_ms"] / sweep_ms
     wall = tune_s / sweep_s
-    h2h = []
+    lo, hi = t["trials"][t["best_trial"]]["stats"]["epoch_ms"]["ci95"]
+    h2h, inside = [], 0
     for r in range(1, 100):
         a, b = (os.path.join(out, f"{name}.h2h.{w}.{r}.json") for w in ("tune", "sweep"))
         if not (os.path.exists(a) and os.path.exists(b)):
             break
         med = [json.load(open(f))["runs"][0]["summary"]["median_seconds"] for f in (a, b)]
         h2h.append(med[0] / med[1])
+        rlo, rhi = json.load(open(a))["runs"][0]["stats"]["epoch_ms"]["ci95"]
+        inside += rlo <= hi and lo <= rhi
     h2h_text = f"{sorted(h2h)[len(h2h) // 2]:.2f} ({', '.join(f'{x:.2f}' for x in h2h)})" if h2h else "-"
     print(f"{name:<14} {choice[:58]:<58} {t['best_epoch_ms']:9.2f} {(best['point'] or '')[:58]:<58} "
           f"{sweep_ms:9.2f} {ratio:6.2f} {'yes' if ratio <= 1.10 else 'NO':>6} {tune_s:7.1f} "
-          f"{sweep_s:8.1f} {wall:5.2f} {'yes' if wall <= 0.40 else 'NO':>6}  {h2h_text}")
+          f"{sweep_s:8.1f} {wall:5.2f} {'yes' if wall <= 0.40 else 'NO':>6}  {inside}/{len(h2h)}  {h2h_text}")
 EOF
