@@ -5,7 +5,8 @@
  *    ring; any bound with workers: persistent workers); a move is kept only
  *    when stats_compare calls it faster, and the climb stops when no move is
  *    (after one look past the lowest median not confirmed, or past a first
- *    step to workers that lost while still input-bound: see climb).
+ *    step to workers that lost while still input-bound: see climb); a step to
+ *    more workers measured slower is not tried again from the same count.
  *  - a target AU: copies first (as above, while copy-bound), then the fewest
  *    workers whose AU reaches the target (doubling, then bisection), then the
  *    smallest prefetch that still reaches it.
@@ -23,6 +24,8 @@
 #define TUNE_MAX_PREFETCH 16 // batches per worker: past this, memory grows for nothing
 #define TUNE_MAX_DEPTH 8     // device buffers in the copy ring
 #define MAX_MOVES 8
+#define TUNE_WORTH 0.05      // an explored trial is looked past only when its interval
+                             // leaves room for a gain this large (a 5% faster epoch)
 
 static const char *const knob_names[TUNE_N_KNOBS] = {
     "num_workers", "prefetch_factor", "persistent_workers", "pin_memory", "async_copy",
@@ -214,7 +217,7 @@ static int measure(const struct tune_options *o, tune_trial_fn trial, void *ctx,
         r->cap = cap;
     }
     struct tune_trial *t = &r->trials[r->n_trials];
-    *t = (struct tune_trial){.s = s};
+    *t = (struct tune_trial){.s = s, .from = -1};
     r->n_trials++; // owned from here: freed with the result whatever happens
     double sums[3] = {0};
     for (int round = o->min_epochs;;) {
@@ -248,9 +251,29 @@ static void add_move(struct tune_settings *mv, const char **why, int *n,
     }
 }
 
+/* Whether the climb already saw going from w to `to` workers (the other
+ * settings as they were) measure slower: then it is not tried again from
+ * another prefetch or persistence at w. Each such trial costs as much as a
+ * good one, and the knobs interact less than the step from w to `to` costs. */
+static bool slower_before(const struct tune_result *r, long w, long to)
+{
+    for (int k = 0; k < r->n_trials; k++) {
+        const struct tune_trial *t = &r->trials[k];
+        if (t->from < 0 || t->vs.verdict != VERDICT_SLOWER || t->s.num_workers != to ||
+            r->trials[t->from].s.num_workers != w)
+            continue;
+        struct tune_settings s = r->trials[t->from].s;
+        s.num_workers = to;
+        if (tune_settings_equal(&s, &t->s))
+            return true;
+    }
+    return false;
+}
+
 /* The moves worth a trial from trial t, most promising first. */
-static int moves(const struct tune_options *o, const struct tune_trial *t, bool copy_only,
-                 struct tune_settings *mv, const char **why)
+static int moves(const struct tune_options *o, const struct tune_result *r,
+                 const struct tune_trial *t, bool copy_only, struct tune_settings *mv,
+                 const char **why)
 {
     int n = 0;
     struct tune_settings s = t->s, m;
@@ -259,11 +282,12 @@ static int moves(const struct tune_options *o, const struct tune_trial *t, bool 
     if (input && (o->knobs >> TUNE_WORKERS & 1) && s.num_workers < o->max_workers) {
         /* two steps: one more worker may only overlap loading with a short step */
         long w1 = s.num_workers ? 2 * s.num_workers : 1, w2 = 2 * w1;
-        m = s, m.num_workers = w1 < o->max_workers ? w1 : o->max_workers;
-        add_move(mv, why, &n, m, "input-bound: more workers");
-        if (w1 < o->max_workers)
-            m = s, m.num_workers = w2 < o->max_workers ? w2 : o->max_workers,
-            add_move(mv, why, &n, m, "input-bound: more workers");
+        w1 = w1 < o->max_workers ? w1 : o->max_workers;
+        w2 = w2 < o->max_workers ? w2 : o->max_workers;
+        if (!slower_before(r, s.num_workers, w1))
+            m = s, m.num_workers = w1, add_move(mv, why, &n, m, "input-bound: more workers");
+        if (w2 > w1 && !slower_before(r, s.num_workers, w2))
+            m = s, m.num_workers = w2, add_move(mv, why, &n, m, "input-bound: more workers");
     }
     if (input && allowed(o, TUNE_PREFETCH, &s) && 2 * s.prefetch_factor <= TUNE_MAX_PREFETCH)
         m = s, m.prefetch_factor *= 2, add_move(mv, why, &n, m, "input-bound: deeper prefetch");
@@ -297,6 +321,8 @@ static int judge(struct tune_result *r, int from, int k, const char *why)
     struct tune_trial *a = &r->trials[from], *b = &r->trials[k];
     struct comparison c;
     stats_compare(a->epoch_s, (size_t)a->n, b->epoch_s, (size_t)b->n, &c);
+    b->from = from;
+    b->vs = c;
     int v = c.verdict == VERDICT_FASTER ? 1 : c.verdict == VERDICT_SAME && c.ratio < 1 ? 0 : -1;
     set_decision(b, "%s: %s; %.2fx trial %d's time [%.2f, %.2f]",
                  v > 0 ? "kept" : v == 0 ? "explored" : "dropped",
@@ -310,8 +336,9 @@ static int judge(struct tune_result *r, int from, int k, const char *why)
 
 /* Hill climb from trial *cur, which ends at the last kept trial. With
  * `explore`, when no move is kept the climb looks one step further from the
- * lowest median the test could not confirm (noise may hide a real gain
- * there); a kept move from it continues the climb. Returns *cur, -1 on
+ * lowest median the test could not confirm, when its interval leaves room
+ * for a gain worth a trial (TUNE_WORTH: noise may hide a real gain there);
+ * a kept move from it continues the climb. Returns *cur, -1 on
  * error, -2 when the budget ran out. */
 static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                  struct tune_result *r, int *cur, bool explore, bool copy_only, struct error *e)
@@ -321,7 +348,7 @@ static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     for (;;) {
         struct tune_settings mv[MAX_MOVES];
         const char *why[MAX_MOVES];
-        int n = moves(o, &r->trials[from], copy_only, mv, why), next = -1, lead = -1;
+        int n = moves(o, r, &r->trials[from], copy_only, mv, why), next = -1, lead = -1;
         int handoff = -1; // a dropped first step to workers, still input-bound
         for (int i = 0; i < n && next < 0; i++) {
             struct tune_settings s = normalized(o, mv[i]);
@@ -334,7 +361,8 @@ static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
             const struct tune_trial *t = &r->trials[k];
             if (v > 0)
                 next = k;
-            else if (v == 0 && (lead < 0 || t->st.median < r->trials[lead].st.median))
+            else if (v == 0 && t->vs.ci95[0] < 1 - TUNE_WORTH &&
+                     (lead < 0 || t->st.median < r->trials[lead].st.median))
                 lead = k;
             else if (v < 0 && r->trials[from].s.num_workers == 0 && t->s.num_workers > 0 &&
                      (t->bound == BOUND_INPUT || t->bound == BOUND_BALANCED) &&

@@ -79,6 +79,8 @@ struct tune_trial {
     double wait, copy, compute; // shares of the summed epoch time
     double au;             // compute / epoch time
     enum bound bound;
+    int from;              // the trial the climb moved from, -1 for none
+    struct comparison vs;  // against trial `from` (valid when from >= 0)
     char decision[256];    // what the search concluded from it, and why
 };
 
