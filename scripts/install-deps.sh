@@ -33,6 +33,7 @@ make  libcmocka-dev        pc:cmocka
 make  clang                cmd:clang
 make  libclang-rt-dev      clang-rt:fuzzer
 make  valgrind             cmd:valgrind
+make  strace               cmd:strace
 make  libjpeg-dev          pc:libjpeg
 make  libpng-dev           pc:libpng
 make  zlib1g-dev           pc:zlib
