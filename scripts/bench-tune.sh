@@ -20,13 +20,17 @@
 # Environment: CONFIGS (default "folder-jpeg cifar10 fashion-mnist large
 # emulated-sync-vs-async"), MAX_WORKERS (default 4),
 # EPOCHS (the sweep's measured epochs a point; default: the config's),
-# ROUNDS (head-to-head runs of tune's choice and the sweep's best, default 3).
+# ROUNDS (head-to-head runs of tune's choice and the sweep's best, default 3),
+# TARGET_AU (default 0.8: a second --tune per config with tune.target_au, in
+# NAME.tune-au.json; the summary's second table says whether its choice
+# reaches the target and the next cheaper setting it measured does not).
 # The folder and CIFAR-10 data are generated first when missing (data/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONFIGS=${CONFIGS:-"folder-jpeg cifar10 fashion-mnist large emulated-sync-vs-async"}
 MAXW=${MAX_WORKERS:-4}
 ROUNDS=${ROUNDS:-3}
+AU=${TARGET_AU:-0.8}
 [[ $MAXW =~ ^[1-9][0-9]*$ ]] || { echo "bench-tune.sh: MAX_WORKERS must be a whole number >= 1, not '$MAXW'" >&2; exit 2; }
 OUT=${OUT:-bench_results/tune}
 PY=${PYTHON:-/usr/bin/python3}
@@ -35,7 +39,7 @@ mkdir -p "$OUT"
 [ -d data/jpeg224/train ] || $BIN --make-dataset folder data/jpeg224 --size 224x224 --per-class 100
 [ -f data/cifar10/data_batch_1.bin ] || $BIN --make-dataset cifar10 data/cifar10 --per-class 5000
 
-export BENCH_COMMAND="CONFIGS=\"$CONFIGS\" MAX_WORKERS=$MAXW${EPOCHS:+ EPOCHS=$EPOCHS} scripts/bench-tune.sh"
+export BENCH_COMMAND="CONFIGS=\"$CONFIGS\" MAX_WORKERS=$MAXW TARGET_AU=$AU${EPOCHS:+ EPOCHS=$EPOCHS} scripts/bench-tune.sh"
 rm -f "$OUT/walltimes.tmp"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 now() { date +%s.%N; }
@@ -96,6 +100,10 @@ PYEOF
             $BIN -c "$cfg" "${ep[@]}" "${swept[@]}" --format json >"$OUT/$name.h2h.sweep.$r.json"
         done
     fi
+    # the cheapest settings reaching a target AU (tune.target_au)
+    echo "+ dpbench --tune -c $cfg --set tune.max_workers=$MAXW --set tune.target_au=$AU" >&2
+    $BIN --tune -c "$cfg" --set "tune.max_workers=$MAXW" --set "tune.target_au=$AU" --format json \
+        >"$OUT/$name.tune-au.json"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -146,4 +154,25 @@ for name, (tune_s, sweep_s) in seen.items():
     print(f"{name:<14} {choice[:58]:<58} {t['best_epoch_ms']:9.2f} {(best['point'] or '')[:58]:<58} "
           f"{sweep_ms:9.2f} {ratio:6.2f} {'yes' if ratio <= 1.10 else 'NO':>6} {tune_s:7.1f} "
           f"{sweep_s:8.1f} {wall:5.2f} {'yes' if wall <= 0.40 else 'NO':>6}  {inside}/{len(h2h)}  {h2h_text}")
+
+print()
+print("# tune.target_au: the cheapest settings whose AU reaches the target; 'next cheaper' is the")
+print("# setting it measured one step cheaper (fewer workers or a smaller prefetch), whose AU must")
+print("# be below the target; or tune's statement that no setting reaches it")
+print(f"{'config':<24} {'target':>6}  {'choice':<48} {'AU':>5}  {'next cheaper':<48} {'AU':>5}  holds")
+for name in seen:
+    t = json.load(open(os.path.join(out, f"{name}.tune-au.json")))["tune"]
+    tr = t["trials"]
+    text = lambda s: " ".join(f"{k}={v}" for k, v in s.items()
+                              if k in ("num_workers", "prefetch_factor", "persistent_workers"))
+    if t["best"] is None:
+        print(f"{name:<24} {t['target_au']:6.2f}  none: {t['statement']}")
+        continue
+    b = tr[t["best_trial"]]
+    nc = t.get("next_cheaper_trial")
+    n = tr[nc] if nc is not None else None
+    holds = b["stats"]["au"] >= t["target_au"] and (n is None or n["stats"]["au"] < t["target_au"])
+    print(f"{name:<24} {t['target_au']:6.2f}  {text(b['settings']):<48} {b['stats']['au']:5.2f}  "
+          f"{text(n['settings']) if n else '(none cheaper)':<48} {n['stats']['au'] if n else float('nan'):5.2f}  "
+          f"{'yes' if holds else 'NO'}")
 EOF
