@@ -130,17 +130,22 @@ if strace -f -qq -o /dev/null -e trace=fsync -e inject=fsync:delay_enter=1 true 
 for sig in INT TERM HUP; do
     rm -rf "$TMP/big"
     mkdir "$TMP/big"
+    rm -f "$TMP/big.pid"
+    # sh writes its pid and becomes dpbench (exec): the pid to signal, without procps
     strace -f -qq -o /dev/null -e trace=fsync -e inject=fsync:delay_enter=3000000 \
-        "$BIN" --out "$TMP/big" >"$TMP/big.out" 2>"$TMP/big.err" &
+        sh -c 'echo $$ >"$0.pid"; exec "$@"' "$TMP/big" "$BIN" --out "$TMP/big" \
+        >"$TMP/big.out" 2>"$TMP/big.err" &
     pid=$!
     for i in $(seq 3000); do # the first .tmp file, at most 30 s
         [ -n "$(find "$TMP/big" -name '*.tmp')" ] && break
         kill -0 $pid 2>/dev/null || break
         sleep 0.01
     done
-    kill -$sig "$(pgrep -P $pid)" # dpbench, strace's child (strace exits with its status)
+    dp=$(cat "$TMP/big.pid" 2>/dev/null)
+    [ -n "$dp" ] && kill -$sig "$dp" # dpbench, strace's child (strace exits with its status)
     t0=$(date +%s%N)
     ends_within $pid
+    [ -n "$dp" ] && kill -KILL "$dp" 2>/dev/null # a hang: strace was killed, not its child
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     want=$((128 + $(kill -l $sig)))
     files=$(ls -A "$TMP/big" | tr '\n' ' ')

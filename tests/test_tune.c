@@ -196,8 +196,6 @@ static void test_compute_bound(void **state)
     tune_result_free(&r);
 }
 
-/* No setting changes anything: every move is dropped as noise and the config
- * as given stays. */
 /* Workers lose at the default prefetch, their hand-off costing more than
  * the loading they take over, and win at a deeper one: the first step to
  * workers gets a second look before the climb gives them up. Per batch:
@@ -219,14 +217,17 @@ static void test_handoff(void **state)
     assert_true(b->s.num_workers == 2 && b->s.prefetch_factor >= 8);
     assert_true(b->st.median < 1.10 * model_best(&p, o.max_workers, false));
     /* 4 workers contend (1.4x slower loads): measured slower from 2 workers
-     * once, that step is not tried again at each deeper prefetch */
+     * once, that step is not tried again at each deeper prefetch (with
+     * persistent workers, which change a worker's cost, it may be once more) */
     int four = 0;
     for (int i = 0; i < r.n_trials; i++)
-        four += r.trials[i].s.num_workers == 4;
+        four += r.trials[i].s.num_workers == 4 && !r.trials[i].s.persistent_workers;
     assert_int_equal(four, 1);
     tune_result_free(&r);
 }
 
+/* No setting changes anything: every move is dropped as noise and the config
+ * as given stays. */
 static void test_flat(void **state)
 {
     (void)state;

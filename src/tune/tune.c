@@ -251,20 +251,24 @@ static void add_move(struct tune_settings *mv, const char **why, int *n,
     }
 }
 
-/* Whether the climb already saw going from w to `to` workers (the other
- * settings as they were) measure slower: then it is not tried again from
- * another prefetch or persistence at w. Each such trial costs as much as a
- * good one, and the knobs interact less than the step from w to `to` costs. */
-static bool slower_before(const struct tune_result *r, long w, long to)
+/* Whether the climb already saw the step from settings like `at` to `to`
+ * workers measure slower, from settings that differ from `at` only in
+ * prefetch_factor (the step changing nothing but the workers): then it is not
+ * tried again at another prefetch. Each such trial costs as much as a good
+ * one, and a deeper queue does not undo what more workers cost in contention.
+ * Persistence, pinning and copies must match: they change what a worker costs. */
+static bool slower_before(const struct tune_result *r, const struct tune_settings *at, long to)
 {
     for (int k = 0; k < r->n_trials; k++) {
         const struct tune_trial *t = &r->trials[k];
-        if (t->from < 0 || t->vs.verdict != VERDICT_SLOWER || t->s.num_workers != to ||
-            r->trials[t->from].s.num_workers != w)
+        if (t->from < 0 || t->vs.verdict != VERDICT_SLOWER || t->s.num_workers != to)
             continue;
-        struct tune_settings s = r->trials[t->from].s;
+        struct tune_settings f = r->trials[t->from].s, s = f;
         s.num_workers = to;
-        if (tune_settings_equal(&s, &t->s))
+        if (!tune_settings_equal(&s, &t->s)) // the step changed more than the workers
+            continue;
+        f.prefetch_factor = at->prefetch_factor;
+        if (tune_settings_equal(&f, at))
             return true;
     }
     return false;
@@ -284,9 +288,9 @@ static int moves(const struct tune_options *o, const struct tune_result *r,
         long w1 = s.num_workers ? 2 * s.num_workers : 1, w2 = 2 * w1;
         w1 = w1 < o->max_workers ? w1 : o->max_workers;
         w2 = w2 < o->max_workers ? w2 : o->max_workers;
-        if (!slower_before(r, s.num_workers, w1))
+        if (!slower_before(r, &s, w1))
             m = s, m.num_workers = w1, add_move(mv, why, &n, m, "input-bound: more workers");
-        if (w2 > w1 && !slower_before(r, s.num_workers, w2))
+        if (w2 > w1 && !slower_before(r, &s, w2))
             m = s, m.num_workers = w2, add_move(mv, why, &n, m, "input-bound: more workers");
     }
     if (input && allowed(o, TUNE_PREFETCH, &s) && 2 * s.prefetch_factor <= TUNE_MAX_PREFETCH)
@@ -364,7 +368,7 @@ static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
             else if (v == 0 && t->vs.ci95[0] < 1 - TUNE_WORTH &&
                      (lead < 0 || t->st.median < r->trials[lead].st.median))
                 lead = k;
-            else if (v < 0 && r->trials[from].s.num_workers == 0 && t->s.num_workers > 0 &&
+            else if (v <= 0 && r->trials[from].s.num_workers == 0 && t->s.num_workers > 0 &&
                      (t->bound == BOUND_INPUT || t->bound == BOUND_BALANCED) &&
                      (handoff < 0 || t->st.median < r->trials[handoff].st.median))
                 handoff = k;
