@@ -176,3 +176,5 @@ for name in seen:
           f"{text(n['settings']) if n else '(none cheaper)':<48} {n['stats']['au'] if n else float('nan'):5.2f}  "
           f"{'yes' if holds else 'NO'}")
 EOF
+# result files over 100 kB are kept gzip'd (zcat or Python's gzip module read them)
+find "$OUT" -name '*.json' -size +100k -exec gzip -nf {} +

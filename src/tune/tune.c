@@ -483,6 +483,8 @@ static int smallest_prefetch(const struct tune_options *o, tune_trial_fn trial, 
     return hi;
 }
 
+/* AUs below the target are printed rounded down, to 3 decimals: 0.7996
+ * against a target of 0.8 must not read "reaches 0.80". */
 static void no_target(const struct tune_options *o, struct tune_result *r)
 {
     int top = 0;
@@ -492,8 +494,8 @@ static void no_target(const struct tune_options *o, struct tune_result *r)
     char set[256];
     tune_settings_text(o, &r->trials[top].s, false, set, sizeof set);
     snprintf(r->statement, sizeof r->statement,
-             "no setting tried reaches AU %.2f: the highest, trial %d (%s), reaches %.2f and "
-             "is %s-bound", o->target_au, top, set, r->trials[top].au,
+             "no setting tried reaches AU %.2f: the highest, trial %d (%s), reaches %.3f and "
+             "is %s-bound", o->target_au, top, set, floor(1000 * r->trials[top].au) / 1000,
              bound_name(r->trials[top].bound));
     r->best = -1;
 }

@@ -235,8 +235,8 @@ void tune_print(FILE *f, const struct results *res, const struct tune_report *t)
                 r->gain.verdict == VERDICT_SLOWER ? "faster" : "not told apart from noise");
     if (t->o.target_au > 0 && r->next_cheaper >= 0) {
         tune_settings_text(&t->o, &r->trials[r->next_cheaper].s, false, set, sizeof set);
-        fprintf(f, "#   the next cheaper setting, trial %d (%s), reaches AU %.2f\n",
-                r->next_cheaper, set, r->trials[r->next_cheaper].au);
+        fprintf(f, "#   the next cheaper setting, trial %d (%s), reaches AU %.3f\n",
+                r->next_cheaper, set, floor(1000 * r->trials[r->next_cheaper].au) / 1000);
     }
     torch_line(&b->s, line, sizeof line);
     fprintf(f, "#   PyTorch: %s\n", line);
