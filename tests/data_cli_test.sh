@@ -4,6 +4,7 @@
 # 2 before any epoch; exit 1 naming the file when a worker meets a corrupt
 # image, with the partial results kept). Prints "N passed, N failed".
 . "$(dirname "$0")/lib.sh"
+hup_default "$0" "$@" # SIGHUP at its default for the SIGHUP case, even under nohup
 test_init "$@"
 json() { # json 'python expression over d' FILE
     /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$2"
@@ -308,6 +309,19 @@ for sig in TERM INT HUP; do
     else bad "SIG$sig during --make-dataset: exit $rc: $(cat "$TMP/err")"; fi
     none_left "$L"
 done
+
+# under nohup (SIGHUP ignored when it starts) a SIGHUP is ignored, as nohup asks;
+# python, not the python3 function (a subshell: its pid would be the one signalled)
+"${PYTHON:-/usr/bin/python3}" -c 'import os, signal, sys
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+os.execvp(sys.argv[1], sys.argv[1:])' "$BIN" --make-dataset folder "$L/nohup" --per-class 40 \
+    --size 64x64 >/dev/null 2>"$TMP/err" &
+pid=$!
+for i in $(seq 100); do [ -n "$(find "$L" -path '*nohup*' -name '*.jpg' 2>/dev/null | head -1)" ] && break; sleep 0.1; done
+kill -HUP $pid 2>/dev/null
+wait $pid
+rc=$?
+if [ $rc -eq 0 ] && [ -d "$L/nohup/train" ]; then ok; else bad "SIGHUP under nohup ended --make-dataset: exit $rc: $(cat "$TMP/err")"; fi
 
 # SIGKILL cannot be caught: its staging folder stays, and the next run into
 # the same place removes it (its process is gone) and works

@@ -14,6 +14,17 @@ test_init() {
     trap 'rm -rf "$TMP"' EXIT
 }
 python3() { "${PYTHON:-/usr/bin/python3}" "$@"; }
+# hup_default "$0" "$@": for a test that sends SIGHUP, called first (before
+# any cd). Under nohup (any parent that ignores SIGHUP) every child inherits
+# the ignore and dpbench rightly keeps it; bash cannot undo an ignore it
+# started with, so the script starts again through python, SIGHUP at default.
+hup_default() {
+    [ -n "${DPBENCH_HUP_RESET:-}" ] && return 0
+    [ $(( 0x$(awk '/^SigIgn:/ {print $2}' /proc/self/status) & 1 )) -eq 0 ] && return 0
+    DPBENCH_HUP_RESET=1 exec "${PYTHON:-/usr/bin/python3}" -c 'import os, signal, sys
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' bash "$@"
+}
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }

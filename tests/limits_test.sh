@@ -9,6 +9,8 @@
 # for the runs signalled directly) so a regression cannot hang CI. Prints
 # "N passed, N failed".
 set -u
+. "$(dirname "$0")/lib.sh"
+hup_default "$0" "$@" # SIGHUP at its default for the SIGHUP cases, even under nohup
 BIN=$(realpath "${1:-./dpbench}")
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)

@@ -407,7 +407,9 @@ int gen_main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    struct sigaction hup;
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) // nohup: ignored
+        sigaction(SIGHUP, &sa, NULL);
     signal(SIGXFSZ, SIG_IGN);
     struct staging st;
     const char *dir = g.dir;
