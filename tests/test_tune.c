@@ -288,6 +288,8 @@ static void test_undecided(void **state)
 struct table {
     double ms[9];
     double noise;
+    double drift;  // each call's times are this much (relative) slower than the call before
+    int calls;
     struct rng rng;
 };
 
@@ -296,14 +298,27 @@ static int table_trial(void *ctx, const struct tune_settings *s, int epochs,
 {
     (void)e;
     struct table *t = ctx;
+    double level = 1 + t->drift * t->calls++;
     for (int i = 0; i < epochs; i++) {
-        double x = 1e-3 * t->ms[s->num_workers] * exp(t->noise * rng_normal(&t->rng));
+        double x = 1e-3 * t->ms[s->num_workers] * level * exp(t->noise * rng_normal(&t->rng));
         m->epoch_s[i] = x;
         m->wait_s += 0.9 * x; // input-bound throughout
         m->compute_s += 0.1 * x;
         m->elapsed_s += x;
     }
     return 0;
+}
+
+static void table_search(struct table *t, uint64_t seed, struct tune_result *r)
+{
+    struct config c;
+    struct tune_options o;
+    struct error e;
+    config_defaults(&c);
+    tune_options_init(&o, &c, &backend_cpu, 4);
+    rng_init(&t->rng, seed, 0, 0);
+    if (tune_search(&o, table_trial, t, r, &e))
+        fail_msg("%s", e.msg);
 }
 
 /* Noise hides the first steps' gain: the climb explores one step past the
@@ -313,15 +328,8 @@ static void test_explore(void **state)
 {
     (void)state;
     struct table t = {.ms = {20, 19.6, 19.2, 15, 10, 10.5, 11, 11.5, 12}, .noise = 0.15};
-    struct config c;
-    struct tune_options o;
     struct tune_result r;
-    struct error e;
-    config_defaults(&c);
-    tune_options_init(&o, &c, &backend_cpu, 4);
-    rng_init(&t.rng, 13, 0, 0);
-    if (tune_search(&o, table_trial, &t, &r, &e))
-        fail_msg("%s", e.msg);
+    table_search(&t, 13, &r);
     bool explored = false;
     for (int i = 0; i < r.n_trials; i++)
         explored |= strncmp(r.trials[i].decision, "explored", 8) == 0;
@@ -329,6 +337,51 @@ static void test_explore(void **state)
     assert_true(r.best > 0);
     assert_int_equal(r.trials[r.best].s.num_workers, 4);
     assert_true(r.gain.ci95[0] > 1);
+    tune_result_free(&r);
+}
+
+/* The machine drifts 2% slower with every run: the chosen settings are run
+ * once more after the search, and the time and interval reported pool both
+ * runs, so the interval holds the later run's median (a rerun's) as well as
+ * the search's. */
+static void test_confirm(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {20, 10, 10, 10, 10, 10, 10, 10, 10}, .noise = 0.01, .drift = 0.02};
+    struct tune_result r;
+    table_search(&t, 14, &r);
+    assert_true(r.best > 0 && r.confirmed);
+    const struct tune_trial *b = &r.trials[r.best];
+    assert_true(b->rounds >= 2);
+    int last = 6; // the confirming round: min_epochs
+    struct stats search, again;
+    stats_compute(b->epoch_s, (size_t)(b->n - last), &search);
+    stats_compute(b->epoch_s + b->n - last, (size_t)last, &again);
+    assert_true(again.median > 1.03 * search.median); // the case this test is for happened
+    assert_true(b->st.ci95[0] <= search.median && again.median <= b->st.ci95[1]);
+    assert_non_null(strstr(b->decision, "run again"));
+    tune_result_free(&r);
+}
+
+/* A step measured clearly slower stops after its first round: only a trial
+ * that may still turn out a gain worth having (5%) gets more epochs. At 8%
+ * noise the config as given needs more than one round for its interval. */
+static void test_futile(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {20, 30, 30, 30, 30, 30, 30, 30, 30}, .noise = 0.08};
+    struct tune_result r;
+    table_search(&t, 15, &r);
+    assert_int_equal(r.best, 0);
+    assert_true(r.trials[0].n > 6);
+    int slower = 0;
+    for (int i = 1; i < r.n_trials; i++)
+        if (r.trials[i].from == 0) {
+            assert_int_equal(r.trials[i].vs.verdict, VERDICT_SLOWER);
+            assert_int_equal(r.trials[i].n, 6);
+            slower++;
+        }
+    assert_int_equal(slower, 2); // 1 and 2 workers, from the config as given
     tune_result_free(&r);
 }
 
@@ -387,6 +440,8 @@ static void test_budget(void **state)
     run(&o, &p, &r);
     assert_true(r.n_trials >= 1 && r.n_trials <= 3);
     assert_non_null(strstr(r.statement, "tune.budget_s"));
+    assert_non_null(strstr(r.statement, "not run again")); // no time left to confirm it
+    assert_false(r.confirmed);
     assert_true(r.best >= 0);
     tune_result_free(&r);
 }
@@ -433,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_too_short),     cmocka_unit_test(test_target_au),
         cmocka_unit_test(test_budget),        cmocka_unit_test(test_knobs_and_epochs),
         cmocka_unit_test(test_undecided),     cmocka_unit_test(test_explore),
+        cmocka_unit_test(test_confirm),       cmocka_unit_test(test_futile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

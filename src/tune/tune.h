@@ -76,9 +76,12 @@ struct tune_trial {
     double *epoch_s;       // (n) every measured epoch of this trial
     int n;
     struct stats st;       // over epoch_s
+    double stage_s[3];     // summed over epoch_s: waiting for data, exposed copies, compute
     double wait, copy, compute; // shares of the summed epoch time
     double au;             // compute / epoch time
     enum bound bound;
+    int rounds;            // fresh runs its epochs came from (the chosen trial gets one more
+                           // after the search: see tune_search)
     int from;              // the trial the climb moved from, -1 for none
     struct comparison vs;  // against trial `from` (valid when from >= 0)
     char decision[256];    // what the search concluded from it, and why
@@ -91,6 +94,7 @@ struct tune_result {
     int next_cheaper;      // target_au: the measured next cheaper setting, -1 if none
     struct comparison gain; // trial 0 against best: ratio = median(given) / median(best)
                             // is the speed-up, with its 95% interval
+    bool confirmed;        // the chosen trial was run again after the search
     double seconds;        // trial seconds spent
     char statement[512];   // why there is no recommendation, or what limited it; "" if none
 };

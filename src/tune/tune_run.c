@@ -221,8 +221,9 @@ void tune_print(FILE *f, const struct results *res, const struct tune_report *t)
     char set[256], line[320];
     tune_settings_text(&t->o, &b->s, false, set, sizeof set);
     fprintf(f, "# recommendation (trial %d): %s\n", r->best, set);
-    fprintf(f, "#   epoch %.3f ms, 95%% interval [%.3f, %.3f] ms; AU %.2f, %s-bound\n",
-            1e3 * b->st.median, 1e3 * b->st.ci95[0], 1e3 * b->st.ci95[1], b->au,
+    fprintf(f, "#   epoch %.3f ms, 95%% interval [%.3f, %.3f] ms (%d epochs%s); AU %.2f, "
+               "%s-bound\n", 1e3 * b->st.median, 1e3 * b->st.ci95[0], 1e3 * b->st.ci95[1], b->n,
+            r->confirmed ? ": the search's and a run after it" : "", b->au,
             bound_name(b->bound));
     if (r->best == 0)
         fprintf(f, "#   the config as given: no change measured faster\n");
@@ -300,6 +301,9 @@ cJSON *tune_json(const struct tune_report *t)
         cJSON_AddItemToObject(o, "best", settings_json(&b->s));
         cJSON_AddNumberToObject(o, "best_trial", r->best);
         cJSON_AddNumberToObject(o, "best_epoch_ms", 1e3 * b->st.median);
+        cJSON_AddItemToObject(o, "best_epoch_ci95",
+                              pair_json(1e3 * b->st.ci95[0], 1e3 * b->st.ci95[1]));
+        cJSON_AddBoolToObject(o, "confirmed", r->confirmed);
         cJSON_AddNumberToObject(o, "gain_ratio", r->gain.ratio);
         cJSON_AddItemToObject(o, "gain", pair_json(r->gain.ci95[0], r->gain.ci95[1]));
     } else {
