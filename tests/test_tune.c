@@ -78,6 +78,7 @@ static void setup(struct config *c, struct tune_options *o, const struct backend
                   struct pipe *p, uint64_t seed)
 {
     config_defaults(c);
+    c->train.epochs = 6; // a trial's cap: 12 epochs
     tune_options_init(o, c, be, p->cores);
     rng_init(&p->rng, seed, 0, 0);
 }
@@ -289,6 +290,9 @@ struct table {
     double ms[9];
     double noise;
     double drift;  // each call's times are this much (relative) slower than the call before
+    int blip_call; // the call (0: the first) whose times are scaled by blip, when blip > 0
+    double blip;
+    int fail_call; // the call that fails, when fail_call > 0
     int calls;
     struct rng rng;
 };
@@ -296,9 +300,11 @@ struct table {
 static int table_trial(void *ctx, const struct tune_settings *s, int epochs,
                        struct tune_measure *m, struct error *e)
 {
-    (void)e;
     struct table *t = ctx;
-    double level = 1 + t->drift * t->calls++;
+    if (t->fail_call > 0 && t->calls == t->fail_call)
+        return error_set(e, "interrupted");
+    double level = (1 + t->drift * t->calls) * (t->blip > 0 && t->calls == t->blip_call ? t->blip : 1);
+    t->calls++;
     for (int i = 0; i < epochs; i++) {
         double x = 1e-3 * t->ms[s->num_workers] * level * exp(t->noise * rng_normal(&t->rng));
         m->epoch_s[i] = x;
@@ -315,6 +321,7 @@ static void table_search(struct table *t, uint64_t seed, struct tune_result *r)
     struct tune_options o;
     struct error e;
     config_defaults(&c);
+    c.train.epochs = 6; // a trial's cap: 12 epochs
     tune_options_init(&o, &c, &backend_cpu, 4);
     rng_init(&t->rng, seed, 0, 0);
     if (tune_search(&o, table_trial, t, r, &e))
@@ -353,10 +360,10 @@ static void test_confirm(void **state)
     assert_true(r.best > 0 && r.confirmed);
     const struct tune_trial *b = &r.trials[r.best];
     assert_true(b->rounds >= 2);
-    int last = 6; // the confirming round: min_epochs
+    assert_int_equal(b->n, 2 * b->n_search); // the run after the search: as many epochs
     struct stats search, again;
-    stats_compute(b->epoch_s, (size_t)(b->n - last), &search);
-    stats_compute(b->epoch_s + b->n - last, (size_t)last, &again);
+    stats_compute(b->epoch_s, (size_t)b->n_search, &search);
+    stats_compute(b->epoch_s + b->n_search, (size_t)(b->n - b->n_search), &again);
     assert_true(again.median > 1.03 * search.median); // the case this test is for happened
     assert_true(b->st.ci95[0] <= search.median && again.median <= b->st.ci95[1]);
     assert_non_null(strstr(b->decision, "run again"));
@@ -373,7 +380,7 @@ static void test_futile(void **state)
     struct tune_result r;
     table_search(&t, 15, &r);
     assert_int_equal(r.best, 0);
-    assert_true(r.trials[0].n > 6);
+    assert_true(r.trials[0].n_search > 6);
     int slower = 0;
     for (int i = 1; i < r.n_trials; i++)
         if (r.trials[i].from == 0) {
@@ -382,6 +389,75 @@ static void test_futile(void **state)
             slower++;
         }
     assert_int_equal(slower, 2); // 1 and 2 workers, from the config as given
+    tune_result_free(&r);
+}
+
+/* Every setting runs alike, but the machine ran 30% faster during the
+ * second trial (one worker): the test calls it faster than the config as
+ * given in the search, and run again it is not. The config as given stays,
+ * and is itself run again. */
+static void test_revert(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {20, 20, 20, 20, 20, 20, 20, 20, 20}, .noise = 0.01,
+                      .blip_call = 1, .blip = 0.7};
+    struct tune_result r;
+    table_search(&t, 16, &r);
+    assert_int_equal(r.reverted, 1);
+    assert_non_null(strstr(r.trials[0].decision, "run again after the search"));
+    assert_non_null(strstr(r.trials[1].decision, "not recommended"));
+    assert_int_equal(r.best, 0);
+    assert_true(r.confirmed);
+    assert_int_equal(r.trials[0].n, 2 * r.trials[0].n_search);
+    tune_result_free(&r);
+}
+
+/* One worker is 15% faster, but the machine slows 5% a run: by the end of
+ * the search the choice, run again, is slower than the config as given was
+ * at the start. The config as given runs again beside it, and against that
+ * the choice holds. */
+static void test_drift_holds(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {20, 17, 17, 17, 17, 17, 17, 17, 17}, .noise = 0.01, .drift = 0.05};
+    struct tune_result r;
+    table_search(&t, 18, &r);
+    assert_true(r.best > 0 && r.confirmed);
+    assert_int_equal(r.reverted, -1);
+    const struct tune_trial *g = &r.trials[0], *b = &r.trials[r.best];
+    assert_int_equal(g->n, 2 * g->n_search); // the config as given, run again beside it
+    struct stats first, after;
+    stats_compute(g->epoch_s, (size_t)g->n_search, &first);
+    stats_compute(b->epoch_s + b->n_search, (size_t)(b->n - b->n_search), &after);
+    assert_true(after.median > first.median); // the case this test is for happened
+    tune_result_free(&r);
+}
+
+/* A search stopped while its choice is run again (an error, Ctrl-C)
+ * recommends nothing. */
+static void test_confirm_fails(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {20, 10, 10, 10, 10, 10, 10, 10, 10}, .noise = 0.01};
+    struct tune_result r;
+    table_search(&t, 17, &r);
+    assert_true(r.best > 0 && r.confirmed);
+    int calls = t.calls; // the last one ran the choice again
+    tune_result_free(&r);
+
+    struct config c;
+    struct tune_options o;
+    struct error e;
+    config_defaults(&c);
+    c.train.epochs = 6;
+    tune_options_init(&o, &c, &backend_cpu, 4);
+    t = (struct table){.ms = {20, 10, 10, 10, 10, 10, 10, 10, 10}, .noise = 0.01,
+                       .fail_call = calls - 1};
+    rng_init(&t.rng, 17, 0, 0);
+    assert_int_equal(tune_search(&o, table_trial, &t, &r, &e), -1);
+    assert_int_equal(t.calls, calls - 1); // the same search, up to the run after it
+    assert_int_equal(r.best, -1);
+    assert_false(r.confirmed);
     tune_result_free(&r);
 }
 
@@ -463,14 +539,22 @@ static void test_knobs_and_epochs(void **state)
     for (int i = 0; i < r.n_trials; i++)
         assert_int_equal(r.trials[i].s.num_workers, 2);
     assert_true(r.n_trials > 1);
-    assert_int_equal(r.trials[0].n, o.min_epochs); // quiet: the first round was enough
+    assert_int_equal(r.trials[0].n_search, o.min_epochs); // quiet: the first round was enough
     tune_result_free(&r);
 
     p.noise = 0.06; // cv 6%: 6 epochs give about +-7%, more are needed for +-3%
     setup(&c, &o, &backend_cpu, &p, 11);
     run(&o, &p, &r);
-    assert_true(r.trials[0].n > o.min_epochs);
+    assert_true(r.trials[0].n_search > o.min_epochs);
     tune_result_free(&r);
+
+    /* the cap: twice the config's epochs, within [6, 48] */
+    long cases[][2] = {{1, 6}, {3, 6}, {10, 20}, {24, 48}, {100, 48}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        c.train.epochs = cases[i][0];
+        tune_options_init(&o, &c, &backend_cpu, 4);
+        assert_int_equal(o.max_epochs, cases[i][1]);
+    }
 
     assert_int_equal(tune_parse_knobs("", &o.knobs, &e), 0);
     assert_int_equal(o.knobs, TUNE_ALL_KNOBS);
@@ -489,6 +573,8 @@ int main(void)
         cmocka_unit_test(test_budget),        cmocka_unit_test(test_knobs_and_epochs),
         cmocka_unit_test(test_undecided),     cmocka_unit_test(test_explore),
         cmocka_unit_test(test_confirm),       cmocka_unit_test(test_futile),
+        cmocka_unit_test(test_revert),        cmocka_unit_test(test_confirm_fails),
+        cmocka_unit_test(test_drift_holds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,9 +93,10 @@ void tune_options_init(struct tune_options *o, const struct config *base,
         .max_workers = 2 * (usable_cores > 0 ? usable_cores : 1),
         .budget_s = 600,
         .min_epochs = 6,      // the fewest whose order statistics give a 95% interval
-        /* twice the epochs the config measures a point with (12 to 48): a
-         * trial costs at most what two points of a sweep cost */
-        .max_epochs = (int)(base->train.epochs < 6 ? 12
+        /* twice the epochs the config measures a point with (6 to 48): a
+         * trial costs at most what two points of a sweep cost, and never
+         * fewer than one interval needs */
+        .max_epochs = (int)(base->train.epochs < 3 ? 6
                             : base->train.epochs > 24 ? 48 : 2 * base->train.epochs),
         .ci_rel = 0.03,       // a 6% wide interval tells apart the 10% steps knobs make
         .noise_rel = 0.20,    // +-20% at the cap: only changes well over 1.4x could be seen
@@ -219,9 +220,9 @@ static int measure_round(tune_trial_fn trial, void *ctx, struct tune_result *r, 
 }
 
 /* Whether trial t, against trial ref (the one the climb moves from), has a
- * ratio whose interval leaves no room for a gain worth having (TUNE_WORTH):
- * more epochs would only measure more closely a setting the climb does not
- * take. */
+ * ratio whose interval leaves no room for a gain worth having (TUNE_WORTH)
+ * and the test does not call it faster (the climb would go on from it): more
+ * epochs would only measure more closely a setting the climb does not take. */
 static bool futile(const struct tune_result *r, int ref, const struct tune_trial *t)
 {
     if (ref < 0)
@@ -229,7 +230,7 @@ static bool futile(const struct tune_result *r, int ref, const struct tune_trial
     const struct tune_trial *a = &r->trials[ref];
     struct comparison c;
     stats_compare(a->epoch_s, (size_t)a->n, t->epoch_s, (size_t)t->n, &c);
-    return c.ci95[0] >= 1 - TUNE_WORTH;
+    return c.ci95[0] >= 1 - TUNE_WORTH && c.verdict != VERDICT_FASTER;
 }
 
 /* The trial for settings s: an earlier one that runs the same, or a new one
@@ -265,6 +266,7 @@ static int measure(const struct tune_options *o, tune_trial_fn trial, void *ctx,
             break;
         round = t->n < o->max_epochs - t->n ? t->n : o->max_epochs - t->n;
     }
+    r->trials[k].n_search = r->trials[k].n;
     return k;
 }
 
@@ -562,6 +564,21 @@ static int search_target(const struct tune_options *o, tune_trial_fn trial, void
     return 0;
 }
 
+/* Appends to r->statement, after "; " when it has text. */
+static void statement_add(struct tune_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void statement_add(struct tune_result *r, const char *fmt, ...)
+{
+    size_t used = strlen(r->statement);
+    if (used)
+        used += (size_t)snprintf(r->statement + used, sizeof r->statement - used, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    if (used < sizeof r->statement)
+        vsnprintf(r->statement + used, sizeof r->statement - used, fmt, ap);
+    va_end(ap);
+}
+
 /* A trial whose median is well under the best's (by a tenth) but not told
  * apart from it by the test: the noise left the search undecided there, and
  * the statement says so rather than recommend it or hide it. */
@@ -580,11 +597,9 @@ static void undecided(const struct tune_options *o, struct tune_result *r)
     stats_compare(b->epoch_s, (size_t)b->n, t->epoch_s, (size_t)t->n, &c);
     char set[256];
     tune_settings_text(o, &t->s, false, set, sizeof set);
-    size_t used = strlen(r->statement);
-    snprintf(r->statement + used, sizeof r->statement - used,
-             "%sundecided: trial %d (%s) measured %.2fx the chosen time [%.2f, %.2f], not told "
-             "apart from noise; more epochs (train.epochs) or a quieter machine would decide",
-             used ? "; " : "", low, set, c.ratio, c.ci95[0], c.ci95[1]);
+    statement_add(r, "undecided: trial %d (%s) measured %.2fx the chosen time [%.2f, %.2f], not "
+                     "told apart from noise; more epochs (train.epochs) or a quieter machine "
+                     "would decide", low, set, c.ratio, c.ci95[0], c.ci95[1]);
 }
 
 static int search_fastest(const struct tune_options *o, tune_trial_fn trial, void *ctx,
@@ -599,7 +614,6 @@ static int search_fastest(const struct tune_options *o, tune_trial_fn trial, voi
                  "tune.budget_s (%.0f s) ran out: the best of the %d trials so far", o->budget_s,
                  r->n_trials);
     r->best = select_fastest(r);
-    undecided(o, r);
     return 0;
 }
 
@@ -627,54 +641,102 @@ static bool measurable(const struct tune_options *o, struct tune_result *r)
     return true;
 }
 
-/* The chosen trial once more, in a fresh run after the search. The search
- * chose it for the lowest median among many noisy ones, which comes out low,
- * and one run's interval does not hold the drift between runs minutes apart;
- * the recommendation's time and interval pool both runs, as a rerun of
- * NAME-tuned.yaml will be another run. 0, or -1 with e set. */
-static int confirm(const struct tune_options *o, tune_trial_fn trial, void *ctx,
-                   struct tune_result *r, struct error *e)
+/* Trial k once more after the search, in a fresh run of as many epochs as
+ * the search measured it with (both runs weigh the same); its time and
+ * interval then pool both runs. 1 when run, 0 when the budget is spent, -1
+ * with e set. */
+static int run_again(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                     struct tune_result *r, int k, struct error *e)
 {
-    size_t used = strlen(r->statement);
-    if (budget_spent(o, r)) {
-        snprintf(r->statement + used, sizeof r->statement - used,
-                 "%sthe choice was not run again (tune.budget_s spent): its interval is from "
-                 "one run and may be narrower than the drift between runs",
-                 used ? "; " : "");
+    if (budget_spent(o, r))
         return 0;
-    }
-    int n0 = r->trials[r->best].n;
-    if (measure_round(trial, ctx, r, r->best, o->min_epochs, e))
+    if (measure_round(trial, ctx, r, k, r->trials[k].n_search, e))
         return -1;
-    struct tune_trial *t = &r->trials[r->best];
+    struct tune_trial *t = &r->trials[k];
     struct stats again;
-    stats_compute(t->epoch_s + n0, (size_t)(t->n - n0), &again);
-    used = strlen(t->decision);
+    stats_compute(t->epoch_s + t->n_search, (size_t)(t->n - t->n_search), &again);
+    size_t used = strlen(t->decision);
     snprintf(t->decision + used, sizeof t->decision - used,
-             "; chosen, run again: %.3f ms, both runs pooled", 1e3 * again.median);
-    r->confirmed = true;
-    if (o->target_au > 0 && !reaches(o, t)) {
-        used = strlen(r->statement);
-        snprintf(r->statement + used, sizeof r->statement - used,
-                 "%swith the run after the search its AU is %.3f, below %.2f: the target lies "
-                 "within this setting's noise", used ? "; " : "", floor(1000 * t->au) / 1000,
-                 o->target_au);
-    }
-    return 0;
+             "; run again after the search: %.3f ms, both runs pooled", 1e3 * again.median);
+    return 1;
+}
+
+/* Trial t's run after the search against the config as given's: its own run
+ * after the search when it has one (side by side in time), else its first. */
+static void against_given(const struct tune_result *r, const struct tune_trial *t,
+                          struct comparison *c)
+{
+    const struct tune_trial *g = &r->trials[0];
+    int from = g->n > g->n_search ? g->n_search : 0;
+    stats_compare(g->epoch_s + from, (size_t)(g->n - from), t->epoch_s + t->n_search,
+                  (size_t)(t->n - t->n_search), c);
 }
 
 /* The recommendation against the config as given: ratio = median(given) /
- * median(best), the speed-up. */
+ * median(best), the speed-up; both pooled over all their runs. */
 static void gain(struct tune_result *r)
 {
     const struct tune_trial *a = &r->trials[r->best], *b = &r->trials[0];
     stats_compare(a->epoch_s, (size_t)a->n, b->epoch_s, (size_t)b->n, &r->gain);
 }
 
+/* The search's choice is run again. The search chose it for the lowest of
+ * many noisy medians, which comes out low, and one run's interval does not
+ * hold the drift between runs minutes apart: the reported time and interval
+ * pool both runs, as a rerun of NAME-tuned.yaml is another run.
+ * For the fastest goal a change is recommended only when its run after the
+ * search is faster than the config as given too (one of a search's many
+ * comparisons says "faster" by chance now and then, or from a moment the
+ * machine ran faster). When it is not faster than the config as given's
+ * first run, the config as given runs again beside it, since the machine may
+ * have changed speed since the start; when it is not faster than that
+ * either, the config as given stays. 0, or -1 with e set. */
+static int recommend(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                     struct tune_result *r, struct error *e)
+{
+    int again = run_again(o, trial, ctx, r, r->best, e);
+    if (again < 0)
+        return -1;
+    if (o->target_au == 0 && r->best > 0 && again) {
+        struct tune_trial *t = &r->trials[r->best];
+        struct comparison c;
+        against_given(r, t, &c);
+        if (c.verdict != VERDICT_FASTER) {
+            int given = run_again(o, trial, ctx, r, 0, e);
+            if (given < 0)
+                return -1;
+            t = &r->trials[r->best];
+            if (given)
+                against_given(r, t, &c);
+        }
+        if (c.verdict != VERDICT_FASTER) {
+            size_t used = strlen(t->decision);
+            snprintf(t->decision + used, sizeof t->decision - used,
+                     "; that run is not faster than the config as given (%.2fx its time "
+                     "[%.2f, %.2f]): not recommended", c.ratio, c.ci95[0], c.ci95[1]);
+            r->reverted = r->best;
+            r->best = 0;
+        }
+    }
+    const struct tune_trial *t = &r->trials[r->best];
+    r->confirmed = t->n > t->n_search;
+    if (!r->confirmed)
+        statement_add(r, "the choice was not run again (tune.budget_s spent): its interval is "
+                         "from one run and may be narrower than the drift between runs");
+    gain(r);
+    if (o->target_au == 0)
+        undecided(o, r);
+    else if (r->confirmed && !reaches(o, t))
+        statement_add(r, "with the run after the search its AU is %.3f, below %.2f: the "
+                         "target lies within this setting's noise",
+                      floor(1000 * t->au) / 1000, o->target_au);
+    return 0;
+}
+
 int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 struct tune_result *r, struct error *e)
 {
-    *r = (struct tune_result){.best = -1, .next_cheaper = -1};
+    *r = (struct tune_result){.best = -1, .next_cheaper = -1, .reverted = -1};
     struct tune_settings given;
     tune_settings_from(&given, o->base);
     int k = measure(o, trial, ctx, r, given, -1, e);
@@ -689,26 +751,9 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                               : search_fastest(o, trial, ctx, r, e);
     if (rc || r->best < 0)
         return rc;
-    if (confirm(o, trial, ctx, r, e))
+    if (recommend(o, trial, ctx, r, e)) {
+        r->best = -1; // no recommendation from a search that did not finish
         return -1;
-    gain(r);
-    /* The fastest goal recommends a change only when it is still faster than
-     * the config as given with its second run: one of many comparisons in a
-     * search comes out "faster" by chance now and then. */
-    if (o->target_au == 0 && r->best > 0 && r->confirmed && r->gain.verdict != VERDICT_SLOWER) {
-        char set[256];
-        tune_settings_text(o, &r->trials[r->best].s, false, set, sizeof set);
-        size_t used = strlen(r->statement);
-        snprintf(r->statement + used, sizeof r->statement - used,
-                 "%strial %d (%s) measured faster in the search but not after it ran again "
-                 "(%.2fx the speed of the config as given [%.2f, %.2f]): the config as given "
-                 "stays", used ? "; " : "", r->best, set, r->gain.ratio, r->gain.ci95[0],
-                 r->gain.ci95[1]);
-        r->best = 0;
-        r->confirmed = false;
-        if (confirm(o, trial, ctx, r, e))
-            return -1;
-        gain(r);
     }
     return 0;
 }
@@ -718,5 +763,5 @@ void tune_result_free(struct tune_result *r)
     for (int i = 0; i < r->n_trials; i++)
         free(r->trials[i].epoch_s);
     free(r->trials);
-    *r = (struct tune_result){.best = -1, .next_cheaper = -1};
+    *r = (struct tune_result){.best = -1, .next_cheaper = -1, .reverted = -1};
 }

@@ -61,7 +61,7 @@ struct tune_options {
     double target_au;          // 0 = the fastest epoch; else the cheapest settings reaching it
     double budget_s;           // trial seconds the search may spend (sum of elapsed_s)
     int min_epochs, max_epochs; // measured epochs per trial: first call (6), cap
-                                // (twice train.epochs, 12 to 48)
+                                // (twice train.epochs, 6 to 48)
     double ci_rel;             // a trial stops once its median's ci95 half-width / median is this
     double noise_rel;          // the first trial's half-width above this at the cap: too noisy
     double min_epoch_s;        // a median epoch shorter than this: too short to measure
@@ -75,6 +75,7 @@ struct tune_trial {
     struct tune_settings s;
     double *epoch_s;       // (n) every measured epoch of this trial
     int n;
+    int n_search;          // of those, measured during the search (the rest: the run after it)
     struct stats st;       // over epoch_s
     double stage_s[3];     // summed over epoch_s: waiting for data, exposed copies, compute
     double wait, copy, compute; // shares of the summed epoch time
@@ -95,8 +96,10 @@ struct tune_result {
     struct comparison gain; // trial 0 against best: ratio = median(given) / median(best)
                             // is the speed-up, with its 95% interval
     bool confirmed;        // the chosen trial was run again after the search
+    int reverted;          // the choice that did not hold when run again (the config as
+                           // given is recommended instead), -1 for none
     double seconds;        // trial seconds spent
-    char statement[512];   // why there is no recommendation, or what limited it; "" if none
+    char statement[1024];  // why there is no recommendation, or what limited it; "" if none
 };
 
 /* Runs the search; 0 with r filled (r->best -1 and r->statement when the

@@ -193,7 +193,12 @@ static void print_trials(FILE *f, const struct tune_report *t)
     for (int i = 0; i < t->r.n_trials; i++) {
         const struct tune_trial *tr = &t->r.trials[i];
         tune_settings_text(&t->o, &tr->s, false, set, sizeof set);
-        fprintf(f, "%5d  %-*s  %6d  %10.3f  %9.3f  %5.2f  %-8s  %s\n", i, width, set, tr->n,
+        char epochs[24]; // "12", or "12+12": the search's and the run after it
+        if (tr->n > tr->n_search)
+            snprintf(epochs, sizeof epochs, "%d+%d", tr->n_search, tr->n - tr->n_search);
+        else
+            snprintf(epochs, sizeof epochs, "%d", tr->n);
+        fprintf(f, "%5d  %-*s  %6s  %10.3f  %9.3f  %5.2f  %-8s  %s\n", i, width, set, epochs,
                 1e3 * tr->st.median, 1e3 * (tr->st.ci95[1] - tr->st.ci95[0]) / 2, tr->au,
                 bound_name(tr->bound), tr->decision);
     }
@@ -225,7 +230,10 @@ void tune_print(FILE *f, const struct results *res, const struct tune_report *t)
                "%s-bound\n", 1e3 * b->st.median, 1e3 * b->st.ci95[0], 1e3 * b->st.ci95[1], b->n,
             r->confirmed ? ": the search's and a run after it" : "", b->au,
             bound_name(b->bound));
-    if (r->best == 0)
+    if (r->best == 0 && r->reverted > 0)
+        fprintf(f, "#   the config as given: trial %d measured faster in the search, but not "
+                   "when run again\n", r->reverted);
+    else if (r->best == 0)
         fprintf(f, "#   the config as given: no change measured faster\n");
     if (b->bound == BOUND_COMPUTE)
         fprintf(f, "#   compute-bound: the steps take most of the epoch; more loaders cannot "
@@ -276,6 +284,7 @@ static cJSON *trial_stats_json(const struct tune_trial *t)
     const struct stats *s = &t->st;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "epochs", t->n);
+    cJSON_AddNumberToObject(o, "search_epochs", t->n_search); // the rest: the run after it
     cJSON *ms = cJSON_AddObjectToObject(o, "epoch_ms");
     const char *names[] = {"mean", "stddev", "median", "min", "max", "p90", "p99"};
     double v[] = {s->mean, s->stddev, s->median, s->min, s->max, s->p90, s->p99};
@@ -309,8 +318,12 @@ cJSON *tune_json(const struct tune_report *t)
     } else {
         cJSON_AddNullToObject(o, "best");
         cJSON_AddNullToObject(o, "best_epoch_ms");
+        cJSON_AddNullToObject(o, "best_epoch_ci95");
+        cJSON_AddBoolToObject(o, "confirmed", false);
         cJSON_AddNullToObject(o, "gain");
     }
+    if (r->reverted > 0)
+        cJSON_AddNumberToObject(o, "reverted_trial", r->reverted);
     if (r->next_cheaper >= 0)
         cJSON_AddNumberToObject(o, "next_cheaper_trial", r->next_cheaper);
     cJSON_AddStringToObject(o, "statement", r->statement);
