@@ -14,8 +14,10 @@
 #                     machine's load before and after; then the two settings
 #                     run again alternately (NAME.h2h.*.json: tune's choice
 #                     through NAME-tuned.yaml), the median of the rounds'
-#                     ratios (h2h), free of the searches' drift, and how many
-#                     reruns of NAME-tuned.yaml agree with tune's reported
+#                     ratios (h2h), free of the searches' drift; and
+#                     NAME-tuned.yaml rerun at once after tune (NAME.rerun.json)
+#                     against tune's reported median and interval, and how many
+#                     head-to-head reruns of NAME-tuned.yaml agree with tune's reported
 #                     interval (their 95% intervals overlap)
 # Environment: CONFIGS (default "folder-jpeg cifar10 fashion-mnist large
 # emulated-sync-vs-async"), MAX_WORKERS (default 4),
@@ -62,6 +64,13 @@ for name in $CONFIGS; do
     rm -f "$OUT/$name-tuned.yaml"
     [ -f "$OUT/tuned.tmp/$name-tuned.yaml" ] && mv "$OUT/tuned.tmp/$name-tuned.yaml" "$OUT/"
     rm -rf "$OUT/tuned.tmp"
+    # rerun at once, as a user would after reading the recommendation
+    rm -f "$OUT/$name.rerun.json"
+    if [ -f "$OUT/$name-tuned.yaml" ]; then
+        echo "+ dpbench -c $OUT/$name-tuned.yaml ${ep[*]}   (the tuned config, rerun at once)" >&2
+        $BIN -c "$OUT/$name-tuned.yaml" "${ep[@]}" --format json >"$OUT/$name.rerun.json"
+    fi
+    ts=$(now) # the sweep's wall time starts here
     # the sweep in two runs: num_workers 0 once, then the workers' grid
     echo "+ dpbench -c $cfg ${ep[*]} --sweep loader.num_workers=0 --sweep loader.prefetch_factor=2 --sweep loader.persistent_workers=false ${copies[*]}" >&2
     $BIN -c "$cfg" "${ep[@]}" --sweep loader.num_workers=0 --sweep loader.prefetch_factor=2 \
@@ -72,7 +81,7 @@ for name in $CONFIGS; do
         --sweep loader.prefetch_factor=1,2,4,8,16 --sweep loader.persistent_workers=false,true \
         "${copies[@]}" --format json >"$OUT/$name.sweep.json"
     t2=$(now)
-    echo "$name $t0 $t1 $t2" >>"$OUT/walltimes.tmp"
+    echo "$name $t0 $t1 $ts $t2" >>"$OUT/walltimes.tmp"
     # head to head: the two searches measured their times apart, at different
     # loads, and the sweep's best is the least of many noisy medians; so the
     # choice and the sweep's best run again, alternately, ROUNDS times each
@@ -117,14 +126,17 @@ print("# machine other jobs run beside it, and every time here is as noisy as th
 print("# ratio = tune's chosen median / the sweep's best median (target <= 1.10);")
 print("# wall = tune's wall time / the sweep's (target <= 0.40); h2h = median over rounds of")
 print("# (tune's choice / the sweep's best), the two run alternately after both searches;")
-print("# rerun = head-to-head runs of NAME-tuned.yaml whose median's 95% interval overlaps")
-print("# the one tune reported for its choice (best_epoch_ci95: its search's run and one after it)")
+print("# rerun = NAME-tuned.yaml run at once after tune: its median / tune's reported one, and")
+print("# whether its 95% interval overlaps the one tune reported (best_epoch_ci95: the search's run")
+print("# of the choice and the run after it, pooled); h2h in = of the later head-to-head runs of")
+print("# NAME-tuned.yaml (after the sweep, minutes later), those whose intervals overlap it")
 print(f"{'config':<14} {'tune choice':<58} {'tune ms':>9} {'sweep best':<58} {'sweep ms':>9} "
-      f"{'ratio':>6} {'<=1.10':>6} {'tune s':>7} {'sweep s':>8} {'wall':>5} {'<=0.40':>6}  {'rerun':>5}  h2h (rounds)")
+      f"{'ratio':>6} {'<=1.10':>6} {'tune s':>7} {'sweep s':>8} {'wall':>5} {'<=0.40':>6}  {'rerun':>11}  "
+      f"{'h2h in':>6}  h2h (rounds)")
 seen = {}
 for line in open(os.path.join(out, "walltimes.tmp")):
-    name, t0, t1, t2 = line.split()
-    seen[name] = (float(t1) - float(t0), float(t2) - float(t1))
+    name, t0, t1, ts, t2 = line.split()
+    seen[name] = (float(t1) - float(t0), float(t2) - float(ts))
 os.remove(os.path.join(out, "walltimes.tmp"))
 for name, (tune_s, sweep_s) in seen.items():
     t = json.load(open(os.path.join(out, f"{name}.tune.json")))["tune"]
@@ -151,9 +163,16 @@ for name, (tune_s, sweep_s) in seen.items():
         rlo, rhi = json.load(open(a))["runs"][0]["stats"]["epoch_ms"]["ci95"]
         inside += rlo <= hi and lo <= rhi
     h2h_text = f"{sorted(h2h)[len(h2h) // 2]:.2f} ({', '.join(f'{x:.2f}' for x in h2h)})" if h2h else "-"
+    rerun = "-"
+    if os.path.exists(os.path.join(out, f"{name}.rerun.json")):
+        j = json.load(open(os.path.join(out, f"{name}.rerun.json")))["runs"][0]
+        rlo, rhi = j["stats"]["epoch_ms"]["ci95"]
+        rerun = (f"{1e3 * j['summary']['median_seconds'] / t['best_epoch_ms']:.2f} "
+                 f"{'yes' if rlo <= hi and lo <= rhi else 'NO'}")
     print(f"{name:<14} {choice[:58]:<58} {t['best_epoch_ms']:9.2f} {(best['point'] or '')[:58]:<58} "
           f"{sweep_ms:9.2f} {ratio:6.2f} {'yes' if ratio <= 1.10 else 'NO':>6} {tune_s:7.1f} "
-          f"{sweep_s:8.1f} {wall:5.2f} {'yes' if wall <= 0.40 else 'NO':>6}  {inside}/{len(h2h)}  {h2h_text}")
+          f"{sweep_s:8.1f} {wall:5.2f} {'yes' if wall <= 0.40 else 'NO':>6}  {rerun:>11}  "
+          f"{str(inside) + '/' + str(len(h2h)):>6}  {h2h_text}")
 
 print()
 print("# tune.target_au: the cheapest settings whose AU reaches the target; 'next cheaper' is the")

@@ -293,6 +293,8 @@ struct table {
     int blip_call; // the call (0: the first) whose times are scaled by blip, when blip > 0
     double blip;
     int fail_call; // the call that fails, when fail_call > 0
+    double au[9];  // AU by worker count (0: 0.1, input-bound)
+    double blip_au; // at blip_call the AU is scaled by this, when > 0
     int calls;
     struct rng rng;
 };
@@ -303,13 +305,16 @@ static int table_trial(void *ctx, const struct tune_settings *s, int epochs,
     struct table *t = ctx;
     if (t->fail_call > 0 && t->calls == t->fail_call)
         return error_set(e, "interrupted");
-    double level = (1 + t->drift * t->calls) * (t->blip > 0 && t->calls == t->blip_call ? t->blip : 1);
+    bool blip = t->calls == t->blip_call;
+    double level = (1 + t->drift * t->calls) * (blip && t->blip > 0 ? t->blip : 1);
+    double au = (t->au[s->num_workers] > 0 ? t->au[s->num_workers] : 0.1) *
+                (blip && t->blip_au > 0 ? t->blip_au : 1);
     t->calls++;
     for (int i = 0; i < epochs; i++) {
         double x = 1e-3 * t->ms[s->num_workers] * level * exp(t->noise * rng_normal(&t->rng));
         m->epoch_s[i] = x;
-        m->wait_s += 0.9 * x; // input-bound throughout
-        m->compute_s += 0.1 * x;
+        m->wait_s += (1 - au) * x;
+        m->compute_s += au * x;
         m->elapsed_s += x;
     }
     return 0;
@@ -359,7 +364,6 @@ static void test_confirm(void **state)
     table_search(&t, 14, &r);
     assert_true(r.best > 0 && r.confirmed);
     const struct tune_trial *b = &r.trials[r.best];
-    assert_true(b->rounds >= 2);
     assert_int_equal(b->n, 2 * b->n_search); // the run after the search: as many epochs
     struct stats search, again;
     stats_compute(b->epoch_s, (size_t)b->n_search, &search);
@@ -406,6 +410,7 @@ static void test_revert(void **state)
     assert_int_equal(r.reverted, 1);
     assert_non_null(strstr(r.trials[0].decision, "run again after the search"));
     assert_non_null(strstr(r.trials[1].decision, "not recommended"));
+    assert_null(strstr(r.statement, "undecided: trial 1")); // it did not hold: not undecided
     assert_int_equal(r.best, 0);
     assert_true(r.confirmed);
     assert_int_equal(r.trials[0].n, 2 * r.trials[0].n_search);
@@ -430,6 +435,60 @@ static void test_drift_holds(void **state)
     stats_compute(g->epoch_s, (size_t)g->n_search, &first);
     stats_compute(b->epoch_s + b->n_search, (size_t)(b->n - b->n_search), &after);
     assert_true(after.median > first.median); // the case this test is for happened
+    double seconds = r.seconds, given_again = 0; // the same search with the budget spent
+    for (int i = g->n_search; i < g->n; i++)      // just before the config as given runs again
+        given_again += g->epoch_s[i];
+    tune_result_free(&r);
+
+    struct config c;
+    struct tune_options o;
+    struct error e;
+    config_defaults(&c);
+    c.train.epochs = 6;
+    tune_options_init(&o, &c, &backend_cpu, 4);
+    o.budget_s = seconds - given_again - 1e-6;
+    t = (struct table){.ms = {20, 17, 17, 17, 17, 17, 17, 17, 17}, .noise = 0.01, .drift = 0.05};
+    rng_init(&t.rng, 18, 0, 0);
+    if (tune_search(&o, table_trial, &t, &r, &e))
+        fail_msg("%s", e.msg);
+    assert_true(r.best > 0 && r.confirmed); // unchecked, the choice stands
+    assert_int_equal(r.reverted, -1);
+    assert_int_equal(r.trials[0].n, r.trials[0].n_search);
+    assert_non_null(strstr(r.statement, "could not be run again"));
+    tune_result_free(&r);
+}
+
+/* target_au 0.8: 2 workers reach 0.85, and prefetch 1 is chosen; run again,
+ * the machine gives that run an AU of 0.68, and over both runs it no longer
+ * reaches the target. It is not chosen, and the search settles on 2 workers
+ * at prefetch 2, which holds when run again: prefetch 1 is the next cheaper. */
+static void test_target_held(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {20, 10, 5, 5, 5, 5, 5, 5, 5}, .noise = 0.01,
+                      .au = {0.5, 0.7, 0.85, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95},
+                      .blip_call = 4, .blip_au = 0.8};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    struct error e;
+    config_defaults(&c);
+    c.train.epochs = 6;
+    tune_options_init(&o, &c, &backend_cpu, 4);
+    o.target_au = 0.8;
+    rng_init(&t.rng, 19, 0, 0);
+    if (tune_search(&o, table_trial, &t, &r, &e))
+        fail_msg("%s", e.msg);
+    assert_true(r.best >= 0 && r.confirmed);
+    const struct tune_trial *b = &r.trials[r.best];
+    assert_int_equal(b->s.num_workers, 2);
+    assert_int_equal(b->s.prefetch_factor, 2);
+    assert_true(b->au >= 0.8);
+    assert_true(r.next_cheaper >= 0);
+    const struct tune_trial *n = &r.trials[r.next_cheaper];
+    assert_int_equal(n->s.prefetch_factor, 1);
+    assert_true(n->au < 0.8);
+    assert_non_null(strstr(n->decision, "not chosen"));
     tune_result_free(&r);
 }
 
@@ -458,6 +517,7 @@ static void test_confirm_fails(void **state)
     assert_int_equal(t.calls, calls - 1); // the same search, up to the run after it
     assert_int_equal(r.best, -1);
     assert_false(r.confirmed);
+    assert_non_null(strstr(r.statement, "stopped while the choice was run again"));
     tune_result_free(&r);
 }
 
@@ -574,7 +634,7 @@ int main(void)
         cmocka_unit_test(test_undecided),     cmocka_unit_test(test_explore),
         cmocka_unit_test(test_confirm),       cmocka_unit_test(test_futile),
         cmocka_unit_test(test_revert),        cmocka_unit_test(test_confirm_fails),
-        cmocka_unit_test(test_drift_holds),
+        cmocka_unit_test(test_drift_holds),   cmocka_unit_test(test_target_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -210,7 +210,6 @@ static int measure_round(tune_trial_fn trial, void *ctx, struct tune_result *r, 
     if (trial(ctx, &t->s, epochs, &m, e))
         return -1;
     t->n += epochs;
-    t->rounds++;
     r->seconds += m.elapsed_s;
     t->stage_s[0] += m.wait_s;
     t->stage_s[1] += m.copy_s;
@@ -260,13 +259,13 @@ static int measure(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     for (int round = o->min_epochs;;) {
         if (measure_round(trial, ctx, r, k, round, e))
             return -1;
-        const struct tune_trial *t = &r->trials[k];
+        struct tune_trial *t = &r->trials[k];
+        t->n_search = t->n;
         if (half_width(&t->st) <= o->ci_rel || t->n >= o->max_epochs || budget_spent(o, r) ||
             t->st.median < o->min_epoch_s || futile(r, ref, t))
             break;
         round = t->n < o->max_epochs - t->n ? t->n : o->max_epochs - t->n;
     }
-    r->trials[k].n_search = r->trials[k].n;
     return k;
 }
 
@@ -511,6 +510,53 @@ static int smallest_prefetch(const struct tune_options *o, tune_trial_fn trial, 
     return hi;
 }
 
+/* Appends to r->statement, after "; " when it has text. */
+static void statement_add(struct tune_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void statement_add(struct tune_result *r, const char *fmt, ...)
+{
+    size_t used = strlen(r->statement);
+    if (used)
+        used += (size_t)snprintf(r->statement + used, sizeof r->statement - used, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    if (used < sizeof r->statement)
+        vsnprintf(r->statement + used, sizeof r->statement - used, fmt, ap);
+    va_end(ap);
+}
+
+/* Trial k once more after the search, in a fresh run of as many epochs as
+ * the search measured it with (both runs weigh the same); its time and
+ * interval then pool both runs. 1 when run, 0 when the budget is spent, -1
+ * with e set. */
+static int run_again(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                     struct tune_result *r, int k, struct error *e)
+{
+    if (budget_spent(o, r))
+        return 0;
+    if (measure_round(trial, ctx, r, k, r->trials[k].n_search, e))
+        return -1;
+    struct tune_trial *t = &r->trials[k];
+    struct stats again;
+    stats_compute(t->epoch_s + t->n_search, (size_t)(t->n - t->n_search), &again);
+    size_t used = strlen(t->decision);
+    snprintf(t->decision + used, sizeof t->decision - used,
+             "; run again after the search: %.3f ms, both runs pooled", 1e3 * again.median);
+    return 1;
+}
+
+/* run_again for the recommendation: a run that fails leaves none. */
+static int run_choice_again(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                            struct tune_result *r, struct error *e)
+{
+    int again = run_again(o, trial, ctx, r, r->best, e);
+    if (again < 0) {
+        r->best = -1;
+        statement_add(r, "stopped while the choice was run again after the search");
+    }
+    return again;
+}
+
 /* AUs below the target are printed rounded down, to 3 decimals: 0.7996
  * against a target of 0.8 must not read "reaches 0.80". */
 static void no_target(const struct tune_options *o, struct tune_result *r)
@@ -537,46 +583,49 @@ static int search_target(const struct tune_options *o, tune_trial_fn trial, void
         if (rc == -1)
             return -1;
     }
-    int lo = -1, hi = cur;
-    if (o->knobs >> TUNE_WORKERS & 1)
-        hi = fewest_workers(o, trial, ctx, r, cur, &lo, e);
-    else if (!reaches(o, &r->trials[cur]))
-        hi = -3;
-    if (hi == -1)
-        return -1;
-    if (hi == -2) {
-        snprintf(r->statement, sizeof r->statement,
-                 "tune.budget_s (%.0f s) ran out before a setting reaching AU %.2f was found",
-                 o->budget_s, o->target_au);
-        r->best = -1;
-        return 0;
+    for (;;) {
+        int lo = -1, hi = cur;
+        if (o->knobs >> TUNE_WORKERS & 1)
+            hi = fewest_workers(o, trial, ctx, r, cur, &lo, e);
+        else if (!reaches(o, &r->trials[cur]))
+            hi = -3;
+        if (hi == -1)
+            return -1;
+        if (hi == -2) {
+            snprintf(r->statement, sizeof r->statement,
+                     "tune.budget_s (%.0f s) ran out before a setting reaching AU %.2f was found",
+                     o->budget_s, o->target_au);
+            return 0;
+        }
+        if (hi == -3) {
+            no_target(o, r);
+            return 0;
+        }
+        int below = lo;
+        int best = smallest_prefetch(o, trial, ctx, r, hi, &below, e);
+        if (best < 0)
+            return -1;
+        r->best = best;
+        r->next_cheaper = r->trials[best].s.num_workers > 0 || below >= 0 ? below : -1;
+        /* The choice run again (see recommend_fastest): when its AU over both
+         * runs falls below the target it is not chosen, and the search goes
+         * on from what it measured, its trials reused. */
+        if (r->trials[best].n > r->trials[best].n_search)
+            return 0; // run again before, and it still reaches the target
+        int again = run_choice_again(o, trial, ctx, r, e);
+        if (again < 0)
+            return -1;
+        if (!again)
+            return 0; // the budget: the choice stands, not run again
+        struct tune_trial *t = &r->trials[best];
+        if (reaches(o, t))
+            return 0;
+        size_t used = strlen(t->decision);
+        snprintf(t->decision + used, sizeof t->decision - used,
+                 "; with that run its AU is %.3f, below %.2f: not chosen",
+                 floor(1000 * t->au) / 1000, o->target_au);
+        r->best = r->next_cheaper = -1;
     }
-    if (hi == -3) {
-        no_target(o, r);
-        return 0;
-    }
-    int below = lo;
-    int best = smallest_prefetch(o, trial, ctx, r, hi, &below, e);
-    if (best < 0)
-        return -1;
-    r->best = best;
-    r->next_cheaper = r->trials[best].s.num_workers > 0 || below >= 0 ? below : -1;
-    return 0;
-}
-
-/* Appends to r->statement, after "; " when it has text. */
-static void statement_add(struct tune_result *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void statement_add(struct tune_result *r, const char *fmt, ...)
-{
-    size_t used = strlen(r->statement);
-    if (used)
-        used += (size_t)snprintf(r->statement + used, sizeof r->statement - used, "; ");
-    va_list ap;
-    va_start(ap, fmt);
-    if (used < sizeof r->statement)
-        vsnprintf(r->statement + used, sizeof r->statement - used, fmt, ap);
-    va_end(ap);
 }
 
 /* A trial whose median is well under the best's (by a tenth) but not told
@@ -586,20 +635,25 @@ static void undecided(const struct tune_options *o, struct tune_result *r)
 {
     const struct tune_trial *b = &r->trials[r->best];
     int low = -1;
-    for (int i = 0; i < r->n_trials; i++)
-        if (r->trials[i].st.median < 0.9 * b->st.median &&
-            (low < 0 || r->trials[i].st.median < r->trials[low].st.median))
+    struct comparison c, lc = {0};
+    for (int i = 0; i < r->n_trials; i++) {
+        const struct tune_trial *t = &r->trials[i];
+        if (i == r->reverted || t->st.median >= 0.9 * b->st.median ||
+            (low >= 0 && t->st.median >= r->trials[low].st.median))
+            continue;
+        stats_compare(b->epoch_s, (size_t)b->n, t->epoch_s, (size_t)t->n, &c);
+        if (c.verdict == VERDICT_SAME) {
             low = i;
+            lc = c;
+        }
+    }
     if (low < 0)
         return;
-    const struct tune_trial *t = &r->trials[low];
-    struct comparison c;
-    stats_compare(b->epoch_s, (size_t)b->n, t->epoch_s, (size_t)t->n, &c);
     char set[256];
-    tune_settings_text(o, &t->s, false, set, sizeof set);
+    tune_settings_text(o, &r->trials[low].s, false, set, sizeof set);
     statement_add(r, "undecided: trial %d (%s) measured %.2fx the chosen time [%.2f, %.2f], not "
                      "told apart from noise; more epochs (train.epochs) or a quieter machine "
-                     "would decide", low, set, c.ratio, c.ci95[0], c.ci95[1]);
+                     "would decide", low, set, lc.ratio, lc.ci95[0], lc.ci95[1]);
 }
 
 static int search_fastest(const struct tune_options *o, tune_trial_fn trial, void *ctx,
@@ -641,26 +695,6 @@ static bool measurable(const struct tune_options *o, struct tune_result *r)
     return true;
 }
 
-/* Trial k once more after the search, in a fresh run of as many epochs as
- * the search measured it with (both runs weigh the same); its time and
- * interval then pool both runs. 1 when run, 0 when the budget is spent, -1
- * with e set. */
-static int run_again(const struct tune_options *o, tune_trial_fn trial, void *ctx,
-                     struct tune_result *r, int k, struct error *e)
-{
-    if (budget_spent(o, r))
-        return 0;
-    if (measure_round(trial, ctx, r, k, r->trials[k].n_search, e))
-        return -1;
-    struct tune_trial *t = &r->trials[k];
-    struct stats again;
-    stats_compute(t->epoch_s + t->n_search, (size_t)(t->n - t->n_search), &again);
-    size_t used = strlen(t->decision);
-    snprintf(t->decision + used, sizeof t->decision - used,
-             "; run again after the search: %.3f ms, both runs pooled", 1e3 * again.median);
-    return 1;
-}
-
 /* Trial t's run after the search against the config as given's: its own run
  * after the search when it has one (side by side in time), else its first. */
 static void against_given(const struct tune_result *r, const struct tune_trial *t,
@@ -680,56 +714,54 @@ static void gain(struct tune_result *r)
     stats_compare(a->epoch_s, (size_t)a->n, b->epoch_s, (size_t)b->n, &r->gain);
 }
 
-/* The search's choice is run again. The search chose it for the lowest of
- * many noisy medians, which comes out low, and one run's interval does not
- * hold the drift between runs minutes apart: the reported time and interval
- * pool both runs, as a rerun of NAME-tuned.yaml is another run.
- * For the fastest goal a change is recommended only when its run after the
- * search is faster than the config as given too (one of a search's many
- * comparisons says "faster" by chance now and then, or from a moment the
- * machine ran faster). When it is not faster than the config as given's
- * first run, the config as given runs again beside it, since the machine may
- * have changed speed since the start; when it is not faster than that
- * either, the config as given stays. 0, or -1 with e set. */
-static int recommend(const struct tune_options *o, tune_trial_fn trial, void *ctx,
-                     struct tune_result *r, struct error *e)
+/* The search's choice is run again (run_again). The search chose it for
+ * the lowest of many noisy medians, which comes out low, and one run's
+ * interval does not hold the drift between runs minutes apart: the reported
+ * time and interval pool both runs, as a rerun of NAME-tuned.yaml is
+ * another run. For the fastest goal a change is recommended only when its
+ * run after the search is faster than the config as given too (one of a
+ * search's many comparisons says "faster" by chance now and then, or from a
+ * moment the machine ran faster). When it is not faster than the config as
+ * given's first run, the config as given runs again beside it, since the
+ * machine may have changed speed since the start; when it is not faster
+ * than that either, the config as given stays. 0, or -1 with e set (and no
+ * recommendation). */
+static int recommend_fastest(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                             struct tune_result *r, struct error *e)
 {
-    int again = run_again(o, trial, ctx, r, r->best, e);
+    int again = run_choice_again(o, trial, ctx, r, e);
     if (again < 0)
         return -1;
-    if (o->target_au == 0 && r->best > 0 && again) {
-        struct tune_trial *t = &r->trials[r->best];
-        struct comparison c;
-        against_given(r, t, &c);
-        if (c.verdict != VERDICT_FASTER) {
-            int given = run_again(o, trial, ctx, r, 0, e);
-            if (given < 0)
-                return -1;
-            t = &r->trials[r->best];
-            if (given)
-                against_given(r, t, &c);
-        }
-        if (c.verdict != VERDICT_FASTER) {
-            size_t used = strlen(t->decision);
-            snprintf(t->decision + used, sizeof t->decision - used,
-                     "; that run is not faster than the config as given (%.2fx its time "
-                     "[%.2f, %.2f]): not recommended", c.ratio, c.ci95[0], c.ci95[1]);
-            r->reverted = r->best;
-            r->best = 0;
-        }
+    if (!again || r->best == 0)
+        return 0;
+    struct tune_trial *t = &r->trials[r->best];
+    struct comparison c;
+    against_given(r, t, &c);
+    if (c.verdict == VERDICT_FASTER)
+        return 0;
+    int given = run_again(o, trial, ctx, r, 0, e);
+    if (given < 0) {
+        r->best = -1;
+        statement_add(r, "stopped while the config as given was run again after the search");
+        return -1;
     }
-    const struct tune_trial *t = &r->trials[r->best];
-    r->confirmed = t->n > t->n_search;
-    if (!r->confirmed)
-        statement_add(r, "the choice was not run again (tune.budget_s spent): its interval is "
-                         "from one run and may be narrower than the drift between runs");
-    gain(r);
-    if (o->target_au == 0)
-        undecided(o, r);
-    else if (r->confirmed && !reaches(o, t))
-        statement_add(r, "with the run after the search its AU is %.3f, below %.2f: the "
-                         "target lies within this setting's noise",
-                      floor(1000 * t->au) / 1000, o->target_au);
+    t = &r->trials[r->best];
+    if (!given) {
+        statement_add(r, "the choice's run after the search is not faster than the config as "
+                         "given's first run, which could not be run again beside it "
+                         "(tune.budget_s spent): the machine may have changed speed, so the "
+                         "choice stands unchecked");
+        return 0;
+    }
+    against_given(r, t, &c);
+    if (c.verdict == VERDICT_FASTER)
+        return 0;
+    size_t used = strlen(t->decision);
+    snprintf(t->decision + used, sizeof t->decision - used,
+             "; that run is not faster than the config as given (%.2fx its time [%.2f, %.2f]): "
+             "not recommended", c.ratio, c.ci95[0], c.ci95[1]);
+    r->reverted = r->best;
+    r->best = 0;
     return 0;
 }
 
@@ -749,12 +781,18 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
         return 0;
     int rc = o->target_au > 0 ? search_target(o, trial, ctx, r, e)
                               : search_fastest(o, trial, ctx, r, e);
+    if (rc == 0 && r->best >= 0 && o->target_au == 0)
+        rc = recommend_fastest(o, trial, ctx, r, e);
     if (rc || r->best < 0)
         return rc;
-    if (recommend(o, trial, ctx, r, e)) {
-        r->best = -1; // no recommendation from a search that did not finish
-        return -1;
-    }
+    const struct tune_trial *t = &r->trials[r->best];
+    r->confirmed = t->n > t->n_search;
+    if (!r->confirmed)
+        statement_add(r, "the choice was not run again (tune.budget_s spent): its interval is "
+                         "from one run and may be narrower than the drift between runs");
+    gain(r);
+    if (o->target_au == 0)
+        undecided(o, r);
     return 0;
 }
 

@@ -81,11 +81,9 @@ struct tune_trial {
     double wait, copy, compute; // shares of the summed epoch time
     double au;             // compute / epoch time
     enum bound bound;
-    int rounds;            // fresh runs its epochs came from (the chosen trial gets one more
-                           // after the search: see tune_search)
     int from;              // the trial the climb moved from, -1 for none
     struct comparison vs;  // against trial `from` (valid when from >= 0)
-    char decision[256];    // what the search concluded from it, and why
+    char decision[512];    // what the search concluded from it, and why
 };
 
 struct tune_result {
