@@ -420,13 +420,16 @@ static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
 }
 
 /* The fastest choice: the lowest median among the trials the test calls
- * faster than the config as given, else the config as given. */
+ * faster than the config as given (not counting those that did not hold when
+ * run again), else the config as given. */
 static int select_fastest(const struct tune_result *r)
 {
     int best = 0;
     const struct tune_trial *given = &r->trials[0];
     for (int i = 1; i < r->n_trials; i++) {
         const struct tune_trial *t = &r->trials[i];
+        if (t->not_held)
+            continue;
         struct comparison c;
         stats_compare(given->epoch_s, (size_t)given->n, t->epoch_s, (size_t)t->n, &c);
         if (c.verdict == VERDICT_FASTER && t->st.median < r->trials[best].st.median)
@@ -638,11 +641,11 @@ static void undecided(const struct tune_options *o, struct tune_result *r)
     struct comparison c, lc = {0};
     for (int i = 0; i < r->n_trials; i++) {
         const struct tune_trial *t = &r->trials[i];
-        if (i == r->reverted || t->st.median >= 0.9 * b->st.median ||
+        if (t->not_held || t->st.median >= 0.9 * b->st.median ||
             (low >= 0 && t->st.median >= r->trials[low].st.median))
             continue;
         stats_compare(b->epoch_s, (size_t)b->n, t->epoch_s, (size_t)t->n, &c);
-        if (c.verdict == VERDICT_SAME) {
+        if (c.verdict != VERDICT_SLOWER) {
             low = i;
             lc = c;
         }
@@ -651,9 +654,11 @@ static void undecided(const struct tune_options *o, struct tune_result *r)
         return;
     char set[256];
     tune_settings_text(o, &r->trials[low].s, false, set, sizeof set);
-    statement_add(r, "undecided: trial %d (%s) measured %.2fx the chosen time [%.2f, %.2f], not "
-                     "told apart from noise; more epochs (train.epochs) or a quieter machine "
-                     "would decide", low, set, lc.ratio, lc.ci95[0], lc.ci95[1]);
+    statement_add(r, "undecided: trial %d (%s) measured %.2fx the chosen time [%.2f, %.2f], %s; "
+                     "more epochs (train.epochs) or a quieter machine would decide", low, set,
+                  lc.ratio, lc.ci95[0], lc.ci95[1],
+                  lc.verdict == VERDICT_SAME ? "not told apart from noise"
+                                             : "yet not told apart from the config as given");
 }
 
 static int search_fastest(const struct tune_options *o, tune_trial_fn trial, void *ctx,
@@ -667,7 +672,7 @@ static int search_fastest(const struct tune_options *o, tune_trial_fn trial, voi
         snprintf(r->statement, sizeof r->statement,
                  "tune.budget_s (%.0f s) ran out: the best of the %d trials so far", o->budget_s,
                  r->n_trials);
-    r->best = select_fastest(r);
+    r->best = 0; // recommend_fastest chooses
     return 0;
 }
 
@@ -724,51 +729,60 @@ static void gain(struct tune_result *r)
  * moment the machine ran faster). When it is not faster than the config as
  * given's first run, the config as given runs again beside it, since the
  * machine may have changed speed since the start; when it is not faster
- * than that either, the config as given stays. 0, or -1 with e set (and no
- * recommendation). */
+ * than that either, it did not hold, and the choice is made again from the
+ * rest (select_fastest, against the config as given with all its runs).
+ * 0, or -1 with e set (and no recommendation). */
 static int recommend_fastest(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                              struct tune_result *r, struct error *e)
 {
-    int again = run_choice_again(o, trial, ctx, r, e);
-    if (again < 0)
-        return -1;
-    if (!again || r->best == 0)
-        return 0;
-    struct tune_trial *t = &r->trials[r->best];
-    struct comparison c;
-    against_given(r, t, &c);
-    if (c.verdict == VERDICT_FASTER)
-        return 0;
-    int given = run_again(o, trial, ctx, r, 0, e);
-    if (given < 0) {
-        r->best = -1;
-        statement_add(r, "stopped while the config as given was run again after the search");
-        return -1;
+    for (;;) {
+        r->best = select_fastest(r);
+        struct tune_trial *t = &r->trials[r->best];
+        if (t->n == t->n_search) {
+            int again = run_choice_again(o, trial, ctx, r, e);
+            if (again < 0)
+                return -1;
+            if (!again)
+                return 0; // the budget: the choice stands, not run again
+        }
+        if (r->best == 0)
+            return 0;
+        t = &r->trials[r->best];
+        struct comparison c;
+        against_given(r, t, &c);
+        const struct tune_trial *given = &r->trials[0];
+        if (c.verdict != VERDICT_FASTER && given->n == given->n_search) {
+            int g = run_again(o, trial, ctx, r, 0, e);
+            if (g < 0) {
+                r->best = -1;
+                statement_add(r, "stopped while the config as given was run again after the "
+                                 "search");
+                return -1;
+            }
+            t = &r->trials[r->best];
+            if (!g) {
+                statement_add(r, "the choice's run after the search is not faster than the "
+                                 "config as given's first run, which could not be run again "
+                                 "beside it (tune.budget_s spent): the machine may have "
+                                 "changed speed, so the choice stands unchecked");
+                return 0;
+            }
+            against_given(r, t, &c);
+        }
+        if (c.verdict == VERDICT_FASTER)
+            return 0;
+        size_t used = strlen(t->decision);
+        snprintf(t->decision + used, sizeof t->decision - used,
+                 "; that run is not faster than the config as given (%.2fx its time [%.2f, "
+                 "%.2f]): not recommended", c.ratio, c.ci95[0], c.ci95[1]);
+        t->not_held = true;
     }
-    t = &r->trials[r->best];
-    if (!given) {
-        statement_add(r, "the choice's run after the search is not faster than the config as "
-                         "given's first run, which could not be run again beside it "
-                         "(tune.budget_s spent): the machine may have changed speed, so the "
-                         "choice stands unchecked");
-        return 0;
-    }
-    against_given(r, t, &c);
-    if (c.verdict == VERDICT_FASTER)
-        return 0;
-    size_t used = strlen(t->decision);
-    snprintf(t->decision + used, sizeof t->decision - used,
-             "; that run is not faster than the config as given (%.2fx its time [%.2f, %.2f]): "
-             "not recommended", c.ratio, c.ci95[0], c.ci95[1]);
-    r->reverted = r->best;
-    r->best = 0;
-    return 0;
 }
 
 int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 struct tune_result *r, struct error *e)
 {
-    *r = (struct tune_result){.best = -1, .next_cheaper = -1, .reverted = -1};
+    *r = (struct tune_result){.best = -1, .next_cheaper = -1};
     struct tune_settings given;
     tune_settings_from(&given, o->base);
     int k = measure(o, trial, ctx, r, given, -1, e);
@@ -801,5 +815,5 @@ void tune_result_free(struct tune_result *r)
     for (int i = 0; i < r->n_trials; i++)
         free(r->trials[i].epoch_s);
     free(r->trials);
-    *r = (struct tune_result){.best = -1, .next_cheaper = -1, .reverted = -1};
+    *r = (struct tune_result){.best = -1, .next_cheaper = -1};
 }

@@ -84,6 +84,8 @@ struct tune_trial {
     int from;              // the trial the climb moved from, -1 for none
     struct comparison vs;  // against trial `from` (valid when from >= 0)
     char decision[512];    // what the search concluded from it, and why
+    bool not_held;         // chosen, then run again after the search it was not faster than
+                           // the config as given: never recommended
 };
 
 struct tune_result {
@@ -94,8 +96,6 @@ struct tune_result {
     struct comparison gain; // trial 0 against best: ratio = median(given) / median(best)
                             // is the speed-up, with its 95% interval
     bool confirmed;        // the chosen trial was run again after the search
-    int reverted;          // the choice that did not hold when run again (the config as
-                           // given is recommended instead), -1 for none
     double seconds;        // trial seconds spent
     char statement[1024];  // why there is no recommendation, or what limited it; "" if none
 };

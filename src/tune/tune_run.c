@@ -230,11 +230,13 @@ void tune_print(FILE *f, const struct results *res, const struct tune_report *t)
                "%s-bound\n", 1e3 * b->st.median, 1e3 * b->st.ci95[0], 1e3 * b->st.ci95[1], b->n,
             r->confirmed ? ": the search's and a run after it" : "", b->au,
             bound_name(b->bound));
-    if (r->best == 0 && r->reverted > 0)
-        fprintf(f, "#   the config as given: trial %d measured faster in the search, but not "
-                   "when run again\n", r->reverted);
-    else if (r->best == 0)
-        fprintf(f, "#   the config as given: no change measured faster\n");
+    if (r->best == 0)
+        fprintf(f, "#   the config as given: no change measured faster that held when "
+                   "run again\n");
+    for (int i = 0; i < r->n_trials; i++)
+        if (r->trials[i].not_held)
+            fprintf(f, "#   trial %d measured faster in the search, but not when run again: not "
+                       "recommended\n", i);
     if (b->bound == BOUND_COMPUTE)
         fprintf(f, "#   compute-bound: the steps take most of the epoch; more loaders cannot "
                    "make it faster\n");
@@ -322,8 +324,10 @@ cJSON *tune_json(const struct tune_report *t)
         cJSON_AddBoolToObject(o, "confirmed", false);
         cJSON_AddNullToObject(o, "gain");
     }
-    if (r->reverted > 0)
-        cJSON_AddNumberToObject(o, "reverted_trial", r->reverted);
+    cJSON *not_held = cJSON_AddArrayToObject(o, "not_held_trials");
+    for (int i = 0; i < r->n_trials; i++)
+        if (r->trials[i].not_held)
+            cJSON_AddItemToArray(not_held, cJSON_CreateNumber(i));
     if (r->next_cheaper >= 0)
         cJSON_AddNumberToObject(o, "next_cheaper_trial", r->next_cheaper);
     cJSON_AddStringToObject(o, "statement", r->statement);
