@@ -320,17 +320,30 @@ static int table_trial(void *ctx, const struct tune_settings *s, int epochs,
     return 0;
 }
 
+/* The options of a search over a table: the cpu backend, 4 cores, a trial
+ * cap of 12 epochs (o keeps a pointer to c). */
+static void table_options(struct config *c, struct tune_options *o)
+{
+    config_defaults(c);
+    c->train.epochs = 6;
+    tune_options_init(o, c, &backend_cpu, 4);
+}
+
+static void table_run(const struct tune_options *o, struct table *t, uint64_t seed,
+                      struct tune_result *r)
+{
+    struct error e;
+    rng_init(&t->rng, seed, 0, 0);
+    if (tune_search(o, table_trial, t, r, &e))
+        fail_msg("%s", e.msg);
+}
+
 static void table_search(struct table *t, uint64_t seed, struct tune_result *r)
 {
     struct config c;
     struct tune_options o;
-    struct error e;
-    config_defaults(&c);
-    c.train.epochs = 6; // a trial's cap: 12 epochs
-    tune_options_init(&o, &c, &backend_cpu, 4);
-    rng_init(&t->rng, seed, 0, 0);
-    if (tune_search(&o, table_trial, t, r, &e))
-        fail_msg("%s", e.msg);
+    table_options(&c, &o);
+    table_run(&o, t, seed, r);
 }
 
 /* Noise hides the first steps' gain: the climb explores one step past the
@@ -443,15 +456,10 @@ static void test_drift_holds(void **state)
 
     struct config c;
     struct tune_options o;
-    struct error e;
-    config_defaults(&c);
-    c.train.epochs = 6;
-    tune_options_init(&o, &c, &backend_cpu, 4);
+    table_options(&c, &o);
     o.budget_s = seconds - given_again - 1e-6;
     t = (struct table){.ms = {20, 17, 17, 17, 17, 17, 17, 17, 17}, .noise = 0.01, .drift = 0.05};
-    rng_init(&t.rng, 18, 0, 0);
-    if (tune_search(&o, table_trial, &t, &r, &e))
-        fail_msg("%s", e.msg);
+    table_run(&o, &t, 18, &r);
     assert_true(r.best > 0 && r.confirmed); // unchecked, the choice stands
     for (int i = 0; i < r.n_trials; i++)
         assert_false(r.trials[i].not_held);
@@ -473,14 +481,9 @@ static void test_target_held(void **state)
     struct config c;
     struct tune_options o;
     struct tune_result r;
-    struct error e;
-    config_defaults(&c);
-    c.train.epochs = 6;
-    tune_options_init(&o, &c, &backend_cpu, 4);
+    table_options(&c, &o);
     o.target_au = 0.8;
-    rng_init(&t.rng, 19, 0, 0);
-    if (tune_search(&o, table_trial, &t, &r, &e))
-        fail_msg("%s", e.msg);
+    table_run(&o, &t, 19, &r);
     assert_true(r.best >= 0 && r.confirmed);
     const struct tune_trial *b = &r.trials[r.best];
     assert_int_equal(b->s.num_workers, 2);
@@ -529,9 +532,7 @@ static void test_confirm_fails(void **state)
     struct config c;
     struct tune_options o;
     struct error e;
-    config_defaults(&c);
-    c.train.epochs = 6;
-    tune_options_init(&o, &c, &backend_cpu, 4);
+    table_options(&c, &o);
     t = (struct table){.ms = {20, 10, 10, 10, 10, 10, 10, 10, 10}, .noise = 0.01,
                        .fail_call = calls - 1};
     rng_init(&t.rng, 17, 0, 0);

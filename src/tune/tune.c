@@ -10,6 +10,10 @@
  *  - a target AU: copies first (as above, while copy-bound), then the fewest
  *    workers whose AU reaches the target (doubling, then bisection), then the
  *    smallest prefetch that still reaches it.
+ * Either way the choice is run again after the search and must hold over
+ * both runs (faster than the config as given; the target AU reached), else
+ * the choice is made again from what was measured (recommend_fastest,
+ * search_target).
  * Trials are the caller's (tune_trial_fn); this file only decides. */
 #include "tune.h"
 
