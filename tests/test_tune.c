@@ -387,6 +387,30 @@ static void test_confirm(void **state)
     tune_result_free(&r);
 }
 
+/* The machine drifts 2% slower with every run: a rerun's median lies in the
+ * prediction interval over the choice's runs, which the interval of the
+ * median over those runs does not hold. */
+static void test_rerun_interval(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {20, 10, 10, 10, 10, 10, 10, 10, 10}, .noise = 0.01, .drift = 0.02};
+    struct tune_result r;
+    table_search(&t, 21, &r);
+    assert_true(r.best > 0 && r.confirmed);
+    const struct tune_trial *b = &r.trials[r.best];
+    assert_true(b->n_runs >= 3);
+    double x[6];
+    struct tune_measure m = {.epoch_s = x};
+    struct error e;
+    assert_int_equal(table_trial(&t, &b->s, 6, &m, &e), 0); // the rerun
+    struct stats rerun;
+    stats_compute(x, 6, &rerun);
+    assert_true(rerun.median > b->st.ci95[1]); // the case this test is for happened
+    assert_true(r.rerun[0] <= rerun.median && rerun.median <= r.rerun[1]);
+    assert_true((r.rerun[1] - r.rerun[0]) / 2 < 0.5 * b->st.median); // and it says something
+    tune_result_free(&r);
+}
+
 /* A step measured clearly slower stops after its first round: only a trial
  * that may still turn out a gain worth having (5%) gets more epochs. At 8%
  * noise the config as given needs more than one round for its interval. */
@@ -469,15 +493,15 @@ static void test_drift_holds(void **state)
 }
 
 /* target_au 0.8: 2 workers reach 0.85, and prefetch 1 is chosen; run again,
- * the machine gives that run an AU of 0.68, and over both runs it no longer
- * reaches the target. It is not chosen, and the search settles on 2 workers
+ * the machine gives the first run after the search an AU of 0.51, and over
+ * all its runs it no longer reaches the target. It is not chosen, and the search settles on 2 workers
  * at prefetch 2, which holds when run again: prefetch 1 is the next cheaper. */
 static void test_target_held(void **state)
 {
     (void)state;
     struct table t = {.ms = {20, 10, 5, 5, 5, 5, 5, 5, 5}, .noise = 0.01,
                       .au = {0.5, 0.7, 0.85, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95},
-                      .blip_call = 4, .blip_au = 0.8};
+                      .blip_call = 4, .blip_au = 0.6};
     struct config c;
     struct tune_options o;
     struct tune_result r;
@@ -658,7 +682,7 @@ int main(void)
         cmocka_unit_test(test_confirm),       cmocka_unit_test(test_futile),
         cmocka_unit_test(test_revert),        cmocka_unit_test(test_confirm_fails),
         cmocka_unit_test(test_drift_holds),   cmocka_unit_test(test_target_held),
-        cmocka_unit_test(test_next_holds),
+        cmocka_unit_test(test_next_holds),    cmocka_unit_test(test_rerun_interval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

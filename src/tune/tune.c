@@ -213,6 +213,11 @@ static int measure_round(tune_trial_fn trial, void *ctx, struct tune_result *r, 
     struct tune_measure m = {.epoch_s = t->epoch_s + t->n};
     if (trial(ctx, &t->s, epochs, &m, e))
         return -1;
+    if (t->n_runs < TUNE_MAX_RUNS) {
+        struct stats run;
+        stats_compute(t->epoch_s + t->n, (size_t)epochs, &run);
+        t->run_median[t->n_runs++] = run.median;
+    }
     t->n += epochs;
     r->seconds += m.elapsed_s;
     t->stage_s[0] += m.wait_s;
@@ -532,23 +537,26 @@ static void statement_add(struct tune_result *r, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Trial k once more after the search, in a fresh run of as many epochs as
- * the search measured it with (both runs weigh the same); its time and
- * interval then pool both runs. 1 when run, 0 when the budget is spent, -1
- * with e set. */
+/* Trial k once more after the search: as many epochs as the search measured
+ * it with (both weigh the same), in two fresh runs, so that with the search's
+ * run its runs' medians show how far one run lands from the next
+ * (rerun_interval). Its time and interval then pool all its runs. 1 when
+ * run, 0 when the budget is spent, -1 with e set. */
 static int run_again(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                      struct tune_result *r, int k, struct error *e)
 {
     if (budget_spent(o, r))
         return 0;
-    if (measure_round(trial, ctx, r, k, r->trials[k].n_search, e))
+    int n = r->trials[k].n_search, first = (n + 1) / 2;
+    if (measure_round(trial, ctx, r, k, first, e) ||
+        (n - first > 0 && measure_round(trial, ctx, r, k, n - first, e)))
         return -1;
     struct tune_trial *t = &r->trials[k];
     struct stats again;
     stats_compute(t->epoch_s + t->n_search, (size_t)(t->n - t->n_search), &again);
     size_t used = strlen(t->decision);
     snprintf(t->decision + used, sizeof t->decision - used,
-             "; run again after the search: %.3f ms, both runs pooled", 1e3 * again.median);
+             "; run again after the search: %.3f ms, all runs pooled", 1e3 * again.median);
     return 1;
 }
 
@@ -715,6 +723,36 @@ static void against_given(const struct tune_result *r, const struct tune_trial *
                   (size_t)(t->n - t->n_search), c);
 }
 
+/* The 97.5% quantile of Student's t with df degrees of freedom (1 to
+ * TUNE_MAX_RUNS - 1). */
+static double t975(int df)
+{
+    static const double q[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365};
+    return q[df - 1];
+}
+
+/* The 95% prediction interval of the median epoch of one more run of trial
+ * t: mean +- t975(k - 1) * sd * sqrt(1 + 1/k) over its k runs' medians, the
+ * runs taken as independent draws of one machine's run-to-run spread (the
+ * drift between runs minutes apart, which one run's interval does not hold).
+ * NaN with fewer than 3 runs. */
+static void rerun_interval(const struct tune_trial *t, double pi[2])
+{
+    int k = t->n_runs;
+    if (k < 3) {
+        pi[0] = pi[1] = NAN;
+        return;
+    }
+    double mean = 0, ss = 0;
+    for (int i = 0; i < k; i++)
+        mean += t->run_median[i] / k;
+    for (int i = 0; i < k; i++)
+        ss += (t->run_median[i] - mean) * (t->run_median[i] - mean);
+    double half = t975(k - 1) * sqrt(ss / (k - 1)) * sqrt(1 + 1.0 / k);
+    pi[0] = mean - half;
+    pi[1] = mean + half;
+}
+
 /* The recommendation against the config as given: ratio = median(given) /
  * median(best), the speed-up; both pooled over all their runs. */
 static void gain(struct tune_result *r)
@@ -786,7 +824,7 @@ static int recommend_fastest(const struct tune_options *o, tune_trial_fn trial, 
 int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 struct tune_result *r, struct error *e)
 {
-    *r = (struct tune_result){.best = -1, .next_cheaper = -1};
+    *r = (struct tune_result){.best = -1, .next_cheaper = -1, .rerun = {NAN, NAN}};
     struct tune_settings given;
     tune_settings_from(&given, o->base);
     int k = measure(o, trial, ctx, r, given, -1, e);
@@ -809,6 +847,7 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
         statement_add(r, "the choice was not run again (tune.budget_s spent): its interval is "
                          "from one run and may be narrower than the drift between runs");
     gain(r);
+    rerun_interval(t, r->rerun);
     if (o->target_au == 0)
         undecided(o, r);
     return 0;
@@ -819,5 +858,5 @@ void tune_result_free(struct tune_result *r)
     for (int i = 0; i < r->n_trials; i++)
         free(r->trials[i].epoch_s);
     free(r->trials);
-    *r = (struct tune_result){.best = -1, .next_cheaper = -1};
+    *r = (struct tune_result){.best = -1, .next_cheaper = -1, .rerun = {NAN, NAN}};
 }

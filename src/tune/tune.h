@@ -71,11 +71,15 @@ struct tune_options {
 void tune_options_init(struct tune_options *o, const struct config *base,
                        const struct backend *be, long usable_cores);
 
+#define TUNE_MAX_RUNS 8
+
 struct tune_trial {
     struct tune_settings s;
     double *epoch_s;       // (n) every measured epoch of this trial
     int n;
-    int n_search;          // of those, measured during the search (the rest: the run after it)
+    int n_search;          // of those, measured during the search (the rest: the runs after it)
+    double run_median[TUNE_MAX_RUNS]; // the median epoch of each fresh run it made (rounds of
+    int n_runs;                       // the search, runs after it), the first TUNE_MAX_RUNS
     struct stats st;       // over epoch_s
     double stage_s[3];     // summed over epoch_s: waiting for data, exposed copies, compute
     double wait, copy, compute; // shares of the summed epoch time
@@ -96,6 +100,8 @@ struct tune_result {
     struct comparison gain; // trial 0 against best: ratio = median(given) / median(best)
                             // is the speed-up, with its 95% interval
     bool confirmed;        // the chosen trial was run again after the search
+    double rerun[2];       // seconds: the 95% prediction interval of a rerun's median epoch,
+                           // from the chosen trial's runs' medians (NaN with fewer than 3)
     double seconds;        // trial seconds spent
     char statement[1024];  // why there is no recommendation, or what limited it; "" if none
 };

@@ -228,8 +228,12 @@ void tune_print(FILE *f, const struct results *res, const struct tune_report *t)
     fprintf(f, "# recommendation (trial %d): %s\n", r->best, set);
     fprintf(f, "#   epoch %.3f ms, 95%% interval [%.3f, %.3f] ms (%d epochs%s); AU %.2f, "
                "%s-bound\n", 1e3 * b->st.median, 1e3 * b->st.ci95[0], 1e3 * b->st.ci95[1], b->n,
-            r->confirmed ? ": the search's and a run after it" : "", b->au,
+            r->confirmed ? ": the search's and two runs after it" : "", b->au,
             bound_name(b->bound));
+    if (!isnan(r->rerun[0]))
+        fprintf(f, "#   a rerun's median epoch: expected in [%.3f, %.3f] ms (95%% prediction "
+                   "interval over this setting's %d runs)\n",
+                1e3 * r->rerun[0], 1e3 * r->rerun[1], b->n_runs);
     if (r->best == 0)
         fprintf(f, "#   the config as given: no change measured faster that held when "
                    "run again\n");
@@ -286,7 +290,8 @@ static cJSON *trial_stats_json(const struct tune_trial *t)
     const struct stats *s = &t->st;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "epochs", t->n);
-    cJSON_AddNumberToObject(o, "search_epochs", t->n_search); // the rest: the run after it
+    cJSON_AddNumberToObject(o, "search_epochs", t->n_search); // the rest: the runs after it
+    cJSON_AddNumberToObject(o, "runs", t->n_runs);
     cJSON *ms = cJSON_AddObjectToObject(o, "epoch_ms");
     const char *names[] = {"mean", "stddev", "median", "min", "max", "p90", "p99"};
     double v[] = {s->mean, s->stddev, s->median, s->min, s->max, s->p90, s->p99};
@@ -315,6 +320,10 @@ cJSON *tune_json(const struct tune_report *t)
         cJSON_AddItemToObject(o, "best_epoch_ci95",
                               pair_json(1e3 * b->st.ci95[0], 1e3 * b->st.ci95[1]));
         cJSON_AddBoolToObject(o, "confirmed", r->confirmed);
+        if (isnan(r->rerun[0]))
+            cJSON_AddNullToObject(o, "rerun_ms");
+        else
+            cJSON_AddItemToObject(o, "rerun_ms", pair_json(1e3 * r->rerun[0], 1e3 * r->rerun[1]));
         cJSON_AddNumberToObject(o, "gain_ratio", r->gain.ratio);
         cJSON_AddItemToObject(o, "gain", pair_json(r->gain.ci95[0], r->gain.ci95[1]));
     } else {
@@ -322,6 +331,7 @@ cJSON *tune_json(const struct tune_report *t)
         cJSON_AddNullToObject(o, "best_epoch_ms");
         cJSON_AddNullToObject(o, "best_epoch_ci95");
         cJSON_AddBoolToObject(o, "confirmed", false);
+        cJSON_AddNullToObject(o, "rerun_ms");
         cJSON_AddNullToObject(o, "gain");
     }
     cJSON *not_held = cJSON_AddArrayToObject(o, "not_held_trials");
