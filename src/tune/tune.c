@@ -11,7 +11,7 @@
  *    workers whose AU reaches the target (doubling, then bisection), then the
  *    smallest prefetch that still reaches it.
  * Either way the choice is run again after the search and must hold over
- * both runs (faster than the config as given; the target AU reached), else
+ * all its runs (faster than the config as given; the target AU reached), else
  * the choice is made again from what was measured (recommend_fastest,
  * search_target).
  * Trials are the caller's (tune_trial_fn); this file only decides. */
@@ -213,11 +213,6 @@ static int measure_round(tune_trial_fn trial, void *ctx, struct tune_result *r, 
     struct tune_measure m = {.epoch_s = t->epoch_s + t->n};
     if (trial(ctx, &t->s, epochs, &m, e))
         return -1;
-    if (t->n_runs < TUNE_MAX_RUNS) {
-        struct stats run;
-        stats_compute(t->epoch_s + t->n, (size_t)epochs, &run);
-        t->run_median[t->n_runs++] = run.median;
-    }
     t->n += epochs;
     r->seconds += m.elapsed_s;
     t->stage_s[0] += m.wait_s;
@@ -547,16 +542,23 @@ static int run_again(const struct tune_options *o, tune_trial_fn trial, void *ct
 {
     if (budget_spent(o, r))
         return 0;
-    int n = r->trials[k].n_search, first = (n + 1) / 2;
-    if (measure_round(trial, ctx, r, k, first, e) ||
-        (n - first > 0 && measure_round(trial, ctx, r, k, n - first, e)))
-        return -1;
+    int n = r->trials[k].n_search; // at least min_epochs (6): 3 and 3, or more
+    for (int i = 0; i < 2; i++) {
+        int from = r->trials[k].n, epochs = i == 0 ? (n + 1) / 2 : n / 2;
+        if (measure_round(trial, ctx, r, k, epochs, e))
+            return -1;
+        struct tune_trial *t = &r->trials[k];
+        struct stats run;
+        stats_compute(t->epoch_s + from, (size_t)epochs, &run);
+        t->again_median[t->n_again++] = run.median;
+    }
     struct tune_trial *t = &r->trials[k];
     struct stats again;
     stats_compute(t->epoch_s + t->n_search, (size_t)(t->n - t->n_search), &again);
     size_t used = strlen(t->decision);
     snprintf(t->decision + used, sizeof t->decision - used,
-             "; run again after the search: %.3f ms, all runs pooled", 1e3 * again.median);
+             "; run again after the search, in two runs: %.3f ms, all runs pooled",
+             1e3 * again.median);
     return 1;
 }
 
@@ -723,32 +725,24 @@ static void against_given(const struct tune_result *r, const struct tune_trial *
                   (size_t)(t->n - t->n_search), c);
 }
 
-/* The 97.5% quantile of Student's t with df degrees of freedom (1 to
- * TUNE_MAX_RUNS - 1). */
-static double t975(int df)
-{
-    static const double q[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365};
-    return q[df - 1];
-}
-
 /* The 95% prediction interval of the median epoch of one more run of trial
- * t: mean +- t975(k - 1) * sd * sqrt(1 + 1/k) over its k runs' medians, the
- * runs taken as independent draws of one machine's run-to-run spread (the
- * drift between runs minutes apart, which one run's interval does not hold).
- * NaN with fewer than 3 runs. */
+ * t, from three: the search's (all its epochs) and the two after it. With
+ * their mean m and standard deviation s, m +- t(0.975, 2) s sqrt(1 + 1/3),
+ * the runs taken as independent draws of the machine's run-to-run spread
+ * (the drift between runs minutes apart, which one run's interval does not
+ * hold). NaN when t was not run again. */
 static void rerun_interval(const struct tune_trial *t, double pi[2])
 {
-    int k = t->n_runs;
-    if (k < 3) {
-        pi[0] = pi[1] = NAN;
+    pi[0] = pi[1] = NAN;
+    if (t->n_again < 2)
         return;
-    }
-    double mean = 0, ss = 0;
-    for (int i = 0; i < k; i++)
-        mean += t->run_median[i] / k;
-    for (int i = 0; i < k; i++)
-        ss += (t->run_median[i] - mean) * (t->run_median[i] - mean);
-    double half = t975(k - 1) * sqrt(ss / (k - 1)) * sqrt(1 + 1.0 / k);
+    struct stats search;
+    stats_compute(t->epoch_s, (size_t)t->n_search, &search);
+    double x[3] = {search.median, t->again_median[0], t->again_median[1]};
+    double mean = (x[0] + x[1] + x[2]) / 3, ss = 0;
+    for (int i = 0; i < 3; i++)
+        ss += (x[i] - mean) * (x[i] - mean);
+    double half = 4.303 * sqrt(ss / 2) * sqrt(1 + 1.0 / 3); // t(0.975) at 2 degrees of freedom
     pi[0] = mean - half;
     pi[1] = mean + half;
 }
@@ -764,7 +758,7 @@ static void gain(struct tune_result *r)
 /* The search's choice is run again (run_again). The search chose it for
  * the lowest of many noisy medians, which comes out low, and one run's
  * interval does not hold the drift between runs minutes apart: the reported
- * time and interval pool both runs, as a rerun of NAME-tuned.yaml is
+ * time and interval pool all its runs, as a rerun of NAME-tuned.yaml is
  * another run. For the fastest goal a change is recommended only when its
  * run after the search is faster than the config as given too (one of a
  * search's many comparisons says "faster" by chance now and then, or from a
@@ -847,7 +841,8 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
         statement_add(r, "the choice was not run again (tune.budget_s spent): its interval is "
                          "from one run and may be narrower than the drift between runs");
     gain(r);
-    rerun_interval(t, r->rerun);
+    if (r->confirmed)
+        rerun_interval(t, r->rerun);
     if (o->target_au == 0)
         undecided(o, r);
     return 0;

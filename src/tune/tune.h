@@ -71,15 +71,13 @@ struct tune_options {
 void tune_options_init(struct tune_options *o, const struct config *base,
                        const struct backend *be, long usable_cores);
 
-#define TUNE_MAX_RUNS 8
-
 struct tune_trial {
     struct tune_settings s;
     double *epoch_s;       // (n) every measured epoch of this trial
     int n;
     int n_search;          // of those, measured during the search (the rest: the runs after it)
-    double run_median[TUNE_MAX_RUNS]; // the median epoch of each fresh run it made (rounds of
-    int n_runs;                       // the search, runs after it), the first TUNE_MAX_RUNS
+    double again_median[2]; // the median epoch of each of its runs after the search
+    int n_again;
     struct stats st;       // over epoch_s
     double stage_s[3];     // summed over epoch_s: waiting for data, exposed copies, compute
     double wait, copy, compute; // shares of the summed epoch time
@@ -101,7 +99,7 @@ struct tune_result {
                             // is the speed-up, with its 95% interval
     bool confirmed;        // the chosen trial was run again after the search
     double rerun[2];       // seconds: the 95% prediction interval of a rerun's median epoch,
-                           // from the chosen trial's runs' medians (NaN with fewer than 3)
+                           // from the chosen trial's three runs (NaN when not run again)
     double seconds;        // trial seconds spent
     char statement[1024];  // why there is no recommendation, or what limited it; "" if none
 };
