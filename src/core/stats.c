@@ -13,8 +13,6 @@
  * the threshold hyperfine uses, loose enough that only gross disturbances
  * (another process, a page-cache miss) count. */
 #define OUTLIER_Z 14.0
-/* The spread above which a median is not worth comparing without more runs. */
-#define NOISY_CV 0.10
 #define BOOTSTRAP_ROUNDS 2000
 #define BOOTSTRAP_SEED 0x5eed5eedULL
 
@@ -114,7 +112,7 @@ void stats_compute(const double *x, size_t n, struct stats *s)
 
 const char *stats_noise_warning(const struct stats *s, char *buf, size_t n)
 {
-    if (s->n < 2 || (s->cv <= NOISY_CV && s->outliers == 0))
+    if (s->n < 2 || (s->cv <= STATS_NOISY_CV && s->outliers == 0))
         return NULL;
     if (s->outliers)
         snprintf(buf, n,
@@ -126,7 +124,7 @@ const char *stats_noise_warning(const struct stats *s, char *buf, size_t n)
         snprintf(buf, n,
                  "epoch times vary by %.0f%% (coefficient of variation over %.0f%%); "
                  "the median is uncertain: use more epochs, --repeat N or a quieter machine",
-                 100 * s->cv, 100 * NOISY_CV);
+                 100 * s->cv, 100 * STATS_NOISY_CV);
     return buf;
 }
 

@@ -30,8 +30,12 @@ void stats_compute(const double *x, size_t n, struct stats *s);
 /* p-th quantile (0 <= p <= 1) of sorted[0..n-1], linear interpolation. */
 double stats_quantile(const double *sorted, size_t n, double p);
 
+/* The spread (cv) above which a median is not worth comparing without more
+ * runs. */
+#define STATS_NOISY_CV 0.10
+
 /* Why a sample is too noisy to trust, or NULL: a coefficient of variation over
- * 10% or outliers. The text says what to do. */
+ * STATS_NOISY_CV or outliers. The text says what to do. */
 const char *stats_noise_warning(const struct stats *s, char *buf, size_t n);
 
 enum verdict { VERDICT_SAME, VERDICT_FASTER, VERDICT_SLOWER };

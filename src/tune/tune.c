@@ -222,13 +222,16 @@ static int measure_round(tune_trial_fn trial, void *ctx, struct tune_result *r, 
     return 0;
 }
 
-/* Whether trial t, against trial ref (the one the climb moves from), has a
+/* Whether trial t, against trial ref (the climb's last kept trial), has a
  * ratio whose interval leaves no room for a gain worth having (TUNE_WORTH)
  * and the test does not call it faster (the climb would go on from it): more
- * epochs would only measure more closely a setting the climb does not take. */
+ * epochs would only measure more closely a setting the climb does not take.
+ * Not when t's epochs vary by more than STATS_NOISY_CV (the 10% at which
+ * dpbench warns that a median is uncertain): a burst on the machine may have
+ * slowed that run, and its next round is a fresh run. */
 static bool futile(const struct tune_result *r, int ref, const struct tune_trial *t)
 {
-    if (ref < 0)
+    if (ref < 0 || t->st.cv > STATS_NOISY_CV)
         return false;
     const struct tune_trial *a = &r->trials[ref];
     struct comparison c;
@@ -282,24 +285,28 @@ static void add_move(struct tune_settings *mv, const char **why, int *n,
     }
 }
 
-/* Whether the climb already saw the step from settings like `at` to `to`
- * workers measure slower, from settings that differ from `at` only in
- * prefetch_factor (the step changing nothing but the workers): then it is not
- * tried again at another prefetch. Each such trial costs as much as a good
- * one, and a deeper queue does not undo what more workers cost in contention.
- * Persistence, pinning and copies must match: they change what a worker costs. */
-static bool slower_before(const struct tune_result *r, const struct tune_settings *at, long to)
+/* Whether the step to `to` workers was measured slower already: from
+ * settings that differ from `at` only in prefetch_factor, to the same
+ * settings with `to` workers, both measured, the test calls the second
+ * slower. Then it is not tried again at another prefetch: each such trial
+ * costs as much as a good one, and a deeper queue does not undo what more
+ * workers cost in contention. Persistence, pinning and copies must match:
+ * they change what a worker costs. */
+static bool slower_before(const struct tune_options *o, const struct tune_result *r,
+                          const struct tune_settings *at, long to)
 {
-    for (int k = 0; k < r->n_trials; k++) {
-        const struct tune_trial *t = &r->trials[k];
-        if (t->from < 0 || t->vs.verdict != VERDICT_SLOWER || t->s.num_workers != to)
-            continue;
-        struct tune_settings f = r->trials[t->from].s, s = f;
-        s.num_workers = to;
-        if (!tune_settings_equal(&s, &t->s)) // the step changed more than the workers
-            continue;
+    for (int i = 0; i < r->n_trials; i++) {
+        const struct tune_trial *a = &r->trials[i];
+        struct tune_settings f = a->s, s = a->s;
         f.prefetch_factor = at->prefetch_factor;
-        if (tune_settings_equal(&f, at))
+        s.num_workers = to;
+        s = normalized(o, s);
+        int k = find_trial(r, &s);
+        if (!tune_settings_equal(&f, at) || k < 0 || k == i)
+            continue;
+        struct comparison c;
+        stats_compare(a->epoch_s, (size_t)a->n, r->trials[k].epoch_s, (size_t)r->trials[k].n, &c);
+        if (c.verdict == VERDICT_SLOWER)
             return true;
     }
     return false;
@@ -319,9 +326,9 @@ static int moves(const struct tune_options *o, const struct tune_result *r,
         long w1 = s.num_workers ? 2 * s.num_workers : 1, w2 = 2 * w1;
         w1 = w1 < o->max_workers ? w1 : o->max_workers;
         w2 = w2 < o->max_workers ? w2 : o->max_workers;
-        if (!slower_before(r, &s, w1))
+        if (!slower_before(o, r, &s, w1))
             m = s, m.num_workers = w1, add_move(mv, why, &n, m, "input-bound: more workers");
-        if (w2 > w1 && !slower_before(r, &s, w2))
+        if (w2 > w1 && !slower_before(o, r, &s, w2))
             m = s, m.num_workers = w2, add_move(mv, why, &n, m, "input-bound: more workers");
     }
     if (input && allowed(o, TUNE_PREFETCH, &s) && 2 * s.prefetch_factor <= TUNE_MAX_PREFETCH)
@@ -348,38 +355,47 @@ static void set_decision(struct tune_trial *t, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Trial k against trial `from`, written as k's decision: 1 kept (the test
- * calls it faster), 0 explored (a lower median the test cannot confirm),
- * -1 dropped. */
-static int judge(struct tune_result *r, int from, int k, const char *why)
+/* Trial k, a move from trial `from`, against trial `ref` (the climb's last
+ * kept trial; `from` too unless the climb is looking past it), written as
+ * k's decision: 1 kept (the test calls it faster), 0 explored (a lower
+ * median the test cannot confirm), -1 dropped. */
+static int judge(struct tune_result *r, int ref, int from, int k, const char *why)
 {
-    struct tune_trial *a = &r->trials[from], *b = &r->trials[k];
+    struct tune_trial *a = &r->trials[ref], *b = &r->trials[k];
     struct comparison c;
     stats_compare(a->epoch_s, (size_t)a->n, b->epoch_s, (size_t)b->n, &c);
-    b->from = from;
+    b->from = ref;
     b->vs = c;
     int v = c.verdict == VERDICT_FASTER ? 1 : c.verdict == VERDICT_SAME && c.ratio < 1 ? 0 : -1;
     set_decision(b, "%s: %s; %.2fx trial %d's time [%.2f, %.2f]",
                  v > 0 ? "kept" : v == 0 ? "explored" : "dropped",
                  v > 0 ? why : c.verdict == VERDICT_SAME ? "same within noise" : "slower", c.ratio,
-                 from, c.ci95[0], c.ci95[1]);
-    if (c.verdict == VERDICT_SAME)
-        snprintf(b->decision + strlen(b->decision), sizeof b->decision - strlen(b->decision),
-                 " (%s)", why);
+                 ref, c.ci95[0], c.ci95[1]);
+    size_t len = strlen(b->decision);
+    if (c.verdict == VERDICT_SAME && from != ref)
+        snprintf(b->decision + len, sizeof b->decision - len, " (%s, from trial %d)", why, from);
+    else if (c.verdict == VERDICT_SAME)
+        snprintf(b->decision + len, sizeof b->decision - len, " (%s)", why);
+    else if (from != ref)
+        snprintf(b->decision + len, sizeof b->decision - len, " (from trial %d)", from);
     return v;
 }
 
 /* Hill climb from trial *cur, which ends at the last kept trial. With
- * `explore`, when no move is kept the climb looks one step further from the
- * lowest median the test could not confirm, when its interval leaves room
- * for a gain worth a trial (TUNE_WORTH: noise may hide a real gain there);
- * a kept move from it continues the climb. Returns *cur, -1 on
- * error, -2 when the budget ran out. */
+ * `explore`, when no move is kept the climb looks one step further, from
+ * one trial it did not keep: the lowest median the test could not confirm,
+ * when its interval leaves room for a gain worth a trial (TUNE_WORTH: noise
+ * may hide a real gain there), else a first step to workers that lost while
+ * still input-bound (see below). Moves from there are judged against *cur,
+ * the last kept trial, not against the trial looked past (a burst that
+ * slowed that one would make anything look faster than it); a kept move
+ * continues the climb. Returns *cur, -1 on error, -2 when the budget ran
+ * out. */
 static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                  struct tune_result *r, int *cur, bool explore, bool copy_only, struct error *e)
 {
     int from = *cur;
-    bool exploring = false; // `from` is an explored trial, not a kept one
+    bool exploring = false; // `from` is a trial looked past, not a kept one
     for (;;) {
         struct tune_settings mv[MAX_MOVES];
         const char *why[MAX_MOVES];
@@ -389,10 +405,10 @@ static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
             struct tune_settings s = normalized(o, mv[i]);
             if (find_trial(r, &s) >= 0)
                 continue; // measured already: its decision stands
-            int k = measure(o, trial, ctx, r, s, from, e);
+            int k = measure(o, trial, ctx, r, s, *cur, e);
             if (k < 0)
                 return k;
-            int v = judge(r, from, k, why[i]);
+            int v = judge(r, *cur, from, k, why[i]);
             const struct tune_trial *t = &r->trials[k];
             if (v > 0)
                 next = k;
@@ -401,14 +417,18 @@ static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 lead = k;
             else if (v <= 0 && r->trials[from].s.num_workers == 0 && t->s.num_workers > 0 &&
                      (t->bound == BOUND_INPUT || t->bound == BOUND_BALANCED) &&
-                     (handoff < 0 || t->st.median < r->trials[handoff].st.median))
+                     (handoff < 0 || t->st.min < r->trials[handoff].st.min))
                 handoff = k;
         }
         /* Workers hand every batch over; at the config's prefetch a worker
          * may sleep and wake once a batch, and that can cost more than the
          * loading it takes over. So a first step to workers that lost but is
          * still input-bound gets one more look, from its own moves (deeper
-         * prefetch among them), before the climb gives workers up. */
+         * prefetch among them), before the climb gives workers up. Of two
+         * such steps, the one with the fastest epoch: what a setting does
+         * when nothing disturbs it. A burst on the machine while it ran
+         * raises a trial's median (the 2-worker step of a Fashion-MNIST tune
+         * measured 119 ms against 66-80 elsewhere) but not its fastest epoch. */
         if (next < 0 && lead < 0)
             lead = handoff;
         if (next >= 0) {

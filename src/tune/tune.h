@@ -83,7 +83,8 @@ struct tune_trial {
     double wait, copy, compute; // shares of the summed epoch time
     double au;             // compute / epoch time
     enum bound bound;
-    int from;              // the trial the climb moved from, -1 for none
+    int from;              // the trial the climb judged it against (its last kept one),
+                           // -1 for none
     struct comparison vs;  // against trial `from` (valid when from >= 0)
     char decision[512];    // what the search concluded from it, and why
     bool not_held;         // chosen, then run again after the search it was not faster than
