@@ -600,7 +600,11 @@ static void test_look_judged(void **state)
     bool four = false;
     for (int i = 1; i < r.n_trials; i++) {
         const struct tune_trial *k = &r.trials[i];
-        four |= k->s.num_workers == 4 && k->s.prefetch_factor == 2;
+        if (k->s.num_workers == 4 && k->s.prefetch_factor == 2) {
+            four = true;
+            assert_non_null(strstr(k->decision, "(from trial 1)"));
+            assert_int_equal(strncmp(k->decision, "dropped", 7), 0);
+        }
         if (strncmp(k->decision, "kept", 4) == 0) // over the config as given, the only one kept
             assert_true(k->st.median < r.trials[0].st.median);
     }

@@ -225,13 +225,10 @@ static int measure_round(tune_trial_fn trial, void *ctx, struct tune_result *r, 
 /* Whether trial t, against trial ref (the climb's last kept trial), has a
  * ratio whose interval leaves no room for a gain worth having (TUNE_WORTH)
  * and the test does not call it faster (the climb would go on from it): more
- * epochs would only measure more closely a setting the climb does not take.
- * Not when t's epochs vary by more than STATS_NOISY_CV (the 10% at which
- * dpbench warns that a median is uncertain): a burst on the machine may have
- * slowed that run, and its next round is a fresh run. */
+ * epochs would only measure more closely a setting the climb does not take. */
 static bool futile(const struct tune_result *r, int ref, const struct tune_trial *t)
 {
-    if (ref < 0 || t->st.cv > STATS_NOISY_CV)
+    if (ref < 0)
         return false;
     const struct tune_trial *a = &r->trials[ref];
     struct comparison c;
@@ -242,7 +239,7 @@ static bool futile(const struct tune_result *r, int ref, const struct tune_trial
 /* The trial for settings s: an earlier one that runs the same, or a new one
  * measured in rounds (min_epochs, then doubling) until its median's interval
  * is narrow enough, it cannot be a gain over trial ref worth having (ref -1:
- * none), the cap, or the budget. Its index, -2 when a new trial was needed
+ * none; not after a first round too noisy to trust), the cap, or the budget. Its index, -2 when a new trial was needed
  * and the budget is spent, or -1 with e set. */
 static int measure(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                    struct tune_result *r, struct tune_settings s, int ref, struct error *e)
@@ -262,14 +259,19 @@ static int measure(const struct tune_options *o, tune_trial_fn trial, void *ctx,
         r->cap = cap;
     }
     k = r->n_trials++; // owned from here: freed with the result whatever happens
-    r->trials[k] = (struct tune_trial){.s = s, .from = -1};
+    r->trials[k] = (struct tune_trial){.s = s, .from = -1, .origin = -1};
     for (int round = o->min_epochs;;) {
         if (measure_round(trial, ctx, r, k, round, e))
             return -1;
         struct tune_trial *t = &r->trials[k];
         t->n_search = t->n;
+        /* a first round whose epochs vary by more than STATS_NOISY_CV (the
+         * 10% at which dpbench warns that a median is uncertain) may have
+         * met a burst on the machine: it is not stopped as futile, and its
+         * next round is a fresh run */
+        bool disturbed = t->n == o->min_epochs && t->st.cv > STATS_NOISY_CV;
         if (half_width(&t->st) <= o->ci_rel || t->n >= o->max_epochs || budget_spent(o, r) ||
-            t->st.median < o->min_epoch_s || futile(r, ref, t))
+            t->st.median < o->min_epoch_s || (!disturbed && futile(r, ref, t)))
             break;
         round = t->n < o->max_epochs - t->n ? t->n : o->max_epochs - t->n;
     }
@@ -285,27 +287,30 @@ static void add_move(struct tune_settings *mv, const char **why, int *n,
     }
 }
 
-/* Whether the step to `to` workers was measured slower already: from
- * settings that differ from `at` only in prefetch_factor, to the same
- * settings with `to` workers, both measured, the test calls the second
- * slower. Then it is not tried again at another prefetch: each such trial
- * costs as much as a good one, and a deeper queue does not undo what more
- * workers cost in contention. Persistence, pinning and copies must match:
- * they change what a worker costs. */
-static bool slower_before(const struct tune_options *o, const struct tune_result *r,
-                          const struct tune_settings *at, long to)
+/* Whether the climb already saw the step from settings like `at` to `to`
+ * workers measure slower (the test on the two trials, whatever the move was
+ * judged against), from settings that differ from `at` only in
+ * prefetch_factor (the step changing nothing but the workers): then it is
+ * not tried again at another prefetch. Each such trial costs as much as a
+ * good one, and a deeper queue does not undo what more workers cost in
+ * contention. Persistence, pinning and copies must match: they change what a
+ * worker costs. */
+static bool slower_before(const struct tune_result *r, const struct tune_settings *at, long to)
 {
-    for (int i = 0; i < r->n_trials; i++) {
-        const struct tune_trial *a = &r->trials[i];
-        struct tune_settings f = a->s, s = a->s;
-        f.prefetch_factor = at->prefetch_factor;
+    for (int k = 0; k < r->n_trials; k++) {
+        const struct tune_trial *t = &r->trials[k];
+        if (t->origin < 0 || t->s.num_workers != to)
+            continue;
+        const struct tune_trial *a = &r->trials[t->origin];
+        struct tune_settings f = a->s, s = f;
         s.num_workers = to;
-        s = normalized(o, s);
-        int k = find_trial(r, &s);
-        if (!tune_settings_equal(&f, at) || k < 0 || k == i)
+        if (!tune_settings_equal(&s, &t->s)) // the step changed more than the workers
+            continue;
+        f.prefetch_factor = at->prefetch_factor;
+        if (!tune_settings_equal(&f, at))
             continue;
         struct comparison c;
-        stats_compare(a->epoch_s, (size_t)a->n, r->trials[k].epoch_s, (size_t)r->trials[k].n, &c);
+        stats_compare(a->epoch_s, (size_t)a->n, t->epoch_s, (size_t)t->n, &c);
         if (c.verdict == VERDICT_SLOWER)
             return true;
     }
@@ -326,9 +331,9 @@ static int moves(const struct tune_options *o, const struct tune_result *r,
         long w1 = s.num_workers ? 2 * s.num_workers : 1, w2 = 2 * w1;
         w1 = w1 < o->max_workers ? w1 : o->max_workers;
         w2 = w2 < o->max_workers ? w2 : o->max_workers;
-        if (!slower_before(o, r, &s, w1))
+        if (!slower_before(r, &s, w1))
             m = s, m.num_workers = w1, add_move(mv, why, &n, m, "input-bound: more workers");
-        if (w2 > w1 && !slower_before(o, r, &s, w2))
+        if (w2 > w1 && !slower_before(r, &s, w2))
             m = s, m.num_workers = w2, add_move(mv, why, &n, m, "input-bound: more workers");
     }
     if (input && allowed(o, TUNE_PREFETCH, &s) && 2 * s.prefetch_factor <= TUNE_MAX_PREFETCH)
@@ -365,6 +370,7 @@ static int judge(struct tune_result *r, int ref, int from, int k, const char *wh
     struct comparison c;
     stats_compare(a->epoch_s, (size_t)a->n, b->epoch_s, (size_t)b->n, &c);
     b->from = ref;
+    b->origin = from;
     b->vs = c;
     int v = c.verdict == VERDICT_FASTER ? 1 : c.verdict == VERDICT_SAME && c.ratio < 1 ? 0 : -1;
     set_decision(b, "%s: %s; %.2fx trial %d's time [%.2f, %.2f]",
@@ -379,6 +385,16 @@ static int judge(struct tune_result *r, int ref, int from, int k, const char *wh
     else if (from != ref)
         snprintf(b->decision + len, sizeof b->decision - len, " (from trial %d)", from);
     return v;
+}
+
+/* The fastest of trial t's first min_epochs epochs (its first round): the
+ * same number of epochs for every trial, as the minimum falls with more. */
+static double first_round_min(const struct tune_options *o, const struct tune_trial *t)
+{
+    double m = t->epoch_s[0];
+    for (int i = 1; i < o->min_epochs && i < t->n; i++)
+        m = fmin(m, t->epoch_s[i]);
+    return m;
 }
 
 /* Hill climb from trial *cur, which ends at the last kept trial. With
@@ -417,7 +433,8 @@ static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 lead = k;
             else if (v <= 0 && r->trials[from].s.num_workers == 0 && t->s.num_workers > 0 &&
                      (t->bound == BOUND_INPUT || t->bound == BOUND_BALANCED) &&
-                     (handoff < 0 || t->st.min < r->trials[handoff].st.min))
+                     (handoff < 0 ||
+                      first_round_min(o, t) < first_round_min(o, &r->trials[handoff])))
                 handoff = k;
         }
         /* Workers hand every batch over; at the config's prefetch a worker
@@ -425,10 +442,11 @@ static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
          * loading it takes over. So a first step to workers that lost but is
          * still input-bound gets one more look, from its own moves (deeper
          * prefetch among them), before the climb gives workers up. Of two
-         * such steps, the one with the fastest epoch: what a setting does
-         * when nothing disturbs it. A burst on the machine while it ran
-         * raises a trial's median (the 2-worker step of a Fashion-MNIST tune
-         * measured 119 ms against 66-80 elsewhere) but not its fastest epoch. */
+         * such steps, the one with the fastest epoch in its first round:
+         * what a setting does when nothing disturbs it. A burst on the
+         * machine while it ran raises a trial's median (the 2-worker step of
+         * a Fashion-MNIST tune measured 119 ms against 66-80 elsewhere) but
+         * not its fastest epoch. */
         if (next < 0 && lead < 0)
             lead = handoff;
         if (next >= 0) {

@@ -85,6 +85,8 @@ struct tune_trial {
     enum bound bound;
     int from;              // the trial the climb judged it against (its last kept one),
                            // -1 for none
+    int origin;            // the trial whose move it was (`from` but in a one-step look),
+                           // -1 for none (not a move)
     struct comparison vs;  // against trial `from` (valid when from >= 0)
     char decision[512];    // what the search concluded from it, and why
     bool not_held;         // chosen, then run again after the search it was not faster than
