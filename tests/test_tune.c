@@ -515,8 +515,9 @@ static void test_drift_holds(void **state)
 
 /* target_au 0.8: 2 workers reach 0.85, and prefetch 1 is chosen; run again,
  * the machine gives the first run after the search an AU of 0.51, and over
- * all its runs it no longer reaches the target. It is not chosen, and the search settles on 2 workers
- * at prefetch 2, which holds when run again: prefetch 1 is the next cheaper. */
+ * all its runs it no longer reaches the target. It is not chosen, and the
+ * search settles on 2 workers at prefetch 2, which holds when run again:
+ * prefetch 1 is the next cheaper. */
 static void test_target_held(void **state)
 {
     (void)state;
@@ -644,6 +645,52 @@ static void test_bursty_holds(void **state)
     assert_true(rank.ci95[1] < 1);
     assert_true(r.confirmed);
     assert_false(b->not_held);
+    tune_result_free(&r);
+}
+
+/* One worker is 1.5x faster (20 ms against 30), 2 and more contend (34,
+ * 45), but the machine gives the 1-worker trial's run a third of the CPU
+ * throughout (3.2x, every epoch alike). Before workers are given up the
+ * dropped first steps are measured afresh: 1 worker is kept, and chosen
+ * (configs/large.yaml at 3fa74c8). */
+static void test_afresh(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {30, 20, 34, 45, 45, 45, 45, 45, 45}, .noise = 0.01,
+                      .blip_call = 1, .blip = 3.2};
+    struct tune_result r;
+    table_search(&t, 24, &r);
+    assert_int_equal(r.trials[1].s.num_workers, 1);
+    assert_non_null(strstr(r.trials[1].decision, "measured afresh"));
+    assert_true(r.best > 0 && r.confirmed);
+    assert_int_equal(r.trials[r.best].s.num_workers, 1);
+    assert_true(r.gain.ci95[0] > 1);
+    tune_result_free(&r);
+}
+
+/* The same search stopped (an error, Ctrl-C) while the first step is
+ * measured afresh (the 8th run): no recommendation, and the step keeps its
+ * first run and its decision, not half of each. */
+static void test_afresh_stopped(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {30, 20, 34, 45, 45, 45, 45, 45, 45}, .noise = 0.01,
+                      .blip_call = 1, .blip = 3.2, .fail_call = 7};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    struct error e;
+    table_options(&c, &o);
+    rng_init(&t.rng, 24, 0, 0);
+    assert_int_not_equal(tune_search(&o, table_trial, &t, &r, &e), 0);
+    assert_int_equal(t.calls, 7);
+    assert_null(strstr(r.statement, "run again")); // stopped measuring afresh, not after
+    assert_int_equal(r.best, -1);
+    const struct tune_trial *one = &r.trials[1];
+    assert_int_equal(one->n, 6);
+    assert_true(one->st.median > 0.06); // its first run, 3.2 x 20 ms
+    assert_null(strstr(one->decision, "afresh"));
+    assert_non_null(strstr(one->decision, "slower"));
     tune_result_free(&r);
 }
 
@@ -784,6 +831,8 @@ int main(void)
         cmocka_unit_test(test_burst_handoff),
         cmocka_unit_test(test_look_judged),
         cmocka_unit_test(test_bursty_holds),
+        cmocka_unit_test(test_afresh),
+        cmocka_unit_test(test_afresh_stopped),
         cmocka_unit_test(test_knobs_without_effect), cmocka_unit_test(test_compute_bound),
         cmocka_unit_test(test_flat),          cmocka_unit_test(test_noisy),
         cmocka_unit_test(test_too_short),     cmocka_unit_test(test_target_au),

@@ -6,7 +6,9 @@
  *    when stats_compare calls it faster, and the climb stops when no move is
  *    (after one look past the lowest median not confirmed, or past a first
  *    step to workers that lost while still input-bound: see climb); a step to
- *    more workers measured slower is not tried again from the same count.
+ *    more workers measured slower is not tried again from the same count;
+ *    before workers are given up, the first steps to them are measured
+ *    afresh (afresh).
  *  - a target AU: copies first (as above, while copy-bound), then the fewest
  *    workers whose AU reaches the target (doubling, then bisection), then the
  *    smallest prefetch that still reaches it.
@@ -200,12 +202,11 @@ static void trial_finish(struct tune_trial *t)
     t->bound = report_bound(t->wait, t->copy, t->compute);
 }
 
-/* One round of trial k: a fresh run of `epochs` more epochs. 0, or -1 with e
+/* One round of trial t: a fresh run of `epochs` more epochs. 0, or -1 with e
  * set. */
-static int measure_round(tune_trial_fn trial, void *ctx, struct tune_result *r, int k,
-                         int epochs, struct error *e)
+static int measure_round(tune_trial_fn trial, void *ctx, struct tune_result *r,
+                         struct tune_trial *t, int epochs, struct error *e)
 {
-    struct tune_trial *t = &r->trials[k];
     double *grown = realloc(t->epoch_s, (size_t)(t->n + epochs) * sizeof *grown);
     if (!grown)
         return error_set(e, "out of memory");
@@ -236,12 +237,32 @@ static bool futile(const struct tune_result *r, int ref, const struct tune_trial
     return c.ci95[0] >= 1 - TUNE_WORTH && c.verdict != VERDICT_FASTER;
 }
 
+/* Trial t measured in rounds from its first (min_epochs, then doubling)
+ * until its median's interval is narrow enough, it cannot be a gain over
+ * trial ref worth having (ref -1: none; not after a first round too noisy
+ * to trust), the cap, or the budget. 0, or -1 with e set. */
+static int rounds(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                  struct tune_result *r, struct tune_trial *t, int ref, struct error *e)
+{
+    for (int round = o->min_epochs;;) {
+        if (measure_round(trial, ctx, r, t, round, e))
+            return -1;
+        t->n_search = t->n;
+        /* a first round whose epochs vary by more than STATS_NOISY_CV (the
+         * 10% at which dpbench warns that a median is uncertain) may have
+         * met a burst on the machine: it is not stopped as futile, and its
+         * next round is a fresh run */
+        bool disturbed = t->n == o->min_epochs && t->st.cv > STATS_NOISY_CV;
+        if (half_width(&t->st) <= o->ci_rel || t->n >= o->max_epochs || budget_spent(o, r) ||
+            t->st.median < o->min_epoch_s || (!disturbed && futile(r, ref, t)))
+            return 0;
+        round = t->n < o->max_epochs - t->n ? t->n : o->max_epochs - t->n;
+    }
+}
+
 /* The trial for settings s: an earlier one that runs the same, or a new one
- * measured in rounds (min_epochs, then doubling) until its median's interval
- * is narrow enough, it cannot be a gain over trial ref worth having (ref -1:
- * none; not after a first round too noisy to trust), the cap, or the
- * budget. Its index, -2 when a new trial was needed and the budget is
- * spent, or -1 with e set. */
+ * measured in rounds against trial ref. Its index, -2 when a new trial was
+ * needed and the budget is spent, or -1 with e set. */
 static int measure(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                    struct tune_result *r, struct tune_settings s, int ref, struct error *e)
 {
@@ -261,22 +282,7 @@ static int measure(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     }
     k = r->n_trials++; // owned from here: freed with the result whatever happens
     r->trials[k] = (struct tune_trial){.s = s, .from = -1, .origin = -1};
-    for (int round = o->min_epochs;;) {
-        if (measure_round(trial, ctx, r, k, round, e))
-            return -1;
-        struct tune_trial *t = &r->trials[k];
-        t->n_search = t->n;
-        /* a first round whose epochs vary by more than STATS_NOISY_CV (the
-         * 10% at which dpbench warns that a median is uncertain) may have
-         * met a burst on the machine: it is not stopped as futile, and its
-         * next round is a fresh run */
-        bool disturbed = t->n == o->min_epochs && t->st.cv > STATS_NOISY_CV;
-        if (half_width(&t->st) <= o->ci_rel || t->n >= o->max_epochs || budget_spent(o, r) ||
-            t->st.median < o->min_epoch_s || (!disturbed && futile(r, ref, t)))
-            break;
-        round = t->n < o->max_epochs - t->n ? t->n : o->max_epochs - t->n;
-    }
-    return k;
+    return rounds(o, trial, ctx, r, &r->trials[k], ref, e) ? -1 : k;
 }
 
 static void add_move(struct tune_settings *mv, const char **why, int *n,
@@ -584,9 +590,9 @@ static int run_again(const struct tune_options *o, tune_trial_fn trial, void *ct
     int n = r->trials[k].n_search; // at least min_epochs (6): 3 and 3, or more
     for (int i = 0; i < 2; i++) {
         int from = r->trials[k].n, epochs = i == 0 ? (n + 1) / 2 : n / 2;
-        if (measure_round(trial, ctx, r, k, epochs, e))
-            return -1;
         struct tune_trial *t = &r->trials[k];
+        if (measure_round(trial, ctx, r, t, epochs, e))
+            return -1;
         struct stats run;
         stats_compute(t->epoch_s + from, (size_t)epochs, &run);
         t->again_median[t->n_again++] = run.median;
@@ -714,11 +720,62 @@ static void undecided(const struct tune_options *o, struct tune_result *r)
                                              : "yet not told apart from the config as given");
 }
 
+/* Before the climb gives workers up (no move kept from the config as given
+ * without workers), every first step to workers it measured (dropped, or
+ * explored: a lower median it could not confirm) is measured afresh, its
+ * first run set aside, and judged again: a run can be slow throughout when
+ * the machine gives it less CPU for a while, and nothing inside it looks
+ * disturbed (1 worker on configs/large.yaml at 3fa74c8: 64 to 77 ms in
+ * every epoch of its trial, 19 to 21 ms in every other run). Of those kept
+ * afresh, the lowest median continues the climb; it must still hold when
+ * run again after the search. Its index, -1 when none is kept, -2 when the
+ * budget ran out, -3 with e set (every trial as it was before the stop). */
+static int afresh(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                  struct tune_result *r, struct error *e)
+{
+    int best = -1, n = r->n_trials;
+    for (int k = 1; k < n; k++) {
+        if (r->trials[k].origin != 0 || r->trials[k].s.num_workers == 0)
+            continue;
+        if (budget_spent(o, r))
+            return best >= 0 ? best : -2;
+        struct tune_trial fresh = {.s = r->trials[k].s, .from = -1, .origin = -1};
+        if (rounds(o, trial, ctx, r, &fresh, 0, e)) {
+            free(fresh.epoch_s);
+            return -3;
+        }
+        struct tune_trial *t = &r->trials[k];
+        double first = t->st.median;
+        free(t->epoch_s);
+        *t = fresh;
+        int v = judge(r, 0, 0, k, "input-bound: more workers");
+        size_t used = strlen(t->decision);
+        snprintf(t->decision + used, sizeof t->decision - used,
+                 "; measured afresh before workers were given up (its first run, median "
+                 "%.3f ms, set aside)",
+                 1e3 * first);
+        if (v > 0 && (best < 0 || t->st.median < r->trials[best].st.median))
+            best = k;
+    }
+    return best;
+}
+
 static int search_fastest(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                           struct tune_result *r, struct error *e)
 {
     int cur = 0;
     int rc = climb(o, trial, ctx, r, &cur, true, false, e);
+    if (rc == 0 && r->trials[0].s.num_workers == 0) {
+        int k = afresh(o, trial, ctx, r, e);
+        if (k == -3)
+            return -1;
+        if (k >= 0) {
+            cur = k;
+            rc = climb(o, trial, ctx, r, &cur, true, false, e);
+        } else if (k == -2) {
+            rc = -2;
+        }
+    }
     if (rc == -1)
         return -1;
     if (rc == -2)
