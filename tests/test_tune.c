@@ -567,10 +567,11 @@ static void test_next_holds(void **state)
  * (1 worker 78 ms, 2 workers 72, against 70 without) and 2 win at a deeper
  * one (60 ms); 4 contend (80). A burst slows all but the first epoch of
  * both runs of the 2-worker trial by 1.6x, so its median (115) is above 1
- * worker's while its fastest epoch is not. The second look goes from 2 workers (the fastest
- * epoch), not from 1 (the lowest median: from there nothing gains), and its
- * moves are judged against the config as given, not against the slowed
- * trial (else 4 workers look faster and the climb goes there). */
+ * worker's while its fastest epoch is not. The second look goes from 2
+ * workers (the fastest epoch of a first round), not from 1 (the lowest
+ * median: from there nothing gains), and its moves are judged against the
+ * config as given, not against the slowed trial (else 4 workers look
+ * faster and the climb goes there). */
 static void test_burst_handoff(void **state)
 {
     (void)state;
