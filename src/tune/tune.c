@@ -8,7 +8,8 @@
  *    step to workers that lost while still input-bound: see climb); a step to
  *    more workers measured slower is not tried again from the same count;
  *    before workers are given up, the first steps to them are measured
- *    afresh (afresh).
+ *    afresh (afresh), and looked past once more from the step the climb did
+ *    not look from (look_again).
  *  - a target AU: copies first (as above, while copy-bound), then the fewest
  *    workers whose AU reaches the target (doubling, then bisection), then the
  *    smallest prefetch that still reaches it.
@@ -404,7 +405,8 @@ static double first_round_min(const struct tune_options *o, const struct tune_tr
     return m;
 }
 
-/* Hill climb from trial *cur, which ends at the last kept trial. With
+/* Hill climb from trial *cur, which ends at the last kept trial (look >= 0:
+ * it starts with the one-step look from trial `look`). With
  * `explore`, when no move is kept the climb looks one step further, from
  * one trial it did not keep: the lowest median the test could not confirm,
  * when its interval leaves room for a gain worth a trial (TUNE_WORTH: noise
@@ -415,10 +417,11 @@ static double first_round_min(const struct tune_options *o, const struct tune_tr
  * continues the climb. Returns *cur, -1 on error, -2 when the budget ran
  * out. */
 static int climb(const struct tune_options *o, tune_trial_fn trial, void *ctx,
-                 struct tune_result *r, int *cur, bool explore, bool copy_only, struct error *e)
+                 struct tune_result *r, int *cur, int look, bool explore, bool copy_only,
+                 struct error *e)
 {
-    int from = *cur;
-    bool exploring = false; // `from` is a trial looked past, not a kept one
+    int from = look >= 0 ? look : *cur;
+    bool exploring = look >= 0; // `from` is a trial looked past, not a kept one
     for (;;) {
         struct tune_settings mv[MAX_MOVES];
         const char *why[MAX_MOVES];
@@ -641,7 +644,7 @@ static int search_target(const struct tune_options *o, tune_trial_fn trial, void
 {
     int cur = 0;
     if (r->trials[0].bound == BOUND_COPY) { // copies first: they cost no loader
-        int rc = climb(o, trial, ctx, r, &cur, false, true, e);
+        int rc = climb(o, trial, ctx, r, &cur, -1, false, true, e);
         if (rc == -1)
             return -1;
     }
@@ -760,20 +763,70 @@ static int afresh(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     return best;
 }
 
+/* Whether a look went from trial k (a trial was measured as its move). */
+static bool looked_from(const struct tune_result *r, int k)
+{
+    for (int j = 1; j < r->n_trials; j++)
+        if (r->trials[j].origin == k)
+            return true;
+    return false;
+}
+
+/* When nothing is kept afresh either: the climb looked from one of the
+ * first steps to workers, chosen by the fastest epoch of its first round,
+ * which a burst may have bent (the Fashion-MNIST tune at f231330 looked from
+ * 1 worker, and the sweep's best, 2 workers at a deeper prefetch, was never
+ * measured). Measured afresh, a step still input-bound (or balanced) whose
+ * first round now beats that of the step looked from gets the one-step look
+ * (see climb) too, the fastest first; a move kept there continues the climb.
+ * Where the fresh runs agree with the first choice nothing more is measured.
+ * Returns as climb does (0: nothing kept). */
+static int look_again(const struct tune_options *o, tune_trial_fn trial, void *ctx,
+                      struct tune_result *r, int *cur, struct error *e)
+{
+    double bar = INFINITY; // the fastest fresh first round among the steps looked from
+    for (int k = 1; k < r->n_trials; k++)
+        if (r->trials[k].origin == 0 && r->trials[k].s.num_workers > 0 && looked_from(r, k))
+            bar = fmin(bar, first_round_min(o, &r->trials[k]));
+    int step[MAX_MOVES], n = 0;
+    for (int k = 1; k < r->n_trials && n < MAX_MOVES; k++) {
+        const struct tune_trial *t = &r->trials[k];
+        if (t->origin == 0 && t->s.num_workers > 0 && !looked_from(r, k) &&
+            (t->bound == BOUND_INPUT || t->bound == BOUND_BALANCED) &&
+            first_round_min(o, t) < bar)
+            step[n++] = k;
+    }
+    for (int i = 0; i < n; i++) {
+        int first = i; // the fastest first round among those left
+        for (int j = i + 1; j < n; j++)
+            if (first_round_min(o, &r->trials[step[j]]) <
+                first_round_min(o, &r->trials[step[first]]))
+                first = j;
+        int k = step[first];
+        step[first] = step[i];
+        int rc = climb(o, trial, ctx, r, cur, k, true, false, e);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int search_fastest(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                           struct tune_result *r, struct error *e)
 {
     int cur = 0;
-    int rc = climb(o, trial, ctx, r, &cur, true, false, e);
+    int rc = climb(o, trial, ctx, r, &cur, -1, true, false, e);
     if (rc == 0 && r->trials[0].s.num_workers == 0) {
         int k = afresh(o, trial, ctx, r, e);
         if (k == -3)
             return -1;
         if (k >= 0) {
             cur = k;
-            rc = climb(o, trial, ctx, r, &cur, true, false, e);
+            rc = climb(o, trial, ctx, r, &cur, -1, true, false, e);
         } else if (k == -2) {
             rc = -2;
+        } else {
+            rc = look_again(o, trial, ctx, r, &cur, e);
         }
     }
     if (rc == -1)
@@ -834,7 +887,12 @@ static bool holds(const struct tune_result *r, const struct tune_trial *t,
  * their mean m and standard deviation s, m +- t(0.975, 2) s sqrt(1 + 1/3),
  * the runs taken as independent draws of the machine's run-to-run spread
  * (the drift between runs minutes apart, which one run's interval does not
- * hold). NaN when t was not run again. */
+ * hold); never narrower than m +- h sqrt(1 + 1/3), h the half-width of the
+ * 95% interval of the search run's own median: three medians that agree by
+ * chance say nothing of where the next run's median falls within its own
+ * sampling error (cifar10 at f231330: three runs within 0.2 ms, a range of
+ * +-1.5%), and their mean is off by a third of that. NaN when t was not run
+ * again. */
 static void rerun_interval(const struct tune_trial *t, double pi[2])
 {
     pi[0] = pi[1] = NAN;
@@ -847,6 +905,7 @@ static void rerun_interval(const struct tune_trial *t, double pi[2])
     for (int i = 0; i < 3; i++)
         ss += (x[i] - mean) * (x[i] - mean);
     double half = 4.303 * sqrt(ss / 2) * sqrt(1 + 1.0 / 3); // t(0.975) at 2 degrees of freedom
+    half = fmax(half, (search.ci95[1] - search.ci95[0]) / 2 * sqrt(1 + 1.0 / 3));
     pi[0] = mean - half;
     pi[1] = mean + half;
 }

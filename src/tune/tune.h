@@ -102,7 +102,8 @@ struct tune_result {
                             // is the speed-up, with its 95% interval
     bool confirmed;        // the chosen trial was run again after the search
     double rerun[2];       // seconds: the 95% prediction interval of a rerun's median epoch,
-                           // from the chosen trial's three runs (NaN when not run again)
+                           // from the chosen trial's three runs, never narrower than its
+                           // search run's interval of the median (NaN when not run again)
     double seconds;        // trial seconds spent
     char statement[1024];  // why there is no recommendation, or what limited it; "" if none
 };
