@@ -773,6 +773,40 @@ static void test_afresh_stopped(void **state)
     tune_result_free(&r);
 }
 
+/* The same search with tune.budget_s running out between the two steps
+ * measured afresh: the budget is what the first 8 runs took (a dry run
+ * stopped at the 9th tells), so 1 worker is measured afresh and kept, 2
+ * workers are not measured again, and the budget's statement says the choice
+ * is the best so far, not run again. */
+static void test_afresh_budget(void **state)
+{
+    (void)state;
+    struct table t = {.ms = {30, 20, 34, 45, 45, 45, 45, 45, 45}, .noise = 0.01,
+                      .blip_call = 1, .blip = 3.2, .fail_call = 8};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    struct error e;
+    table_options(&c, &o);
+    rng_init(&t.rng, 24, 0, 0);
+    assert_int_not_equal(tune_search(&o, table_trial, &t, &r, &e), 0); // the dry run
+    assert_non_null(strstr(r.trials[1].decision, "afresh")); // 8 runs: 1 worker afresh
+    assert_null(strstr(r.trials[2].decision, "afresh"));
+    o.budget_s = r.seconds;
+    tune_result_free(&r);
+    t.fail_call = 0;
+    t.calls = 0;
+    table_run(&o, &t, 24, &r);
+    assert_int_equal(t.calls, 8);
+    assert_non_null(strstr(r.trials[1].decision, "afresh"));
+    assert_null(strstr(r.trials[2].decision, "afresh"));
+    assert_int_equal(r.best, 1);
+    assert_false(r.confirmed);
+    assert_non_null(strstr(r.statement, "tune.budget_s"));
+    assert_non_null(strstr(r.statement, "not run again"));
+    tune_result_free(&r);
+}
+
 /* A search stopped while its choice is run again (an error, Ctrl-C)
  * recommends nothing. */
 static void test_confirm_fails(void **state)
@@ -914,6 +948,7 @@ int main(void)
         cmocka_unit_test(test_afresh_stopped),
         cmocka_unit_test(test_look_again),
         cmocka_unit_test(test_rerun_floor),
+        cmocka_unit_test(test_afresh_budget),
         cmocka_unit_test(test_knobs_without_effect), cmocka_unit_test(test_compute_bound),
         cmocka_unit_test(test_flat),          cmocka_unit_test(test_noisy),
         cmocka_unit_test(test_too_short),     cmocka_unit_test(test_target_au),
