@@ -18,6 +18,8 @@ struct pipe {
     double start;       // seconds to start one worker (every epoch unless persistent)
     double handoff;     // seconds a batch's hand-off from a worker costs, over prefetch_factor
                         // (a worker that runs out of room sleeps and is woken again)
+    double issue;       // seconds a step waits, without async copies, for the device to finish
+                        // the step before (one slot in the copy ring): in no stage's share
     long batches;       // per epoch
     double noise;       // lognormal sigma of each epoch's time
     bool flat;          // every setting runs as the config as given
@@ -32,7 +34,7 @@ static double epoch_model(const struct pipe *p, const struct tune_settings *s, d
 {
     double cp = s->pin_memory ? p->copy / 3 : p->copy;
     double exposed = s->async_copy && s->pin_memory ? fmax(0, cp - p->compute) : cp;
-    double step = exposed + p->compute, period, w;
+    double step = exposed + p->compute + (s->async_copy ? 0 : p->issue), period, w;
     if (s->num_workers == 0 || p->flat) {
         period = p->load + step;
         w = p->load;
@@ -194,6 +196,32 @@ static void test_compute_bound(void **state)
     assert_int_equal(r.n_trials, 1);
     assert_int_equal(r.best, 0);
     assert_int_equal(r.trials[0].s.num_workers, 0);
+    tune_result_free(&r);
+}
+
+/* The step dominates on a device that copies, and without async copies
+ * every step also waits 1 ms for the step before (one slot in the copy
+ * ring): 0.5 + 10 + 1 ms a batch, compute-bound (87%), no copy share to
+ * speak of. async_copy is tried and kept (10.5 ms); nothing else is. */
+static void test_compute_bound_async(void **state)
+{
+    (void)state;
+    struct pipe p = {.load = 0.2e-3, .copy = 0.3e-3, .compute = 10e-3, .issue = 1e-3,
+                     .cores = 2, .batches = 10, .noise = 0.02};
+    struct config c;
+    struct tune_options o;
+    struct tune_result r;
+    setup(&c, &o, &gpu_like, &p, 27);
+    run(&o, &p, &r);
+    assert_int_equal(r.trials[0].bound, BOUND_COMPUTE);
+    assert_true(r.trials[0].copy < 0.05); // the case this test is for happened
+    assert_true(r.best > 0);
+    const struct tune_trial *b = &r.trials[r.best];
+    assert_true(b->s.async_copy);
+    assert_int_equal(b->s.num_workers, 0);
+    assert_true(b->st.median < 1.10 * model_best(&p, o.max_workers, true));
+    assert_true(r.gain.ci95[0] > 1);
+    assert_int_equal(r.n_trials, 2);
     tune_result_free(&r);
 }
 
@@ -950,6 +978,7 @@ int main(void)
         cmocka_unit_test(test_rerun_floor),
         cmocka_unit_test(test_afresh_budget),
         cmocka_unit_test(test_knobs_without_effect), cmocka_unit_test(test_compute_bound),
+        cmocka_unit_test(test_compute_bound_async),
         cmocka_unit_test(test_flat),          cmocka_unit_test(test_noisy),
         cmocka_unit_test(test_too_short),     cmocka_unit_test(test_target_au),
         cmocka_unit_test(test_budget),        cmocka_unit_test(test_knobs_and_epochs),
