@@ -11,7 +11,8 @@
  *    before workers are given up, the first steps to them are measured
  *    afresh (afresh), and looked past once more from the step the climb did
  *    not look from (look_again).
- *  - a target AU: copies first (as above, while copy-bound), then the fewest
+ *  - a target AU: copies first (as above: while copy-bound, and async copy
+ *    once compute-bound), then the fewest
  *    workers whose AU reaches the target (doubling, then bisection), then the
  *    smallest prefetch that still reaches it.
  * Either way the choice is run again after the search and must hold over
@@ -357,9 +358,10 @@ static int moves(const struct tune_options *o, const struct tune_result *r,
      * before the device has finished the last, a wait in every step that no
      * stage's share shows (configs/emulated-sync-vs-async.yaml, 2 workers:
      * 441.5 ms an epoch, compute-bound, exposed copies 1.6%; 430.0 with
-     * async_copy) */
+     * async_copy, 420.3 pinned too). From pinned memory where it may: in
+     * PyTorch non_blocking overlaps only a copy from pinned memory. */
     if (t->bound == BOUND_COMPUTE && allowed(o, TUNE_ASYNC, &s) && !s.async_copy)
-        m = s, m.async_copy = true,
+        m = s, m.async_copy = true, m.pin_memory |= allowed(o, TUNE_PIN, &s),
         add_move(mv, why, &n, m, "compute-bound: async copy lets the host issue steps ahead");
     if (!copy_only && allowed(o, TUNE_PERSISTENT, &s) && !s.persistent_workers)
         m = s, m.persistent_workers = true,
@@ -794,6 +796,7 @@ static int look_again(const struct tune_options *o, tune_trial_fn trial, void *c
                       struct tune_result *r, int *cur, struct error *e)
 {
     double bar = INFINITY; // the fastest fresh first round among the steps looked from
+                           // (none when the climb looked from elsewhere: every step gets a look)
     for (int k = 1; k < r->n_trials; k++)
         if (r->trials[k].origin == 0 && r->trials[k].s.num_workers > 0 && looked_from(r, k))
             bar = fmin(bar, first_round_min(o, &r->trials[k]));

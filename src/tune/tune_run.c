@@ -240,13 +240,13 @@ void tune_print(FILE *f, const struct results *res, const struct tune_report *t)
         if (r->trials[i].not_held)
             fprintf(f, "#   trial %d measured faster in the search, but not when run again: not "
                        "recommended\n", i);
-    if (b->bound == BOUND_COMPUTE)
-        fprintf(f, "#   compute-bound: the steps take most of the epoch; more loaders cannot "
-                   "make it faster\n");
-    else
+    if (r->best != 0)
         fprintf(f, "#   %.2fx the speed of the config as given, 95%% interval [%.2f, %.2f] (%s)\n",
                 r->gain.ratio, r->gain.ci95[0], r->gain.ci95[1],
                 r->gain.verdict == VERDICT_SLOWER ? "faster" : "not told apart from noise");
+    if (b->bound == BOUND_COMPUTE)
+        fprintf(f, "#   compute-bound: the steps take most of the epoch; more loaders cannot "
+                   "make it faster\n");
     if (t->o.target_au > 0 && r->next_cheaper >= 0) {
         tune_settings_text(&t->o, &r->trials[r->next_cheaper].s, false, set, sizeof set);
         fprintf(f, "#   the next cheaper setting, trial %d (%s), reaches AU %.3f\n",
@@ -254,9 +254,13 @@ void tune_print(FILE *f, const struct results *res, const struct tune_report *t)
     }
     torch_line(&b->s, line, sizeof line);
     fprintf(f, "#   PyTorch: %s\n", line);
-    if (b->s.async_copy)
+    if (b->s.async_copy && b->s.pin_memory)
         fprintf(f, "#   and batch.to(device, non_blocking=True) from the pinned batch, "
                    "%ld batches copied ahead\n", b->s.copy_depth);
+    else if (b->s.async_copy) // non_blocking overlaps no copy from pageable memory
+        fprintf(f, "#   and a thread that copies each batch to the device ahead of the step, "
+                   "%ld batches ahead (from pageable memory: non_blocking=True alone would not "
+                   "overlap the copy)\n", b->s.copy_depth);
     if (r->statement[0])
         fprintf(f, "# note: %s\n", r->statement);
 }
