@@ -777,22 +777,31 @@ static void test_afresh(void **state)
     tune_result_free(&r);
 }
 
-/* The same search stopped (an error, Ctrl-C) while the first step is
- * measured afresh (the 8th run): no recommendation, and the step keeps its
- * first run and its decision, not half of each. */
+/* test_afresh's search, stopped (an error, Ctrl-C) when run `fail_call`
+ * (0: the first) starts: tune_search fails, and r holds what it measured. */
+static void afresh_stopped_at(int fail_call, struct table *t, struct config *c,
+                              struct tune_options *o, struct tune_result *r)
+{
+    *t = (struct table){.ms = {30, 20, 34, 45, 45, 45, 45, 45, 45}, .noise = 0.01,
+                        .blip_call = 1, .blip = 3.2, .fail_call = fail_call};
+    struct error e;
+    table_options(c, o);
+    rng_init(&t->rng, 24, 0, 0);
+    assert_int_not_equal(tune_search(o, table_trial, t, r, &e), 0);
+    assert_int_equal(t->calls, fail_call);
+}
+
+/* The same search stopped while the first step is measured afresh (the 8th
+ * run): no recommendation, and the step keeps its first run and its
+ * decision, not half of each. */
 static void test_afresh_stopped(void **state)
 {
     (void)state;
-    struct table t = {.ms = {30, 20, 34, 45, 45, 45, 45, 45, 45}, .noise = 0.01,
-                      .blip_call = 1, .blip = 3.2, .fail_call = 7};
+    struct table t;
     struct config c;
     struct tune_options o;
     struct tune_result r;
-    struct error e;
-    table_options(&c, &o);
-    rng_init(&t.rng, 24, 0, 0);
-    assert_int_not_equal(tune_search(&o, table_trial, &t, &r, &e), 0);
-    assert_int_equal(t.calls, 7);
+    afresh_stopped_at(7, &t, &c, &o, &r);
     assert_null(strstr(r.statement, "run again")); // stopped measuring afresh, not after
     assert_int_equal(r.best, -1);
     const struct tune_trial *one = &r.trials[1];
@@ -811,15 +820,11 @@ static void test_afresh_stopped(void **state)
 static void test_afresh_budget(void **state)
 {
     (void)state;
-    struct table t = {.ms = {30, 20, 34, 45, 45, 45, 45, 45, 45}, .noise = 0.01,
-                      .blip_call = 1, .blip = 3.2, .fail_call = 8};
+    struct table t;
     struct config c;
     struct tune_options o;
     struct tune_result r;
-    struct error e;
-    table_options(&c, &o);
-    rng_init(&t.rng, 24, 0, 0);
-    assert_int_not_equal(tune_search(&o, table_trial, &t, &r, &e), 0); // the dry run
+    afresh_stopped_at(8, &t, &c, &o, &r); // the dry run
     assert_non_null(strstr(r.trials[1].decision, "afresh")); // 8 runs: 1 worker afresh
     assert_null(strstr(r.trials[2].decision, "afresh"));
     o.budget_s = r.seconds;
