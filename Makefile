@@ -20,9 +20,9 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation 
 PC_MODULES := yaml-0.1 libcjson openblas libjpeg libpng zlib
 XSMM ?= 1
 # src/ is grouped by layer (docs/architecture.md): core/ data/ comm/ backends/
-# train/ report/ under main.c. Sources are named without their folder (objects
+# train/ report/ tune/ app/ under main.c. Sources are named without their folder (objects
 # stay flat under build/); vpath and src_path find them.
-SRC_DIRS := src $(addprefix src/,core data comm backends train report tune)
+SRC_DIRS := src $(addprefix src/,core data comm backends train report tune app)
 SRC_INC  := $(addprefix -I,$(SRC_DIRS))
 vpath %.c $(SRC_DIRS)
 src_path = $(foreach f,$(1),$(firstword $(wildcard $(addsuffix /$(f),$(SRC_DIRS)))))
@@ -41,12 +41,15 @@ export PYTHON
 CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
 
-CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c report.c \
+CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c dataset_kinds.c files.c kind_random.c \
            kind_idx.c kind_cifar10.c kind_folder.c gen.c estimate.c \
            comm.c ddp.c report_ddp.c report_emulated.c report_columns.c emulate_profile.c allreduce_bw.c hostmm.c \
            stats.c progress.c compare.c effect.c machine.c dl.c rlimits.c signals.c \
-           tune.c tune_run.c staging.c
+           tune.c tune_run.c staging.c \
+           summary.c render_text.c render_json.c render_csv.c render_markdown.c renderers.c result_files.c \
+           cli.c sweep.c devices.c session.c registry.c mode_train.c mode_tune.c mode_export.c mode_h2d.c \
+           mode_allreduce.c mode_compare.c mode_make_dataset.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
 SRC      += backend_cuda.c cuda_dl.c
@@ -94,7 +97,7 @@ LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-tsan \
         test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
-        test-docs test-tune test-fresh bench bench-data bench-tune clean
+        test-docs test-tune test-fresh test-same-output bench bench-data bench-tune clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -127,7 +130,7 @@ $(B)/%.o: %.c $(B)/deps.stamp $(FLAVOUR)
 
 # The commit recorded in result files follows HEAD.
 $(shell [ "$$(cat $(B)/git-rev 2>/dev/null)" = "$(GIT)" ] || echo $(GIT) >$(B)/git-rev)
-$(B)/report.o: $(B)/git-rev
+$(B)/render_text.o $(B)/render_json.o $(B)/render_markdown.o: $(B)/git-rev
 
 dpbench: $(OBJ) $(B)/main.o
 	@echo "dpbench: $(BUILD_MSG); $(MPI_MSG)"
@@ -349,6 +352,17 @@ else
 test-cuda-emulated:
 	@echo "skipped: no CUDA headers in $(CUDA_HOME)"
 endif
+
+# After a change meant to keep behaviour (a move of code between files): this
+# tree's dpbench against BASE's (a commit, built in its own worktree) on the
+# same seeded commands, timings masked (tests/same_output.py).
+BASE ?= HEAD
+test-same-output: dpbench
+	@rm -rf $(B)/base-src; git worktree prune
+	@git worktree add -q --detach $(B)/base-src $(BASE)
+	@$(MAKE) -s --no-print-directory -C $(B)/base-src dpbench >/dev/null
+	@tests/same_output.py $(B)/base-src/dpbench ./dpbench; rc=$$?; \
+	    git worktree remove --force $(B)/base-src; exit $$rc
 
 # make run + make test on a clean Debian 12 root built with debootstrap,
 # without and with the host's CUDA toolkit (needs root and the Debian mirror)

@@ -3,7 +3,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app.h"
 #include "config.h"
+
+/* the plug-in tables handed to the config, as main does first */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    app_register();
+    return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -13,10 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app.h"
 #include "config.h"
 #include "hostmm.h"
 #include "dataset.h"
 #include "train.h"
+
+/* The plug-in tables handed to the config, as main does before anything
+ * else (each test binary includes this header once). */
+__attribute__((constructor)) static void test_register(void) { app_register(); }
 
 /* config_defaults with the step's library fixed: DPBENCH_TEST_BLAS
  * (openblas or libxsmm; `make test-kernels` runs the tests under each), else

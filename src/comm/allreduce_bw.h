@@ -1,17 +1,35 @@
 /* dpbench --allreduce-bandwidth: an allreduce size sweep on the run's comm
- * engine, printed by rank 0 as nccl-tests prints it. */
+ * engine, measured and checked the way nccl-tests' all_reduce_perf does;
+ * the caller renders the table (report_allreduce_text). */
 #ifndef DPBENCH_ALLREDUCE_BW_H
 #define DPBENCH_ALLREDUCE_BW_H
 
-#include <stdio.h>
+#include <stddef.h>
 
 #include "comm.h"
 
-#include "config.h"
+enum { ALLREDUCE_MAX_ROWS = 16 };
 
-int allreduce_bandwidth(struct comm *c, FILE *out, struct error *e);
-/* The table on stdout and, on rank 0 with report.out set, also in
- * report.out/NAME-STAMP.allreduce.txt (whole or not at all). */
-int allreduce_bandwidth_emit(struct comm *c, const struct config *cfg, struct error *e);
+/* One buffer size: float sums in place across the ranks. */
+struct allreduce_row {
+    size_t bytes, count; // buffer size (B) and elements
+    long iters;          // timed calls after 5 warm-up calls
+    double seconds;      // mean over the ranks of the mean call
+    double algbw, busbw; // GB/s: bytes / seconds, and x 2(W-1)/W
+    double wrong;        // elements off the expected sum, all ranks
+};
+
+struct allreduce_table {
+    const char *engine; // the comm engine's name
+    int world;          // ranks
+    struct allreduce_row rows[ALLREDUCE_MAX_ROWS]; // (n) growing sizes
+    int n;
+    double best_busbw;  // GB/s, and the size it was reached at
+    size_t best_bytes;
+};
+
+/* The sweep over sizes from 4 B to 32 MiB, every rank taking part; t is
+ * complete on every rank. */
+int allreduce_bandwidth(struct comm *c, struct allreduce_table *t, struct error *e);
 
 #endif

@@ -21,11 +21,6 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "backend.h"
-#include "comm.h"
-#include "dataset_kind.h"
-#include "loss.h"
-
 enum key_type { KEY_INT, KEY_BOOL, KEY_FLOAT, KEY_STRING, KEY_ENUM, KEY_INT_LIST, KEY_FLOAT_LIST };
 
 struct key {
@@ -35,145 +30,172 @@ struct key {
     const char *def;     // default, as text; parsed by the same setter as input
     double min, max;     // inclusive range for numbers, list items and string lengths
     const char *choices; // "a|b|c" for KEY_ENUM; "*" stands for a plug-in table's names
+    unsigned flags;      // KEY_DATA or 0
     const char *help;
 };
+
+/* the dataset depends on the key: points that differ in it cannot share one */
+#define KEY_DATA 1u
 
 #define OFF(field) offsetof(struct config, field)
 #define MAX_SAFE_INT 9007199254740991.0 // 2^53 - 1
 
 static const struct key keys[] = {
-    {"name", KEY_STRING, OFF(name), "tutorial", 1, CONFIG_STR - 1, NULL,
+    {"name", KEY_STRING, OFF(name), "tutorial", 1, CONFIG_STR - 1, NULL, 0,
      "run name, used in result file names"},
-    {"seed", KEY_INT, OFF(seed), "0", 0, MAX_SAFE_INT, NULL,
+    {"seed", KEY_INT, OFF(seed), "0", 0, MAX_SAFE_INT, NULL, KEY_DATA,
      "seeds the data, the teacher, the initial weights and the shuffles"},
-    {"dataset.kind", KEY_ENUM, OFF(dataset.kind), "random", 0, 0, "*",
+    {"dataset.kind", KEY_ENUM, OFF(dataset.kind), "random", 0, 0, "*", KEY_DATA,
      "random: the tutorial's RandomDataset with teacher targets; else labelled files at dataset.path"},
-    {"dataset.length", KEY_INT, OFF(dataset.length), "100", 1, 1e9, NULL,
+    {"dataset.length", KEY_INT, OFF(dataset.length), "100", 1, 1e9, NULL, KEY_DATA,
      "samples in the dataset"},
-    {"dataset.features", KEY_INT, OFF(dataset.features), "5", 1, 1 << 20, NULL,
+    {"dataset.features", KEY_INT, OFF(dataset.features), "5", 1, 1 << 20, NULL, KEY_DATA,
      "floats per sample (Linear in_features)"},
-    {"dataset.noise", KEY_FLOAT, OFF(dataset.noise), "0.01", 0, 1e6, NULL,
+    {"dataset.noise", KEY_FLOAT, OFF(dataset.noise), "0.01", 0, 1e6, NULL, KEY_DATA,
      "standard deviation of the teacher's target noise"},
-    {"dataset.sample_cost_us", KEY_FLOAT, OFF(dataset.sample_cost_us), "0", 0, 1e6, NULL,
+    {"dataset.sample_cost_us", KEY_FLOAT, OFF(dataset.sample_cost_us), "0", 0, 1e6, NULL, 0,
      "emulated per-sample decode/augment CPU work in the loader, microseconds"},
-    {"dataset.path", KEY_STRING, OFF(dataset.path), "", 0, CONFIG_STR - 1, NULL,
+    {"dataset.path", KEY_STRING, OFF(dataset.path), "", 0, CONFIG_STR - 1, NULL, KEY_DATA,
      "idx: the *-images-idx3-ubyte[.gz] file; cifar10: its directory; folder: the root"},
     {"dataset.eval_path", KEY_STRING, OFF(dataset.eval_path), "", 0, CONFIG_STR - 1, NULL,
+     KEY_DATA,
      "held-out split evaluated after the last epoch; \"\" = t10k (idx), test_batch.bin (cifar10), none (folder)"},
-    {"dataset.drop_cache", KEY_BOOL, OFF(dataset.drop_cache), "false", 0, 0, NULL,
+    {"dataset.drop_cache", KEY_BOOL, OFF(dataset.drop_cache), "false", 0, 0, NULL, 0,
      "evict the dataset's files from the page cache before each epoch (posix_fadvise)"},
-    {"transform.resize", KEY_INT, OFF(transform.resize), "0", 0, 8192, NULL,
+    {"transform.resize", KEY_INT, OFF(transform.resize), "0", 0, 8192, NULL, KEY_DATA,
      "shorter side to N (bilinear), then centre crop N x N; 0 = off"},
-    {"transform.crop", KEY_INT, OFF(transform.crop), "0", 0, 8192, NULL,
+    {"transform.crop", KEY_INT, OFF(transform.crop), "0", 0, 8192, NULL, KEY_DATA,
      "random N x N crop (after transform.pad zero padding); 0 = off"},
-    {"transform.pad", KEY_INT, OFF(transform.pad), "0", 0, 1024, NULL,
+    {"transform.pad", KEY_INT, OFF(transform.pad), "0", 0, 1024, NULL, KEY_DATA,
      "zero padding on every side before the random crop"},
-    {"transform.hflip", KEY_BOOL, OFF(transform.hflip), "false", 0, 0, NULL,
+    {"transform.hflip", KEY_BOOL, OFF(transform.hflip), "false", 0, 0, NULL, KEY_DATA,
      "random horizontal flip, p = 0.5"},
-    {"transform.mean", KEY_FLOAT_LIST, OFF(transform.mean), "[]", -1e6, 1e6, NULL,
+    {"transform.mean", KEY_FLOAT_LIST, OFF(transform.mean), "[]", -1e6, 1e6, NULL, KEY_DATA,
      "per-channel mean subtracted after scaling to [0, 1] (one value, or one per channel)"},
-    {"transform.std", KEY_FLOAT_LIST, OFF(transform.std), "[]", 1e-9, 1e6, NULL,
+    {"transform.std", KEY_FLOAT_LIST, OFF(transform.std), "[]", 1e-9, 1e6, NULL, KEY_DATA,
      "per-channel standard deviation divided by after the mean"},
-    {"model.out_features", KEY_INT, OFF(model.out_features), "2", 1, 1 << 16, NULL,
+    {"model.out_features", KEY_INT, OFF(model.out_features), "2", 1, 1 << 16, NULL, KEY_DATA,
      "Linear out_features (labelled data: set to the number of classes)"},
-    {"model.loss", KEY_ENUM, OFF(model.loss), "auto", 0, 0, "auto|*",
+    {"model.loss", KEY_ENUM, OFF(model.loss), "auto", 0, 0, "auto|*", 0,
      "auto = mse for random data, cross_entropy for labelled data"},
-    {"loader.batch_size", KEY_INT, OFF(loader.batch_size), "30", 1, 1 << 24, NULL,
+    {"loader.batch_size", KEY_INT, OFF(loader.batch_size), "30", 1, 1 << 24, NULL, 0,
      "samples per batch"},
-    {"loader.shuffle", KEY_BOOL, OFF(loader.shuffle), "true", 0, 0, NULL,
+    {"loader.shuffle", KEY_BOOL, OFF(loader.shuffle), "true", 0, 0, NULL, 0,
      "new seeded permutation every epoch"},
-    {"loader.drop_last", KEY_BOOL, OFF(loader.drop_last), "false", 0, 0, NULL,
+    {"loader.drop_last", KEY_BOOL, OFF(loader.drop_last), "false", 0, 0, NULL, 0,
      "drop the last incomplete batch"},
-    {"loader.num_workers", KEY_INT, OFF(loader.num_workers), "0", 0, 256, NULL,
+    {"loader.num_workers", KEY_INT, OFF(loader.num_workers), "0", 0, 256, NULL, 0,
      "loader threads; 0 = the training thread loads each batch itself"},
-    {"loader.prefetch_factor", KEY_INT, OFF(loader.prefetch_factor), "2", 1, 1024, NULL,
+    {"loader.prefetch_factor", KEY_INT, OFF(loader.prefetch_factor), "2", 1, 1024, NULL, 0,
      "batches in flight per worker (only with workers)"},
-    {"loader.pin_memory", KEY_BOOL, OFF(loader.pin_memory), "false", 0, 0, NULL,
+    {"loader.pin_memory", KEY_BOOL, OFF(loader.pin_memory), "false", 0, 0, NULL, 0,
      "page-locked batch buffers (cuda, emulated; no effect on cpu)"},
     {"loader.persistent_workers", KEY_BOOL, OFF(loader.persistent_workers), "false", 0, 0,
-     NULL, "keep workers across epochs instead of re-creating them"},
-    {"loader.async_copy", KEY_BOOL, OFF(loader.async_copy), "false", 0, 0, NULL,
+     NULL, 0, "keep workers across epochs instead of re-creating them"},
+    {"loader.async_copy", KEY_BOOL, OFF(loader.async_copy), "false", 0, 0, NULL, 0,
      "copy batches to the device on a copy thread and stream (cuda, emulated)"},
-    {"loader.copy_depth", KEY_INT, OFF(loader.copy_depth), "2", 1, 64, NULL,
+    {"loader.copy_depth", KEY_INT, OFF(loader.copy_depth), "2", 1, 64, NULL, 0,
      "device buffers in the async-copy ring (cuda, emulated)"},
-    {"train.epochs", KEY_INT, OFF(train.epochs), "1", 1, 1e7, NULL,
+    {"train.epochs", KEY_INT, OFF(train.epochs), "1", 1, 1e7, NULL, 0,
      "measured epochs"},
-    {"train.warmup_epochs", KEY_INT, OFF(train.warmup_epochs), "0", 0, 1e7, NULL,
+    {"train.warmup_epochs", KEY_INT, OFF(train.warmup_epochs), "0", 0, 1e7, NULL, 0,
      "epochs run before the measured ones and left out of the results"},
-    {"train.lr", KEY_FLOAT, OFF(train.lr), "0.01", 0, 1e6, NULL, "SGD learning rate"},
-    {"parallel.device", KEY_ENUM, OFF(parallel.device), "cpu", 0, 0, "*|auto",
+    {"train.lr", KEY_FLOAT, OFF(train.lr), "0.01", 0, 1e6, NULL, 0, "SGD learning rate"},
+    {"parallel.device", KEY_ENUM, OFF(parallel.device), "cpu", 0, 0, "*|auto", 0,
      "where replicas run; auto = cuda when a device is usable, else cpu; emulated = a GPU's "
      "timing (the emulate.* keys) with the math on this host"},
-    {"parallel.mode", KEY_ENUM, OFF(parallel.mode), "dp", 0, 0, "dp|ddp",
+    {"parallel.mode", KEY_ENUM, OFF(parallel.mode), "dp", 0, 0, "dp|ddp", 0,
      "dp = nn.DataParallel in one process; ddp = DistributedDataParallel, one rank per "
      "process (mpirun -np N)"},
-    {"parallel.comm", KEY_ENUM, OFF(parallel.comm), "auto", 0, 0, "auto|*",
+    {"parallel.comm", KEY_ENUM, OFF(parallel.comm), "auto", 0, 0, "auto|*", 0,
      "ddp's gradient allreduce: mpi (cpu), nccl (cuda); auto = nccl on cuda, mpi on cpu"},
-    {"parallel.blas", KEY_ENUM, OFF(parallel.blas), "auto", 0, 0, "auto|openblas|libxsmm",
+    {"parallel.blas", KEY_ENUM, OFF(parallel.blas), "auto", 0, 0, "auto|openblas|libxsmm", 0,
      "cpu: the library of the step's products; auto = the faster measured (results can differ "
      "in the last bits between libraries)"},
-    {"parallel.replicas", KEY_INT, OFF(parallel.replicas), "1", 1, 1024, NULL,
+    {"parallel.replicas", KEY_INT, OFF(parallel.replicas), "1", 1, 1024, NULL, 0,
      "DataParallel replicas (cuda: the first N devices)"},
-    {"parallel.devices", KEY_INT_LIST, OFF(parallel.devices), "[]", 0, 1023, NULL,
+    {"parallel.devices", KEY_INT_LIST, OFF(parallel.devices), "[]", 0, 1023, NULL, 0,
      "cuda or emulated device ids, one per replica; a repeated id shares that device"},
-    {"emulate.h2d_gbps", KEY_FLOAT, OFF(emulate.h2d_gbps), "55", 0.001, 1e5, NULL,
+    {"emulate.h2d_gbps", KEY_FLOAT, OFF(emulate.h2d_gbps), "55", 0.001, 1e5, NULL, 0,
      "emulated: pinned host-to-device copy rate, GB/s; default: H100 pinned copies measure "
      "about 55 GB/s (published, docs/emulated.md)"},
-    {"emulate.pageable_gbps", KEY_FLOAT, OFF(emulate.pageable_gbps), "21", 0.001, 1e5, NULL,
+    {"emulate.pageable_gbps", KEY_FLOAT, OFF(emulate.pageable_gbps), "21", 0.001, 1e5, NULL, 0,
      "emulated: pageable host-to-device copy rate, GB/s; default: 55 / 2.6, published "
      "bandwidthTest runs on A100 hosts show pinned 2.6x to 5x pageable"},
-    {"emulate.launch_us", KEY_FLOAT, OFF(emulate.launch_us), "5", 0, 1e7, NULL,
+    {"emulate.launch_us", KEY_FLOAT, OFF(emulate.launch_us), "5", 0, 1e7, NULL, 0,
      "emulated: fixed device time per replica per step, us; default: a kernel launch costs "
      "about 2 to 5 us (published), the upper end"},
-    {"emulate.compute_us", KEY_FLOAT, OFF(emulate.compute_us), "0", 0, 1e7, NULL,
+    {"emulate.compute_us", KEY_FLOAT, OFF(emulate.compute_us), "0", 0, 1e7, NULL, 0,
      "emulated: device time per sample per step, us: your model's step time / batch size, "
      "measured in your PyTorch loop (docs/emulated.md); 0 = launch time only"},
-    {"emulate.p2p_gbps", KEY_FLOAT, OFF(emulate.p2p_gbps), "0", 0, 1e5, NULL,
+    {"emulate.p2p_gbps", KEY_FLOAT, OFF(emulate.p2p_gbps), "0", 0, 1e5, NULL, 0,
      "emulated: device-to-device rate of the gradient reduce, GB/s; 0 = not timed (H100 "
      "NVLink peer copies measure about 375 GB/s one way, published)"},
-    {"emulate.profile", KEY_STRING, OFF(emulate.profile), "", 0, CONFIG_STR - 1, NULL,
+    {"emulate.profile", KEY_STRING, OFF(emulate.profile), "", 0, CONFIG_STR - 1, NULL, 0,
      "emulated: a profile JSON written by dpbench --h2d-bandwidth --out DIR on a GPU; keys "
      "set in the config override it"},
-    {"report.trace", KEY_BOOL, OFF(report.trace), "false", 0, 0, NULL,
+    {"report.trace", KEY_BOOL, OFF(report.trace), "false", 0, 0, NULL, 0,
      "print the tutorial's In Model / Outside lines for each batch of the first epoch"},
-    {"report.format", KEY_ENUM, OFF(report.format), "text", 0, 0, "text|json|csv",
+    {"report.format", KEY_ENUM, OFF(report.format), "text", 0, 0, "*", 0,
      "stdout format"},
-    {"report.out", KEY_STRING, OFF(report.out), "", 0, CONFIG_STR - 1, NULL,
+    {"report.out", KEY_STRING, OFF(report.out), "", 0, CONFIG_STR - 1, NULL, 0,
      "directory for NAME-YYYYmmdd-HHMMSS.json/.csv result files; empty = none"},
-    {"report.floor", KEY_BOOL, OFF(report.floor), "false", 0, 0, NULL,
+    {"report.floor", KEY_BOOL, OFF(report.floor), "false", 0, 0, NULL, 0,
      "before training, measure this machine's floor for the run's shapes (gather + compute)"},
-    {"tune.knobs", KEY_STRING, OFF(tune.knobs), "", 0, CONFIG_STR - 1, NULL,
+    {"tune.knobs", KEY_STRING, OFF(tune.knobs), "", 0, CONFIG_STR - 1, NULL, 0,
      "--tune: loader knobs it may change, comma-separated (num_workers, prefetch_factor, "
      "persistent_workers, pin_memory, async_copy, copy_depth); \"\" = all"},
-    {"tune.max_workers", KEY_INT, OFF(tune.max_workers), "0", 0, 256, NULL,
+    {"tune.max_workers", KEY_INT, OFF(tune.max_workers), "0", 0, 256, NULL, 0,
      "--tune: most loader workers it tries; 0 = twice the usable cores"},
-    {"tune.target_au", KEY_FLOAT, OFF(tune.target_au), "0", 0, 1, NULL,
+    {"tune.target_au", KEY_FLOAT, OFF(tune.target_au), "0", 0, 1, NULL, 0,
      "--tune: 0 = the fastest epoch; else the cheapest settings whose AU (compute / epoch "
      "time) reaches it (fewest workers, then smallest prefetch)"},
-    {"tune.budget_s", KEY_FLOAT, OFF(tune.budget_s), "600", 1, 1e6, NULL,
+    {"tune.budget_s", KEY_FLOAT, OFF(tune.budget_s), "600", 1, 1e6, NULL, 0,
      "--tune: seconds of trials the search may spend"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= 64, "config.explicit_keys has one bit per key");
 
-/* The enum keys whose values a plug-in table lists (loss.c, backends.c,
- * comm.c): "*" in their choices stands for the table's names, in its order,
- * so a plug-in is named in its table only. */
-static const struct {
+/* The enum keys whose values a plug-in table lists: "*" in their choices
+ * stands for the table's names, in its order, so a plug-in is named in its
+ * table only. The tables sit above the config; they are handed over at
+ * start-up (config_register_names). */
+enum { MAX_PLUGIN_KEYS = 8, MAX_RULES = 8 };
+static struct {
     const char *path;
-    const char *(*name)(size_t i); // the table's i-th name, NULL past the last
-} plugin_keys[] = {
-    {"model.loss", loss_name},
-    {"parallel.device", backend_name},
-    {"parallel.comm", comm_engine_name},
-    {"dataset.kind", dataset_kind_name},
-};
+    config_names_fn name; // the table's i-th name, NULL past the last
+} plugin_keys[MAX_PLUGIN_KEYS];
+static int n_plugin_keys;
+static config_rule_fn rules[MAX_RULES]; // config_validate's rules from above
+static int n_rules;
+
+void config_register_names(const char *path, config_names_fn names)
+{
+    for (int i = 0; i < n_plugin_keys; i++)
+        if (strcmp(plugin_keys[i].path, path) == 0) {
+            plugin_keys[i].name = names;
+            return;
+        }
+    if (n_plugin_keys < MAX_PLUGIN_KEYS) {
+        plugin_keys[n_plugin_keys].path = path;
+        plugin_keys[n_plugin_keys++].name = names;
+    }
+}
+
+void config_register_rule(config_rule_fn rule)
+{
+    for (int i = 0; i < n_rules; i++)
+        if (rules[i] == rule)
+            return;
+    if (n_rules < MAX_RULES)
+        rules[n_rules++] = rule;
+}
 
 /* k's allowed values as "a|b|c", with a plug-in table's names for "*". */
 static const char *key_choices(const struct key *k, char *buf, size_t n)
 {
     const char *(*name)(size_t) = NULL;
-    for (size_t i = 0; i < sizeof plugin_keys / sizeof plugin_keys[0]; i++)
+    for (int i = 0; i < n_plugin_keys; i++)
         if (strcmp(plugin_keys[i].path, k->path) == 0)
             name = plugin_keys[i].name;
     size_t used = 0;
@@ -938,39 +960,15 @@ int config_load(struct config *c, const char *path, struct error *e)
     return rc;
 }
 
-/* "x, y or auto": the backends whose replicas run on numbered devices (one
- * this build lacks among them), for parallel.devices' error. */
-static const char *device_backends(char *buf, size_t n)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; backend_name(i) && used < n; i++)
-        if (!backend_at(i) || backend_at(i)->has_devices)
-            used += (size_t)snprintf(buf + used, n - used, "%s, ", backend_name(i));
-    used = used < n ? used : n - 1;
-    if (used < 2)
-        snprintf(buf, n, "auto");
-    else
-        snprintf(buf + used - 2, n - (used - 2), " or auto"); // over the last ", "
-    return buf;
-}
-
-/* parallel.devices against the backend and parallel.replicas. */
+/* parallel.devices against parallel.replicas (whether the backend has
+ * device ids is the backends' rule: registered from above). */
 static int validate_devices(const struct config *c, struct error *e)
 {
-    const char *dev = c->parallel.device;
-    if (c->parallel.n_devices > 0) {
-        const struct backend *be = backend_find(dev);
-        char names[128];
-        if (be && !be->has_devices)
-            return error_set(e, "parallel.devices: device ids need parallel.device: %s; on the "
-                                "%s use parallel.replicas", device_backends(names, sizeof names),
-                             dev);
-        if (c->parallel.replicas != 1 && c->parallel.replicas != c->parallel.n_devices)
-            return error_set(e, "parallel.replicas: %ld disagrees with parallel.devices (%d ids); "
-                                "give one or the other",
-                             c->parallel.replicas, c->parallel.n_devices);
-    }
+    if (c->parallel.n_devices > 0 && c->parallel.replicas != 1 &&
+        c->parallel.replicas != c->parallel.n_devices)
+        return error_set(e, "parallel.replicas: %ld disagrees with parallel.devices (%d ids); "
+                            "give one or the other",
+                         c->parallel.replicas, c->parallel.n_devices);
     return 0;
 }
 
@@ -1012,47 +1010,25 @@ static int validate_sizes(const struct config *c, struct error *e)
     return 0;
 }
 
-/* ddp: one replica a rank, an engine for the backend's memory. */
+/* ddp: one replica a rank. */
 static int validate_ddp(const struct config *c, struct error *e)
 {
-    const char *dev = c->parallel.device;
     bool ddp = strcmp(c->parallel.mode, "ddp") == 0;
     if (ddp && c->parallel.replicas > 1)
         return error_set(e, "parallel.replicas: %ld with parallel.mode: ddp; ddp runs one replica "
                             "per rank: start %ld ranks with mpirun -np %ld instead",
                          c->parallel.replicas, c->parallel.replicas, c->parallel.replicas);
-    const struct backend *be = backend_find(dev);
-    if (comm_engine_device_memory(c->parallel.comm) && be && !be->device_memory)
-        return error_set(e, "parallel.comm: %s needs parallel.device: cuda; the %s backend's "
-                            "ranks use %s", c->parallel.comm, dev, comm_auto(false));
     return 0;
 }
 
-/* The dataset's keys against its kind, and its size. */
+/* The dataset's sizes and transforms (what a dataset kind allows is the
+ * kinds' rule: registered from above). */
 static int validate_data(const struct config *c, struct error *e)
 {
     if (c->loader.drop_last && c->loader.batch_size > c->dataset.length)
         return error_set(e, "loader.batch_size: %ld is larger than dataset.length %ld with "
                             "drop_last: true, so an epoch has no batch",
                          c->loader.batch_size, c->dataset.length);
-    if (!dataset_kind_of(c)->labelled) { // the in-memory random data
-        const struct loss_fn *loss = loss_find(c->model.loss);
-        if (loss && loss->labels)
-            return error_set(e, "model.loss: %s needs labelled data (dataset.kind idx, "
-                                "cifar10 or folder); the random dataset has real-valued targets",
-                             loss->name);
-        if (c->dataset.path[0] || c->dataset.eval_path[0])
-            return error_set(e, "dataset.path: only for dataset.kind idx, cifar10 or folder");
-        if (c->transform.resize || c->transform.crop || c->transform.pad || c->transform.hflip ||
-            c->transform.mean.n || c->transform.std.n)
-            return error_set(e, "transform: only for image data (dataset.kind idx, cifar10 or "
-                                "folder)");
-    } else if (!c->dataset.path[0]) {
-        return error_set(e, "dataset.path: dataset.kind %s needs a path", c->dataset.kind);
-    } else if (c->dataset.sample_cost_us > 0) {
-        return error_set(e, "dataset.sample_cost_us: only for the random dataset; dataset.kind "
-                            "%s costs its real reading, decoding and transforms", c->dataset.kind);
-    }
     if (c->transform.pad && !c->transform.crop)
         return error_set(e, "transform.pad: %ld needs transform.crop (the random crop it pads for)",
                          c->transform.pad);
@@ -1066,10 +1042,14 @@ static int validate_data(const struct config *c, struct error *e)
     return 0;
 }
 
-/* The rules that tie keys together, in this order: the first broken one is
- * the error. */
+/* The rules that tie keys together, in this order (those registered from
+ * above, which say whether a key applies to the plug-in at all, then the
+ * core's): the first broken one is the error. */
 int config_validate(const struct config *c, struct error *e)
 {
+    for (int i = 0; i < n_rules; i++)
+        if (rules[i](c, e))
+            return -1;
     if (validate_devices(c, e) || validate_workers(c, e) || validate_sizes(c, e) ||
         validate_ddp(c, e) || validate_data(c, e))
         return -1;
@@ -1088,6 +1068,30 @@ int config_validate_sweep(const struct config *c, struct error *e)
                              CONFIG_MAX_SWEEP_POINTS);
     }
     return 0;
+}
+
+/* Whether key k holds the same value in a and b. */
+static bool key_equal(const struct key *k, const struct config *a, const struct config *b)
+{
+    const char *x = (const char *)a + k->offset, *y = (const char *)b + k->offset;
+    switch (k->type) {
+    case KEY_INT: return *(const long *)x == *(const long *)y;
+    case KEY_BOOL: return *(const bool *)x == *(const bool *)y;
+    case KEY_FLOAT: return *(const double *)x == *(const double *)y;
+    case KEY_STRING:
+    case KEY_ENUM: return strcmp(x, y) == 0;
+    case KEY_FLOAT_LIST: return memcmp(x, y, sizeof(struct float_list)) == 0;
+    case KEY_INT_LIST: break; // its count lives apart (parallel.devices): never data
+    }
+    return false;
+}
+
+bool config_same_data(const struct config *a, const struct config *b)
+{
+    for (size_t i = 0; i < N_KEYS; i++)
+        if ((keys[i].flags & KEY_DATA) && !key_equal(&keys[i], a, b))
+            return false;
+    return true;
 }
 
 int config_copy(struct config *dst, const struct config *src)

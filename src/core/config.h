@@ -121,6 +121,20 @@ int config_validate_sweep(const struct config *c, struct error *e);
 /* Checks rules that tie several keys together, for one run's config (a sweep
  * point's); call after all overrides. */
 int config_validate(const struct config *c, struct error *e);
+/* Whether a and b make the same dataset: every key the key table marks as
+ * data (the seed, dataset.*, transform.*, model.out_features) agrees. */
+bool config_same_data(const struct config *a, const struct config *b);
+
+/* The plug-in tables sit above the config: the application layer hands
+ * them over at start-up. An enum key whose choices hold "*" accepts the
+ * names names(0), names(1), ... up to the first NULL. */
+typedef const char *(*config_names_fn)(size_t i);
+void config_register_names(const char *path, config_names_fn names);
+/* A rule that ties keys to a plug-in's fields (a backend's device ids, a
+ * dataset kind's labels), run by config_validate before the core's rules. */
+typedef int (*config_rule_fn)(const struct config *c, struct error *e);
+void config_register_rule(config_rule_fn rule);
+
 /* Deep copy (sweep strings duplicated) and release. */
 int config_copy(struct config *dst, const struct config *src);
 void config_free(struct config *c);

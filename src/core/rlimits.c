@@ -24,7 +24,6 @@
 extern char **environ;
 
 #include "config.h"
-#include "estimate.h"
 
 enum {
     BLAS_BUFFER = 128 << 20, // OpenBLAS's per-thread buffer (BUFFER_SIZE, seen in strace)
@@ -170,22 +169,14 @@ __attribute__((section(".preinit_array"), used)) static void (*const preinit)(in
 
 int rlimits_blas_threads(void) { return (int)blas_load_threads(environ); }
 
-int rlimits_check_run(const struct config *c, const struct estimate *est, struct error *e)
+int rlimits_check_space(size_t data, size_t threads, size_t callers, struct error *e)
 {
     size_t limit = as_limit();
     if (!limit)
         return 0;
-    bool host = est->host_threads; // the replicas are threads calling BLAS
-    size_t R = (size_t)(c->parallel.n_devices ? c->parallel.n_devices : c->parallel.replicas);
-    size_t W = (size_t)c->loader.num_workers, stack = thread_stack();
-    /* the estimate's runtime is resident memory; here every thread's whole
-     * stack and each BLAS-calling thread's buffer count: the threads of
-     * OpenBLAS's pool (started at load, all a run uses: rlimits_blas_threads),
-     * and on a host backend the main thread and the replica threads; those buffers
-     * mapped already are counted here */
-    size_t pool = (size_t)rlimits_blas_threads() - 1;
-    size_t threads = W + (host ? R - 1 : 0), callers = pool + (host ? R : 0);
-    size_t data = est->total - est->runtime, stacks = 0, blas = 0, need;
+    /* every thread's whole stack and each BLAS-calling thread's buffer
+     * count; those buffers mapped already are counted in now */
+    size_t stack = thread_stack(), stacks = 0, blas = 0, need;
     size_t now = mapped_but_blas();
     bool ok = !__builtin_mul_overflow(threads, stack, &stacks) &&
               !__builtin_mul_overflow(callers, (size_t)BLAS_BUFFER, &blas) &&

@@ -12,13 +12,12 @@
 
 #include "util.h"
 
-struct config;
-struct estimate;
-
-/* The address space one run of c needs beyond what is mapped now (est: its
- * estimate_host) against RLIMIT_AS; -1 with e naming the limit, how much the
- * run needs and the settings to lower when it does not fit. */
-int rlimits_check_run(const struct config *c, const struct estimate *est, struct error *e);
+/* The address space a run needs beyond what is mapped now against RLIMIT_AS:
+ * data bytes of buffers, `threads` more thread stacks, and OpenBLAS's buffer
+ * for each of `callers` threads that call BLAS. -1 with e naming the limit,
+ * how much the run needs and the settings to lower when it does not fit
+ * (estimate_check_limits says it for a run's config). */
+int rlimits_check_space(size_t data, size_t threads, size_t callers, struct error *e);
 
 /* The threads OpenBLAS started at load (OPENBLAS_NUM_THREADS or the cores):
  * a run asks for no more, since a thread it adds later is started unchecked

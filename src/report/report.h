@@ -50,19 +50,52 @@ void report_verdict(const struct run_result *run, char *buf, size_t n);
 /* "LABEL: " + the run's noise warning, or NULL when its spread is fine. */
 const char *run_warning(const struct run_result *run, char *buf, size_t n);
 
-/* The points' table, a row at a time (a sweep prints each as it finishes). */
+/* Columns of run->splits: replicas, or ranks in a ddp run of several. */
+int report_split_width(const struct run_result *run);
+
+/* The renderers (render_*.c): each formats a result computed once; 0, or -1
+ * when out of memory. */
+int report_text(FILE *f, const struct results *r);
+int report_csv(FILE *f, const struct results *r);
+/* One row per point: swept keys, then the epoch-time statistics (ms). */
+int report_summary_csv(FILE *f, const struct results *r);
+int report_markdown(FILE *f, const struct results *r);
+/* The JSON document as a string (caller frees), or NULL when out of memory. */
+char *report_json(const struct results *r);
+int report_json_print(FILE *f, const struct results *r);
+
+/* The text table of a sweep, a row at a time as its points finish. */
 int report_label_width(const struct results *r);
 void report_text_table_head(FILE *f, const struct results *r);
 /* The header lines, then the table's head: a sweep's first row follows. */
 void report_text_head(FILE *f, const struct results *r);
 void report_text_row(FILE *f, const struct results *r, int i);
+/* Row i, after the header lines and the table's head when i is 0. */
+void report_text_live_row(FILE *f, const struct results *r, int i);
 
-void report_text(FILE *f, const struct results *r);
-void report_csv(FILE *f, const struct results *r);
-/* One row per point: swept keys, then the epoch-time statistics (ms). */
-void report_summary_csv(FILE *f, const struct results *r);
-/* The JSON document as a string (caller frees), or NULL when out of memory. */
-char *report_json(const struct results *r);
+struct compare_result;
+struct allreduce_table;
+
+/* --allreduce-bandwidth's table, as nccl-tests prints it. */
+int report_allreduce_text(FILE *f, const struct allreduce_table *t);
+
+/* An output format (fio's normal / terse / json printers, hyperfine's
+ * export/): report.format's values are the names in renderers.c's table, and a
+ * new format is one file filling this struct and one line there. */
+struct renderer {
+    const char *name; // report.format's value
+    /* a run or a sweep, whole; 0, or -1 when out of memory */
+    int (*results)(FILE *f, const struct results *r);
+    /* a sweep's row i as soon as its point finishes (the header before row 0);
+     * NULL: the whole result comes at the end */
+    void (*row)(FILE *f, const struct results *r, int i);
+    /* dpbench compare's pairs; NULL: compare does not offer this format */
+    int (*compare)(FILE *f, const struct compare_result *c);
+};
+/* The renderer named name, NULL when there is none. */
+const struct renderer *renderer_find(const char *name);
+/* The i-th renderer's name, NULL past the last (report.format's choices). */
+const char *renderer_name(size_t i);
 
 /* Refuses, before a run, a report.out that cannot take the result files: not
  * a directory (a regular file, /dev/null), not writable, refusing new files

@@ -3,6 +3,7 @@
  * refused instead of thrashing. Every product is a size_t with an overflow
  * check: a shape whose size does not fit is refused, never wrapped. */
 #include "estimate.h"
+#include "rlimits.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -108,4 +109,18 @@ size_t estimate_available(void)
     if (f)
         fclose(f);
     return kb > SIZE_MAX / 1024 ? SIZE_MAX : (size_t)kb * 1024;
+}
+
+int estimate_check_limits(const struct config *c, const struct estimate *est, struct error *e)
+{
+    /* the estimate's runtime is resident memory; rlimits counts every
+     * thread's whole stack and each BLAS-calling thread's buffer instead:
+     * the threads of OpenBLAS's pool (started at load, all a run uses), and
+     * on a host backend the main thread and the replica threads */
+    bool host = est->host_threads;
+    size_t R = (size_t)(c->parallel.n_devices ? c->parallel.n_devices : c->parallel.replicas);
+    size_t W = (size_t)c->loader.num_workers;
+    size_t pool = (size_t)rlimits_blas_threads() - 1;
+    return rlimits_check_space(est->total - est->runtime, W + (host ? R - 1 : 0),
+                               pool + (host ? R : 0), e);
 }

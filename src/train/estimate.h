@@ -24,6 +24,12 @@ struct estimate {       // bytes
 /* The host bytes one run of c allocates at its peak (one point of a sweep);
  * -1 when a size overflows size_t (the run cannot exist). */
 int estimate_host(const struct config *c, struct estimate *est);
+/* The address space one run of c needs beyond what is mapped now (est: its
+ * estimate_host) against RLIMIT_AS, with its threads: the loader's workers
+ * and, where the replicas compute on host threads, those; -1 with e naming
+ * the limit when it does not fit. */
+struct error;
+int estimate_check_limits(const struct config *c, const struct estimate *est, struct error *e);
 /* MemAvailable from /proc/meminfo, 0 when unknown. */
 size_t estimate_available(void);
 /* Kept free below the available memory: a tenth, at least 256 MiB. */

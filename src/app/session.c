@@ -1,0 +1,247 @@
+/* The life of a measuring command (train the points, --tune): checked, opened,
+ * measured, written. It alone turns what the runs did into an exit status
+ * for them; the modes fill session_ops with what differs. */
+#include "session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ddp.h"
+#include "progress.h"
+#include "rlimits.h"
+#include "signals.h"
+#include "sweep.h"
+
+/* The result files first, then stdout: a file that cannot be written never
+ * costs the results on stdout, and a stdout nobody reads any more (mpirun
+ * stops forwarding its ranks' output once told to end the job) never costs
+ * the files. */
+static int write_files(const struct app *a, const struct session_ops *ops, bool *placed,
+                       struct error *e)
+{
+    const char *dir = a->res.cfg.report.out;
+    char path[4400];
+    if (report_write_files(&a->res, dir, path, sizeof path, e))
+        return error_wrap(e, "result files not written (results are on stdout)");
+    fprintf(stderr, "dpbench: results written to %s (and .csv, -summary.csv)\n", path);
+    *placed = true;
+    return ops && ops->files ? ops->files(a, dir, e) : 0;
+}
+
+static int emit(const struct app *a, const struct session_ops *ops, bool *placed,
+                struct error *e)
+{
+    const struct results *res = &a->res;
+    int rc = res->cfg.report.out[0] ? write_files(a, ops, placed, e) : 0;
+    if (signals_pending())
+        return -1; // a signal came while they were written: nothing more
+    /* stdout through a stream that a signal cuts short */
+    fflush(stdout);
+    FILE *out = signals_fdopen(STDOUT_FILENO);
+    FILE *f = out ? out : stdout;
+    const struct renderer *r = renderer_find(res->cfg.report.format);
+    bool oom = false;
+    if (ops && ops->text && strcmp(r->name, "text") == 0)
+        ops->text(f, a);
+    else
+        oom = r->results(f, res) != 0;
+    int err = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
+    if (out && fclose(out) != 0 && !err)
+        err = errno ? errno : EIO;
+    char why[256];
+    snprintf(why, sizeof why, "out of memory rendering %s", r->name);
+    const char *fail = oom ? why : err ? rlimits_write_error(err, why, sizeof why) : NULL;
+    if (fail && !signals_pending()) {
+        if (rc)
+            fprintf(stderr, "dpbench: %s\n", e->msg);
+        rc = error_set(e, "cannot write results to stdout: %s", fail);
+    }
+    return rc;
+}
+
+/* The watchdog's rescue (signals_on_stuck): a stop came while rank 0 of a
+ * ddp job waited in a collective for a rank that will never come (it died;
+ * mpirun's SIGTERM). The runs before and the complete epochs of the run in
+ * progress are written as a stop writes them, with rank 0's figures alone;
+ * the main thread is held in its call meanwhile. */
+static struct comm *stuck_comm;
+static const struct session_ops *stuck_ops;
+static void write_stuck(void *arg)
+{
+    struct app *a = arg;
+    struct results *res = &a->res;
+    if (stuck_comm->rank > 0 || !res->runs)
+        return;
+    struct run_result *run = &res->runs[res->n_runs]; // in progress: see run_points
+    if (run->epochs && run->n_epochs > 0) {
+        run->interrupted = true;
+        run->w = run->b = NULL; // mid-step: no final parameters to report
+        ddp_alone(stuck_comm, run);
+        res->n_runs++;
+    }
+    fprintf(stderr, "dpbench: interrupted by %s while waiting for the other ranks (one stopped "
+                    "responding)\n", signals_name(train_stop));
+    if (res->n_runs == 0)
+        return;
+    struct error e;
+    bool placed = false;
+    res->interrupted = true;
+    report_summarize(res);
+    if (emit(a, stuck_ops, &placed, &e))
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+}
+
+/* The checks before any run, in the order their failures rank: the result
+ * folder and every point's config (exit 2), then whether each backend a
+ * point names can run (exit 1), then a stop that came meanwhile. Resolves
+ * parallel.device auto in the base config. EXIT_OK or the exit status, said on stderr. */
+static int prepare(struct app *a, struct backends *bes, size_t *estimate)
+{
+    struct config *c = &a->res.cfg;
+    struct error e;
+    int rc = EXIT_OK;
+    if (c->report.out[0] && report_check_out(c->report.out, c->name, &e))
+        rc = EXIT_USAGE; // refused before the run, not after it
+    else if (sweep_check(c, a->opts.max_memory, estimate, &e))
+        rc = EXIT_USAGE;
+    else if (!stop_requested() && backends_resolve(c, bes, &e))
+        rc = EXIT_RUN;
+    if (rc) {
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+        return rc;
+    }
+    if (stop_requested()) {
+        fprintf(stderr, "dpbench: interrupted by %s before the run\n", signals_name(train_stop));
+        return 128 + train_stop;
+    }
+    const struct backend *auto_be = backends_get(bes, "auto");
+    if (auto_be && strcmp(c->parallel.device, "auto") == 0 && c->parallel.n_devices &&
+        !auto_be->has_devices)
+        fprintf(stderr, "dpbench: parallel.device auto: parallel.devices' %d ids run as %d "
+                        "replicas on the %s\n",
+                c->parallel.n_devices, c->parallel.n_devices, auto_be->name);
+    sweep_resolve_auto(c, auto_be);
+    return EXIT_OK;
+}
+
+int session_open(struct app *a, struct backends *bes, struct comm *comm, struct comm **cm,
+                 size_t *estimate)
+{
+    struct error e = {{0}};
+    int rc = prepare(a, bes, estimate);
+    *comm = (struct comm){.world = 1};
+    *cm = NULL;
+    if (rc != EXIT_OK || strcmp(a->res.cfg.parallel.mode, "ddp") != 0)
+        return rc;
+    if (ddp_open(comm, &a->res.cfg, backends_device(bes), &e)) {
+        if (e.msg[0]) // every rank's before the engine opened (then ddp_open says it)
+            fprintf(stderr, "dpbench: %s\n", e.msg);
+        return EXIT_USAGE;
+    }
+    *cm = comm;
+    return EXIT_OK;
+}
+
+/* What the results say about the run before any epoch: the memory
+ * estimate, the machine and its devices, the date. */
+static void results_begin(struct results *res, const struct options *opts, size_t estimate,
+                          const struct backend *be)
+{
+    res->estimate_bytes = (double)estimate;
+    res->repeat = (int)opts->repeat;
+    machine_describe(&res->machine);
+    be->describe(res->machine.devices, sizeof res->machine.devices);
+    time_t t = time(NULL);
+    struct tm utc;
+    gmtime_r(&t, &utc);
+    strftime(res->date, sizeof res->date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    strftime(res->stamp, sizeof res->stamp, "%Y%m%d-%H%M%S", &utc); // the same UTC as date
+}
+
+/* run_points' rc as the exit status. A failure every rank had after the
+ * same step leaves the ranks in step: rank 0 reports the job as a single
+ * process does; any other failure leaves the other ranks waiting in a
+ * collective: end the job. */
+static int run_status(int rc, const struct results *res, struct comm *comm,
+                      const struct error *e)
+{
+    bool together = rc && res->n_runs > 0 && res->runs[res->n_runs - 1].together;
+    if (rc && comm->world > 1 && !together) {
+        fprintf(stderr, "dpbench: rank %d (%s): %s\n", comm->rank, comm->host, e->msg);
+        fflush(stderr);
+        comm_abort(comm, rc == -2 ? EXIT_USAGE : EXIT_RUN); // mpirun's exit status
+    }
+    if (rc && comm->rank == 0)
+        fprintf(stderr, "dpbench: %s\n", e->msg);
+    return !rc ? EXIT_OK : rc == -2 ? EXIT_USAGE : EXIT_RUN;
+}
+
+/* Writes what the runs measured (the result files, then stdout) and says
+ * how a stop cut the run short; returns the exit status. */
+static int finish(struct app *a, const struct session_ops *ops, const struct comm *comm,
+                  int status)
+{
+    struct results *res = &a->res;
+    struct error e;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        res->peak_rss_bytes = (double)ru.ru_maxrss * 1024; // Linux reports KiB
+    bool placed = false; // the result files have their names
+    if (res->n_runs > 0) {
+        signals_phase("writing the results");
+        report_summarize(res);
+        if (emit(a, ops, &placed, &e) && !signals_pending()) {
+            fprintf(stderr, "dpbench: %s\n", e.msg);
+            status = EXIT_RUN;
+        }
+    }
+    if (signals_pending()) { // while the results were written: they were cut short
+        fprintf(stderr, "dpbench: interrupted by %s while writing the results; %s\n",
+                signals_name(train_stop), placed ? "the result files were written, stdout was cut "
+                                                  "short" : "no result files written");
+        return 128 + train_stop;
+    }
+    if (res->interrupted && train_stop) {
+        if (comm->rank > 0)
+            ; // rank 0 says it, once
+        else if (res->n_runs == 0)
+            fprintf(stderr, "dpbench: interrupted by %s before any epoch completed; no results\n",
+                    signals_name(train_stop));
+        else
+            fprintf(stderr, "dpbench: interrupted by %s; only what completed is reported\n",
+                    signals_name(train_stop));
+        status = 128 + train_stop;
+    }
+    return status;
+}
+
+int session_run(struct app *a, const struct session_ops *ops)
+{
+    struct results *res = &a->res;
+    struct backends bes;
+    struct comm comm, *cm;
+    size_t estimate = 0;
+    int rc = session_open(a, &bes, &comm, &cm, &estimate);
+    if (rc != EXIT_OK)
+        return rc;
+    results_begin(res, &a->opts, estimate, backends_device(&bes));
+    struct error e = {{0}};
+    train_progress = !a->opts.quiet && comm.rank == 0;
+    progress_init(!train_progress ? PROGRESS_OFF
+                  : isatty(STDERR_FILENO) ? PROGRESS_LIVE : PROGRESS_LINES,
+                  sweep_points(&res->cfg), a->opts.repeat > 1 ? (int)a->opts.repeat : 1);
+    stuck_comm = &comm;
+    stuck_ops = ops;
+    signals_on_stuck(write_stuck, a);
+    rc = ops->measure(a, &bes, &comm, cm, &e);
+    signals_on_stuck(NULL, NULL); // no run in progress any more
+    signals_settle(); // stopped: what completed is written unless another signal comes
+    int status = finish(a, ops, &comm, run_status(rc, res, &comm, &e));
+    comm_close(&comm);
+    return status;
+}

@@ -1,0 +1,322 @@
+/* The JSON renderer: the result document docs/result.schema.json
+ * describes (schema_version, the tool, the machine, the resolved config, one
+ * object per run with its epochs, statistics and summary). */
+#include "report.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "compare.h"
+#include "report_columns.h"
+#include "report_ddp.h"
+#include "report_emulated.h"
+
+#ifndef DPBENCH_GIT
+#define DPBENCH_GIT "unknown"
+#endif
+
+static cJSON *number_or_null(double x) { return isfinite(x) ? cJSON_CreateNumber(x) : cJSON_CreateNull(); }
+
+static cJSON *pair_json(const double v[2])
+{
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, number_or_null(v[0]));
+    cJSON_AddItemToArray(a, number_or_null(v[1]));
+    return a;
+}
+
+/* runs[i].stats.epoch_ms: exactly these keys (the interface) */
+static cJSON *stats_json(const struct stats *st)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "mean", number_or_null(st->mean));
+    cJSON_AddItemToObject(o, "stddev", number_or_null(st->stddev));
+    cJSON_AddItemToObject(o, "median", number_or_null(st->median));
+    cJSON_AddItemToObject(o, "min", number_or_null(st->min));
+    cJSON_AddItemToObject(o, "max", number_or_null(st->max));
+    cJSON_AddItemToObject(o, "p90", number_or_null(st->p90));
+    cJSON_AddItemToObject(o, "p99", number_or_null(st->p99));
+    cJSON_AddItemToObject(o, "ci95", pair_json(st->ci95));
+    return o;
+}
+
+/* runs[i].epochs[k]: epoch_columns[] with a JSON key that the run shows */
+static cJSON *epoch_json(const struct run_result *run, int k)
+{
+    cJSON *e = cJSON_CreateObject();
+    for (int j = 0; j < n_epoch_columns; j++) {
+        const struct report_column *c = &epoch_columns[j];
+        if (!c->json_key || (c->json_if && !c->json_if(run)))
+            continue;
+        if (c->json_string) {
+            cJSON_AddStringToObject(e, c->json_key, c->json_string);
+            continue;
+        }
+        double v = c->value(run, k);
+        if (v == 0 && (c->flags & COL_JSON_ZERO_NULL))
+            v = NAN;
+        cJSON_AddItemToObject(e, c->json_key, number_or_null(v));
+    }
+    return e;
+}
+
+/* blas_threads, blas_library, blas_tune: the CPU's BLAS choice (null without one) */
+static void blas_json(cJSON *o, const struct run_result *run)
+{
+    if (run->blas.n_tried == 0) {
+        cJSON_AddNullToObject(o, "blas_threads");
+        return;
+    }
+    cJSON_AddNumberToObject(o, "blas_threads", run->blas.threads);
+    cJSON_AddStringToObject(o, "blas_library", hostmm_lib_name(run->blas.lib));
+    cJSON *tune = cJSON_AddArrayToObject(o, "blas_tune");
+    for (int i = 0; i < run->blas.n_tried; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "threads", run->blas.tried[i]);
+        cJSON_AddStringToObject(t, "library", hostmm_lib_name(run->blas.tried_lib[i]));
+        cJSON_AddNumberToObject(t, "seconds_per_step", run->blas.seconds[i]);
+        cJSON_AddItemToArray(tune, t);
+    }
+}
+
+/* "floor": the least an epoch can take, null when not measured */
+static void floor_json(cJSON *o, const struct run_result *run)
+{
+    if (!run->floor.measured) {
+        cJSON_AddNullToObject(o, "floor");
+        return;
+    }
+    const struct run_floor *fl = &run->floor;
+    cJSON *fo = cJSON_AddObjectToObject(o, "floor");
+    cJSON_AddNumberToObject(fo, "gather_seconds", fl->gather_s);
+    cJSON_AddNumberToObject(fo, "loading_seconds", fl->loading_s);
+    cJSON_AddItemToObject(fo, "compute_seconds", number_or_null(fl->compute_s));
+    cJSON_AddItemToObject(fo, "copy_seconds", number_or_null(fl->copy_s));
+    cJSON_AddNumberToObject(fo, "apart_seconds", fl->apart_s);
+    cJSON_AddStringToObject(fo, "kind", fl->overlapped ? "overlapped" : "apart");
+    cJSON_AddNumberToObject(fo, "seconds", fl->seconds);
+    cJSON_AddItemToObject(fo, "ratio", number_or_null(run->sum.floor_ratio));
+}
+
+/* "splits": each batch's rows per replica (or rank), the used ones */
+static cJSON *splits_json(const struct run_result *run)
+{
+    cJSON *splits = cJSON_CreateArray();
+    for (long k = 0; k < run->n_split_batches; k++) {
+        cJSON *a = cJSON_CreateArray();
+        for (int i = 0; i < report_split_width(run); i++) {
+            long rows = run->splits[k * report_split_width(run) + i];
+            if (rows > 0)
+                cJSON_AddItemToArray(a, cJSON_CreateNumber((double)rows));
+        }
+        cJSON_AddItemToArray(splits, a);
+    }
+    return splits;
+}
+
+/* "summary": the run's figures (report_summarize_run), the verdict, ddp's and
+ * the emulated device's; the ddp part also adds world_size and ranks to o */
+static void summary_json(cJSON *o, const struct run_result *run)
+{
+    const struct run_summary *s = &run->sum;
+    cJSON *sum = cJSON_AddObjectToObject(o, "summary");
+    for (int j = 0; j < n_point_columns; j++)
+        if (point_columns[j].json_key)
+            cJSON_AddItemToObject(sum, point_columns[j].json_key,
+                                  number_or_null(point_columns[j].value(run, -1)));
+    cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
+    cJSON_AddItemToObject(sum, "speedup_ci95", pair_json(s->speedup_ci95));
+    cJSON_AddStringToObject(sum, "speedup_verdict", verdict_name(s->speedup_verdict));
+    report_ddp_json(o, sum, run);
+    char verdict[256];
+    report_verdict(run, verdict, sizeof verdict);
+    cJSON_AddStringToObject(sum, "verdict", verdict);
+    cJSON_AddItemToObject(sum, "au", number_or_null(s->au));
+    report_emulated_json(sum, run);
+}
+
+/* "eval" (null when the run evaluated nothing) and "final_params" */
+static void eval_params_json(cJSON *o, const struct run_result *run)
+{
+    if (run->eval.done) {
+        cJSON *ev = cJSON_AddObjectToObject(o, "eval");
+        cJSON_AddItemToObject(ev, "loss", number_or_null(run->eval.loss));
+        cJSON_AddItemToObject(ev, "accuracy", number_or_null(run->eval.accuracy));
+        cJSON_AddNumberToObject(ev, "samples", (double)run->eval.samples);
+    } else {
+        cJSON_AddNullToObject(o, "eval");
+    }
+    cJSON *p = cJSON_AddObjectToObject(o, "final_params");
+    int O = (int)run->cfg.model.out_features, F = (int)run->cfg.dataset.features;
+    if (run->w && (long)O * F <= 4096) { // small models only: the file stays readable
+        cJSON_AddItemToObject(p, "weight", cJSON_CreateFloatArray(run->w, O * F));
+        cJSON_AddItemToObject(p, "bias", cJSON_CreateFloatArray(run->b, O));
+    }
+}
+
+/* runs[i]: the point, its config, and (unless it is another point's run) what it measured */
+static cJSON *run_json(const struct run_result *run)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "point", run->label);
+    cJSON *ov = cJSON_AddObjectToObject(o, "overrides");
+    for (int i = 0; i < run->cfg.n_sweep; i++) {
+        char v[CONFIG_STR];
+        config_get_text(&run->cfg, run->cfg.sweep[i].key, v, sizeof v);
+        cJSON_AddStringToObject(ov, run->cfg.sweep[i].key, v);
+    }
+    struct config plain = run->cfg;
+    plain.n_sweep = 0; // the point's own config, without the sweep it came from
+    cJSON_AddItemToObject(o, "config", config_to_json(&plain));
+    cJSON_AddStringToObject(o, "backend", run->backend);
+    if (run->same) { // no timings of its own: they are run same_as's
+        cJSON_AddNumberToObject(o, "same_as", run->same_as);
+        if (run->notes[0])
+            cJSON_AddStringToObject(o, "notes", run->notes);
+        return o;
+    }
+    cJSON_AddStringToObject(o, "loss", run->loss ? run->loss : "mse");
+    cJSON_AddBoolToObject(o, "failed", run->failed);
+    cJSON_AddNumberToObject(o, "replicas", run->replicas);
+    cJSON_AddBoolToObject(o, "shared_devices", run->shared_devices);
+    cJSON_AddNumberToObject(o, "batches_per_epoch", (double)run->n_batches);
+    if (run->notes[0])
+        cJSON_AddStringToObject(o, "notes", run->notes);
+    blas_json(o, run);
+    floor_json(o, run);
+    if (run->stopped[0])
+        cJSON_AddStringToObject(o, "stopped", run->stopped);
+    cJSON_AddItemToObject(o, "splits", splits_json(run));
+    cJSON *eps = cJSON_AddArrayToObject(o, "epochs");
+    for (int k = 0; k < run->n_epochs; k++)
+        cJSON_AddItemToArray(eps, epoch_json(run, k));
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "stats"), "epoch_ms",
+                          stats_json(&run->sum.epoch_ms));
+    summary_json(o, run);
+    eval_params_json(o, run);
+    return o;
+}
+
+char *report_json(const struct results *r)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "schema_version", REPORT_SCHEMA_VERSION);
+    cJSON *tool = cJSON_AddObjectToObject(root, "dpbench");
+    cJSON_AddStringToObject(tool, "version", DPBENCH_VERSION);
+    cJSON_AddStringToObject(tool, "git_commit", DPBENCH_GIT);
+    cJSON_AddStringToObject(tool, "backends", backend_list());
+    cJSON_AddStringToObject(root, "date", r->date);
+    cJSON *m = cJSON_AddObjectToObject(root, "machine");
+    cJSON_AddStringToObject(m, "cpu", r->machine.cpu);
+    cJSON_AddItemToObject(m, "cpu_mhz", r->machine.cpu_mhz > 0 ? cJSON_CreateNumber(r->machine.cpu_mhz)
+                                                                : cJSON_CreateNull());
+    cJSON_AddNumberToObject(m, "cores", (double)r->machine.cores);
+    cJSON_AddNumberToObject(m, "threads", (double)r->machine.threads);
+    cJSON_AddNumberToObject(m, "memory_bytes", r->machine.mem_bytes);
+    cJSON_AddStringToObject(m, "kernel", r->machine.kernel);
+    cJSON_AddStringToObject(m, "devices", r->machine.devices);
+    cJSON_AddStringToObject(m, "compiler", r->machine.compiler);
+    cJSON_AddStringToObject(m, "blas", r->machine.blas);
+    cJSON_AddStringToObject(m, "openblas_core", r->machine.openblas_core);
+    cJSON_AddItemToObject(m, "libxsmm", r->machine.xsmm[0] ? cJSON_CreateString(r->machine.xsmm)
+                                                            : cJSON_CreateNull());
+    cJSON_AddItemToObject(root, "config", config_to_json(&r->cfg));
+    if (r->config_note[0])
+        cJSON_AddStringToObject(root, "config_differs", r->config_note);
+    cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
+    cJSON_AddNumberToObject(root, "peak_rss_bytes", r->peak_rss_bytes);
+    cJSON_AddNumberToObject(root, "host_memory_estimate_bytes", r->estimate_bytes);
+    cJSON_AddNumberToObject(root, "repeat", r->repeat > 0 ? r->repeat : 1);
+    cJSON *warn = cJSON_AddArrayToObject(root, "warnings");
+    for (int i = 0; i < r->n_runs; i++) {
+        char w[sizeof r->runs[i].label + sizeof r->runs[i].sum.warning + 8];
+        if (run_warning(&r->runs[i], w, sizeof w))
+            cJSON_AddItemToArray(warn, cJSON_CreateString(w));
+    }
+    cJSON *runs = cJSON_AddArrayToObject(root, "runs");
+    for (int i = 0; i < r->n_runs; i++)
+        cJSON_AddItemToArray(runs, run_json(&r->runs[i]));
+    if (r->tune)
+        cJSON_AddItemToObject(root, "tune", cJSON_Duplicate(r->tune, true));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+
+int report_json_print(FILE *f, const struct results *r)
+{
+    char *json = report_json(r);
+    if (!json)
+        return -1;
+    fputs(json, f);
+    fputc('\n', f);
+    free(json);
+    return 0;
+}
+
+/* ---- dpbench compare ------------------------------------------------------ */
+
+static cJSON *compare_point_json(const struct compare_file *f, const struct compare_point *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", f->path);
+    cJSON_AddNumberToObject(o, "run", p->run);
+    cJSON_AddStringToObject(o, "point", p->label);
+    cJSON_AddNumberToObject(o, "epochs", p->n);
+    cJSON_AddNumberToObject(o, "median_ms", p->st.median);
+    return o;
+}
+
+static cJSON *compare_unmatched_json(const struct compare_file *f, const struct compare_file *other)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < f->n; i++) {
+        char why[320];
+        if (f->pts[i].paired)
+            continue;
+        compare_unmatched_why(&f->pts[i], other, why, sizeof why);
+        cJSON *o = compare_point_json(f, &f->pts[i]);
+        cJSON_AddStringToObject(o, "why", why);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+static cJSON *compare_pair_json(const struct compare_result *c, const struct compare_pair *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "a", compare_point_json(&c->a, p->a));
+    cJSON_AddItemToObject(o, "b", compare_point_json(&c->b, p->b));
+    cJSON_AddItemToObject(o, "ratio", number_or_null(p->c.ratio));
+    cJSON_AddItemToObject(o, "ci95", pair_json(p->c.ci95));
+    cJSON_AddItemToObject(o, "p_value", number_or_null(p->c.p_value));
+    cJSON_AddStringToObject(o, "verdict", verdict_name(p->c.verdict));
+    cJSON *d = cJSON_AddArrayToObject(o, "settings_differ");
+    for (int k = 0; k < p->n_diffs; k++)
+        cJSON_AddItemToArray(d, cJSON_CreateString(p->diffs[k]));
+    return o;
+}
+
+int report_compare_json(FILE *f, const struct compare_result *c)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "test", "Mann-Whitney U, p < 0.05, and the 95% bootstrap "
+                                          "interval of median(B) / median(A) excluding 1");
+    cJSON *arr = cJSON_AddArrayToObject(root, "pairs");
+    for (int i = 0; i < c->n_pairs; i++)
+        cJSON_AddItemToArray(arr, compare_pair_json(c, &c->pairs[i]));
+    cJSON *un = cJSON_AddObjectToObject(root, "unmatched");
+    cJSON_AddItemToObject(un, "a", compare_unmatched_json(&c->a, &c->b));
+    cJSON_AddItemToObject(un, "b", compare_unmatched_json(&c->b, &c->a));
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text)
+        return -1;
+    fputs(text, f);
+    fputc('\n', f);
+    free(text);
+    return 0;
+}

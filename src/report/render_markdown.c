@@ -1,0 +1,79 @@
+/* The Markdown renderer: a table of the points (one row for a single run)
+ * to paste into an issue or a pull request, as hyperfine's
+ * --export-markdown gives; the machine and the build in a line above it. */
+#include "report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compare.h"
+
+#ifndef DPBENCH_GIT
+#define DPBENCH_GIT "unknown"
+#endif
+
+/* A figure, or "-" where it is missing. */
+static void md_num(FILE *f, const char *fmt, double v)
+{
+    if (isfinite(v))
+        fprintf(f, fmt, v);
+    else
+        fputs(" - |", f);
+}
+
+static void md_row(FILE *f, const struct results *r, const struct run_result *run)
+{
+    char verdict[256];
+    fprintf(f, "| %s |", run->label[0] ? run->label : "(base)");
+    if (run->same) {
+        fprintf(f, " = point %d | | | | | |\n", run->same_as);
+        return;
+    }
+    const struct run_summary *s = &run->sum;
+    const struct stats *st = &s->epoch_ms;
+    md_num(f, " %.4f |", st->median);
+    if (isfinite(st->ci95[0]))
+        fprintf(f, " %.4f-%.4f |", st->ci95[0], st->ci95[1]);
+    else
+        fputs(" - |", f);
+    md_num(f, " %.0f |", s->samples_per_s);
+    md_num(f, " %.6g |", s->final_loss);
+    if (r->n_runs > 1 && isfinite(s->speedup))
+        fprintf(f, " %.3gx %s |", s->speedup, verdict_name(s->speedup_verdict));
+    else
+        fputs(" - |", f);
+    report_verdict(run, verdict, sizeof verdict);
+    fprintf(f, " %.*s |\n", (int)strcspn(verdict, ":"), verdict); // "input-bound"
+}
+
+int report_markdown(FILE *f, const struct results *r)
+{
+    const struct machine *m = &r->machine;
+    fprintf(f, "dpbench %s (%s), `%s`, %s; %s, %ld cores, %s, %s\n\n", DPBENCH_VERSION,
+            DPBENCH_GIT, r->cfg.name, r->date, m->cpu, m->cores, m->kernel, m->blas);
+    fprintf(f, "| point | median epoch (ms) | 95%% CI (ms) | samples/s | loss | vs first | "
+               "bound |\n");
+    fprintf(f, "|:---|---:|---:|---:|---:|---:|:---|\n");
+    for (int i = 0; i < r->n_runs; i++)
+        md_row(f, r, &r->runs[i]);
+    return 0;
+}
+
+int report_compare_markdown(FILE *f, const struct compare_result *c)
+{
+    fprintf(f, "A: %s `%s`; B: %s `%s`\n\n", c->a.tool, c->a.path, c->b.tool, c->b.path);
+    fprintf(f, "| point | A median (ms) | B median (ms) | B/A | 95%% CI | p | B vs A |\n");
+    fprintf(f, "|:---|---:|---:|---:|---:|---:|:---|\n");
+    for (int i = 0; i < c->n_pairs; i++) {
+        const struct compare_pair *p = &c->pairs[i];
+        fprintf(f, "| %s | %.4f | %.4f | %.3f |", compare_point_name(p->a), p->a->st.median,
+                p->b->st.median, p->c.ratio);
+        if (isfinite(p->c.ci95[0]))
+            fprintf(f, " %.3f-%.3f |", p->c.ci95[0], p->c.ci95[1]);
+        else
+            fputs(" - |", f);
+        fprintf(f, " %.3g | %s |\n", p->c.p_value, verdict_name(p->c.verdict));
+    }
+    return 0;
+}

@@ -1,0 +1,468 @@
+/* The text renderer: the header lines, the epoch table or a sweep's point
+ * table (a row as each point finishes), the summary lines, nccl-tests'
+ * style: metadata and footers start with '#', so the output is data. */
+#include "report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "allreduce_bw.h"
+#include "compare.h"
+#include "dataset_kind.h"
+#include "report_columns.h"
+#include "report_ddp.h"
+#include "report_emulated.h"
+#include "signals.h"
+
+#ifndef DPBENCH_GIT
+#define DPBENCH_GIT "unknown"
+#endif
+
+
+static void text_splits(FILE *f, const struct run_result *run)
+{
+    /* one line per distinct batch size, in order of first appearance; an
+     * epoch has at most two (full batches and a last partial one) */
+    enum { MAX_SIZES = 8 };
+    long rows[MAX_SIZES], count[MAX_SIZES], first[MAX_SIZES];
+    int n_sizes = 0, R = report_split_width(run);
+    for (long k = 0; k < run->n_split_batches; k++) {
+        long total = 0;
+        for (int i = 0; i < R; i++)
+            total += run->splits[k * R + i];
+        int j = 0;
+        while (j < n_sizes && rows[j] != total)
+            j++;
+        if (j == n_sizes) {
+            if (n_sizes == MAX_SIZES)
+                continue;
+            rows[j] = total, count[j] = 0, first[j] = k;
+            n_sizes++;
+        }
+        count[j]++;
+    }
+    for (int j = 0; j < n_sizes; j++) {
+        const long *sp = run->splits + first[j] * R;
+        int used = 0;
+        fprintf(f, "#   %ld ->", rows[j]);
+        for (; used < R && sp[used] > 0; used++)
+            fprintf(f, "%s%ld", used ? "/" : " ", sp[used]);
+        fprintf(f, " (x%ld)", count[j]);
+        if (used < R)
+            fprintf(f, "  %d of %d replicas used", used, R);
+        fprintf(f, "\n");
+    }
+}
+
+/* "# blas: libxsmm, 1 thread per replica, the fastest of OpenBLAS 1: 79.1 us,
+ *  2: 67.0 us, libxsmm 1: 33.2 us per replica step" */
+static void text_blas(FILE *f, const struct run_result *run)
+{
+    const struct blas_choice *b = &run->blas;
+    if (b->n_tried == 0)
+        return;
+    fprintf(f, "# blas:%s%s %s, %d thread%s per replica, the fastest of", run->label[0] ? " " : "",
+            run->label, hostmm_lib_name(b->lib), b->threads, b->threads == 1 ? "" : "s");
+    for (int i = 0; i < b->n_tried; i++)
+        fprintf(f, "%s%s%s %d: %.3g us", i ? "," : "",
+                i == 0 || b->tried_lib[i] != b->tried_lib[i - 1] ? " " : "",
+                i == 0 || b->tried_lib[i] != b->tried_lib[i - 1] ? hostmm_lib_name(b->tried_lib[i])
+                                                                 : "",
+                b->tried[i], 1e6 * b->seconds[i]);
+    fprintf(f, " per replica step\n");
+}
+
+/* "# floor: 50.1 ms (gather 23.4 + compute 26.7); median epoch 71.3 ms = 1.42x" */
+static void text_floor(FILE *f, const struct run_result *run)
+{
+    const struct run_floor *fl = &run->floor;
+    if (!fl->measured)
+        return;
+    fprintf(f, "# floor:%s%s %.3g ms (", run->label[0] ? " " : "", run->label, 1e3 * fl->seconds);
+    if (isnan(fl->compute_s))
+        fprintf(f, "gather %.3g only; the device's step and copies are not measured", 1e3 * fl->gather_s);
+    else if (run->cfg.loader.num_workers == 0)
+        fprintf(f, "gather %.3g + compute %.3g", 1e3 * fl->gather_s, 1e3 * fl->compute_s);
+    else if (fl->overlapped)
+        fprintf(f, "overlapped: %ld workers gathering while the step's BLAS runs, measured "
+                   "together; apart the larger of loading %.3g = gather %.3g over the workers, "
+                   "and compute %.3g",
+                run->cfg.loader.num_workers, 1e3 * fl->loading_s, 1e3 * fl->gather_s,
+                1e3 * fl->compute_s);
+    else
+        fprintf(f, "the larger of loading %.3g = gather %.3g over %ld workers, and compute %.3g",
+                1e3 * fl->loading_s, 1e3 * fl->gather_s, run->cfg.loader.num_workers,
+                1e3 * fl->compute_s);
+    fprintf(f, "); median epoch %.3g ms = %.2fx\n", 1e3 * run->sum.median_s, run->sum.floor_ratio);
+}
+
+static void text_header(FILE *f, const struct results *r)
+{
+    const struct config *c = &r->cfg;
+    const struct run_result *run0 = &r->runs[0];
+    fprintf(f, "# dpbench %s  name: %s  config: %s  date: %s\n", DPBENCH_VERSION, c->name,
+            c->source[0] ? c->source : "(defaults)", r->date);
+    const struct machine *m = &r->machine;
+    fprintf(f, "# machine: %s, %ld cores, %ld threads, %.1f GiB, %s\n", m->cpu, m->cores,
+            m->threads, m->mem_bytes / (1 << 30), m->kernel);
+    fprintf(f, "# build: dpbench %s (%s), %s, %s (core %s)%s%s\n", DPBENCH_VERSION, DPBENCH_GIT,
+            m->compiler, m->blas, m->openblas_core, m->xsmm[0] ? ", libxsmm " : "", m->xsmm);
+    if (r->machine.devices[0])
+        fprintf(f, "# devices: %s\n", r->machine.devices);
+    const struct config *rc = &run0->cfg; // labelled data decides the shapes
+    if (dataset_kind_of(rc)->labelled)
+        fprintf(f, "# dataset: %s %s, loss %s\n", rc->dataset.kind, rc->dataset.path, run0->loss);
+    fprintf(f, "# data: %ld x %ld -> %ld, seed %ld; batch %ld, shuffle %s, drop_last %s, "
+               "%ld batches/epoch\n",
+            rc->dataset.length, rc->dataset.features, rc->model.out_features, c->seed,
+            c->loader.batch_size, c->loader.shuffle ? "on" : "off",
+            c->loader.drop_last ? "on" : "off", run0->n_batches);
+    fprintf(f, "# loader: num_workers %ld, prefetch_factor %ld, persistent_workers %s, "
+               "pin_memory %s, async_copy %s, sample_cost %g us\n",
+            c->loader.num_workers, c->loader.prefetch_factor,
+            c->loader.persistent_workers ? "on" : "off", c->loader.pin_memory ? "on" : "off",
+            c->loader.async_copy ? "on" : "off", c->dataset.sample_cost_us);
+    fprintf(f, "# parallel: %s, %d replica%s%s; train: %ld epochs (+%ld warmup), lr %g\n",
+            run0->backend, run0->replicas, run0->replicas == 1 ? "" : "s",
+            run0->shared_devices ? " (some replicas share a device)" : "", c->train.epochs,
+            c->train.warmup_epochs, c->train.lr);
+}
+
+/* notes and BLAS choices: after the table in a sweep (its rows come first) */
+static void text_notes(FILE *f, const struct results *r)
+{
+    const struct run_result *run0 = &r->runs[0];
+    /* notes come from each point's own config: a swept knob has them too */
+    bool same = true;
+    for (int i = 1; i < r->n_runs; i++)
+        same &= strcmp(r->runs[i].notes, run0->notes) == 0;
+    for (int i = 0; i < (same ? 1 : r->n_runs); i++)
+        if (r->runs[i].notes[0])
+            fprintf(f, "# note: %s%s%s\n", same ? "" : r->runs[i].label, same ? "" : ": ",
+                    r->runs[i].notes);
+    for (int i = 0; i < r->n_runs; i++)
+        text_blas(f, &r->runs[i]);
+}
+
+static void text_header_tail(FILE *f, const struct results *r)
+{
+    const struct config *c = &r->cfg;
+    const struct run_result *run0 = &r->runs[0];
+    if (run0->world_size > 1)
+        fprintf(f, "# ddp: %d ranks (%s), one replica each, batch %ld per rank (global %ld)\n",
+                run0->world_size, run0->comm, c->loader.batch_size,
+                c->loader.batch_size * run0->world_size);
+    fprintf(f, "# splits (batch rows -> rows per %s):\n", run0->world_size > 1 ? "rank" : "replica");
+    text_splits(f, run0);
+}
+
+
+/* One cell of a text table: a space unless first, then s right-aligned in
+ * width columns ("±" is two bytes and one column). */
+static void text_cell(FILE *f, bool first, int width, const char *s)
+{
+    int extra = 0;
+    for (const char *p = s; *p; p++)
+        extra += ((unsigned char)*p & 0xC0) == 0x80; // UTF-8 continuation bytes
+    fprintf(f, "%s%*s", first ? "" : " ", width + extra, s);
+}
+
+/* column c's value v in the text table: its format, or "-" for a missing value */
+static void text_value(FILE *f, bool first, const struct report_column *c, double v)
+{
+    char cell[64] = "-";
+    if (!(isnan(v) && (c->flags & COL_BLANK_NAN)))
+        snprintf(cell, sizeof cell, c->text_fmt, report_column_text_value(c, v));
+    text_cell(f, first, c->text_width, cell);
+}
+
+/* The text epoch table: epoch_columns[] with a text format that the run shows. */
+static bool text_has(const struct report_column *c, const struct run_result *run)
+{
+    return c->text_fmt && (!c->text_if || c->text_if(run));
+}
+
+static void text_epochs(FILE *f, const struct run_result *run)
+{
+    for (int line = 0; line < 2; line++) { // the headers, then their units
+        for (int j = 0, n = 0; j < n_epoch_columns; j++) {
+            const struct report_column *c = &epoch_columns[j];
+            if (text_has(c, run))
+                text_cell(f, n++ == 0, c->text_width, line ? c->text_unit : c->text_header);
+        }
+        fprintf(f, "\n");
+    }
+    for (int k = 0; k < run->n_epochs; k++) {
+        for (int j = 0, n = 0; j < n_epoch_columns; j++)
+            if (text_has(&epoch_columns[j], run))
+                text_value(f, n++ == 0, &epoch_columns[j], epoch_columns[j].value(run, k));
+        fprintf(f, "%s\n", report_emulated_tag(run));
+    }
+}
+
+/* "1.42x faster  1.30-1.55": the speed-up against the first point with its
+ * interval; noise reads "same", never as a speed-up */
+static void text_speedup(const struct run_summary *s, char *buf, size_t n)
+{
+    if (isnan(s->speedup))
+        snprintf(buf, n, "-");
+    else if (isnan(s->speedup_ci95[0]))
+        snprintf(buf, n, "%.2fx %s (too few epochs to test)", s->speedup,
+                 verdict_name(s->speedup_verdict));
+    else
+        snprintf(buf, n, "%.2fx %-6s %.2f-%.2f", s->speedup, verdict_name(s->speedup_verdict),
+                 s->speedup_ci95[0], s->speedup_ci95[1]);
+}
+
+/* half the width of the median's 95% interval, ms */
+static double half_ci(const struct stats *st) { return 0.5 * (st->ci95[1] - st->ci95[0]); }
+
+int report_label_width(const struct results *r)
+{
+    int w = r->label_width > 5 ? r->label_width : 5; // the point column fits the longest label
+    for (int i = 0; i < r->n_runs; i++)
+        if ((int)strlen(r->runs[i].label) > w)
+            w = (int)strlen(r->runs[i].label);
+    return w;
+}
+
+void report_text_table_head(FILE *f, const struct results *r)
+{
+    int w = report_label_width(r);
+    for (int line = 0; line < 2; line++) { // the headers, then their units
+        fprintf(f, "%-*s", w, line ? "" : "point");
+        for (int j = 0; j < n_point_columns; j++)
+            if (point_columns[j].text_fmt)
+                text_cell(f, false, point_columns[j].text_width,
+                          line ? point_columns[j].text_unit : point_columns[j].text_header);
+        fprintf(f, "  %s\n", line ? "x" : "speedup vs first, 95% CI");
+    }
+}
+
+void report_text_row(FILE *f, const struct results *r, int i)
+{
+    int w = report_label_width(r);
+    const struct run_result *run = &r->runs[i];
+    const char *label = run->label[0] ? run->label : "(base)";
+    if (run->same) {
+        fprintf(f, "%-*s %10s = point %d (not run again: %s)\n", w, label, "", run->same_as,
+                run->notes[0] ? run->notes : "the same effective settings");
+        return;
+    }
+    char sp[64];
+    text_speedup(&run->sum, sp, sizeof sp);
+    fprintf(f, "%-*s", w, label);
+    for (int j = 0; j < n_point_columns; j++)
+        if (point_columns[j].text_fmt)
+            text_value(f, false, &point_columns[j], point_columns[j].value(run, -1));
+    fprintf(f, "  %s%s\n", sp, report_emulated_tag(run));
+}
+
+static void text_warnings(FILE *f, const struct results *r)
+{
+    for (int i = 0; i < r->n_runs; i++) {
+        char w[sizeof r->runs[i].label + sizeof r->runs[i].sum.warning + 8];
+        if (run_warning(&r->runs[i], w, sizeof w))
+            fprintf(f, "# warning: %s\n", w);
+    }
+}
+
+/* "# median epoch 13.2 ms ± 0.41 (95% CI of the median 12.9-13.7), mean 13.5 ± 1.1 sd, ..." */
+static void text_run_stats(FILE *f, const struct run_result *run)
+{
+    const struct run_summary *s = &run->sum;
+    const struct stats *st = &s->epoch_ms;
+    fprintf(f, "# median epoch %.4f ms ± %.4f (95%% CI of the median %.4f-%.4f%s) over %d "
+               "epochs%s, %.0f samples/s%s\n",
+            st->median, half_ci(st), st->ci95[0], st->ci95[1],
+            st->ci_exact ? "" : ", min-max: too few epochs for 95%", run->n_epochs,
+            run->repeats > 1 ? " of all repeats" : "", s->samples_per_s, report_emulated_tag(run));
+    fprintf(f, "# epoch ms: mean %.4f ± %.4f sd, min %.4f, p90 %.4f, p99 %.4f, max %.4f\n",
+            st->mean, st->stddev, st->min, st->p90, st->p99, st->max);
+}
+
+void report_text_head(FILE *f, const struct results *r)
+{
+    text_header(f, r);
+    text_header_tail(f, r);
+    report_text_table_head(f, r);
+}
+
+/* One run: its epoch table, then its figures and the verdict. */
+static void text_single(FILE *f, const struct run_result *run)
+{
+    char verdict[256];
+    const struct run_summary *s = &run->sum;
+    const char *tag = report_emulated_tag(run);
+    text_epochs(f, run);
+    text_run_stats(f, run);
+    if (!isnan(s->copy_gbps))
+        fprintf(f, "# copy: %.2f GB/s, %.0f%% hidden behind compute%s\n", s->copy_gbps,
+                100 * s->overlap, tag);
+    if (!isnan(s->host_us))
+        fprintf(f, "# host overhead: %.1f us per step issuing device work, %.1f per replica\n",
+                s->host_us, s->host_us / run->replicas);
+    text_floor(f, run);
+    report_ddp_text(f, run);
+    report_verdict(run, verdict, sizeof verdict);
+    fprintf(f, "# verdict: %s\n", verdict);
+    if (!isnan(s->au))
+        fprintf(f, "# AU (compute time / epoch time): %.0f%%%s\n", 100 * s->au, tag);
+    report_emulated_text(f, run);
+    if (run->stopped[0])
+        fprintf(f, "# stopped: %s\n", run->stopped);
+}
+
+/* A sweep: the point table (unless its rows were shown as the points
+ * finished), then each point's notes, floor and verdict. */
+static void text_sweep(FILE *f, const struct results *r)
+{
+    char verdict[256];
+    if (!r->rows_shown) {
+        report_text_table_head(f, r);
+        for (int i = 0; i < r->n_runs; i++)
+            report_text_row(f, r, i);
+    }
+    text_notes(f, r);
+    for (int i = 0; i < r->n_runs; i++)
+        text_floor(f, &r->runs[i]);
+    for (int i = 0; i < r->n_runs; i++) {
+        if (r->runs[i].same)
+            continue;
+        report_verdict(&r->runs[i], verdict, sizeof verdict);
+        fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
+        report_emulated_text(f, &r->runs[i]);
+        if (r->runs[i].stopped[0])
+            fprintf(f, "# %s: stopped: %s\n", r->runs[i].label, r->runs[i].stopped);
+    }
+}
+
+/* After either: the held-out evaluation, the warnings, the memory, and what
+ * a stop or a failure left out. */
+static void text_footer(FILE *f, const struct results *r)
+{
+    for (int i = 0; i < r->n_runs; i++) {
+        const struct run_result *run = &r->runs[i];
+        if (run->eval.done)
+            fprintf(f, "# eval%s%s: loss %.6g, accuracy %.2f%% on %ld samples\n",
+                    run->label[0] ? " " : "", run->label, run->eval.loss,
+                    100 * run->eval.accuracy, run->eval.samples);
+    }
+    text_warnings(f, r);
+    fprintf(f, "# peak RSS %.1f MiB\n", r->peak_rss_bytes / (1 << 20));
+    /* partial results: a signal (interrupted) or an error mid-run (failed) */
+    const char *why = stop_requested() ? "interrupted" : "failed";
+    if (r->interrupted && r->n_points > 1)
+        fprintf(f, "# %s: %d of %ld points reported, the last one %d of %ld epochs\n", why,
+                r->n_runs, r->n_points, r->runs[r->n_runs - 1].n_epochs,
+                r->runs[r->n_runs - 1].cfg.train.epochs);
+    else if (r->interrupted)
+        fprintf(f, "# %s: %d of %ld epochs reported\n", why, r->runs[0].n_epochs,
+                r->runs[0].cfg.train.epochs);
+}
+
+int report_text(FILE *f, const struct results *r)
+{
+    if (r->n_runs == 0)
+        return 0;
+    bool table = r->n_runs > 1 || r->rows_shown; // a sweep's: one row per point
+    if (!r->rows_shown)
+        text_header(f, r);
+    if (!table)
+        text_notes(f, r);
+    if (!r->rows_shown)
+        text_header_tail(f, r);
+    if (r->n_runs == 1 && r->runs[0].n_epochs == 0) { // failed before an epoch completed
+        fprintf(f, "# no complete epoch\n");
+        if (r->runs[0].stopped[0])
+            fprintf(f, "# stopped: %s\n", r->runs[0].stopped);
+    } else if (!table) {
+        text_single(f, &r->runs[0]);
+    } else {
+        text_sweep(f, r);
+    }
+    text_footer(f, r);
+    return 0;
+}
+
+/* A sweep's row as its point finishes: the header lines and the table's
+ * head before the first. */
+void report_text_live_row(FILE *f, const struct results *r, int i)
+{
+    if (i == 0)
+        report_text_head(f, r);
+    report_text_row(f, r, i);
+}
+
+
+/* ---- dpbench compare ------------------------------------------------------ */
+
+static void compare_unmatched_text(FILE *f, const struct compare_file *file,
+                                   const struct compare_file *other, const char *side)
+{
+    for (int i = 0; i < file->n; i++) {
+        char why[320];
+        if (file->pts[i].paired)
+            continue;
+        compare_unmatched_why(&file->pts[i], other, why, sizeof why);
+        fprintf(f, "# unmatched in %s: %s: %s\n", side, compare_point_name(&file->pts[i]), why);
+    }
+}
+
+/* A pair's row and the lines about it. */
+static void compare_pair_text(FILE *f, int w, const struct compare_pair *p)
+{
+    const char *name = compare_point_name(p->a);
+    char ci[48] = "-";
+    if (!isnan(p->c.ci95[0]))
+        snprintf(ci, sizeof ci, "%.3f-%.3f", p->c.ci95[0], p->c.ci95[1]);
+    fprintf(f, "%-*s %10.4f %10.4f %8.3f %17s %8.3g  %s\n", w, name, p->a->st.median,
+            p->b->st.median, p->c.ratio, ci, p->c.p_value, verdict_name(p->c.verdict));
+    if (strcmp(name, compare_point_name(p->b)) != 0)
+        fprintf(f, "#   %s: B's point is %s\n", name, compare_point_name(p->b));
+    for (int k = 0; k < p->n_diffs; k++)
+        fprintf(f, "#   %s: settings differ: %s\n", name, p->diffs[k]);
+    if (p->a->n < 3 || p->b->n < 3)
+        fprintf(f, "#   %s: fewer than 3 epochs on a side: no test can decide, \"same\"\n", name);
+}
+
+int report_compare_text(FILE *f, const struct compare_result *c)
+{
+    fprintf(f, "# A: %s  %s\n# B: %s  %s\n", c->a.tool, c->a.path, c->b.tool, c->b.path);
+    fprintf(f, "# ratio = median B / median A (below 1: B takes less time); verdict from the "
+               "Mann-Whitney U test (p < 0.05) and the ratio's 95%% bootstrap interval\n");
+    int w = 5;
+    for (int i = 0; i < c->n_pairs; i++)
+        w = (int)fmax(w, (double)strlen(compare_point_name(c->pairs[i].a)));
+    fprintf(f, "%-*s %10s %10s %8s %17s %8s  %s\n", w, "point", "A median", "B median", "ratio",
+            "95% CI", "p", "B vs A");
+    fprintf(f, "%-*s %10s %10s %8s %17s %8s\n", w, "", "ms", "ms", "B/A", "", "");
+    for (int i = 0; i < c->n_pairs; i++)
+        compare_pair_text(f, w, &c->pairs[i]);
+    compare_unmatched_text(f, &c->a, &c->b, "A");
+    compare_unmatched_text(f, &c->b, &c->a, "B");
+    return 0;
+}
+
+/* ---- --allreduce-bandwidth ------------------------------------------------ */
+
+int report_allreduce_text(FILE *f, const struct allreduce_table *t)
+{
+    fprintf(f, "# dpbench %s allreduce-bandwidth: engine %s, %d rank%s, float sum in place, "
+               "host memory\n",
+            DPBENCH_VERSION, t->engine, t->world, t->world == 1 ? "" : "s");
+    fprintf(f, "# time: mean over the ranks of the mean call over `iters` calls after 5 "
+               "warm-up calls; #wrong: elements off the expected sum, all ranks\n");
+    fprintf(f, "#%12s %12s %6s %6s %7s %11s %10s %10s %7s\n", "size", "count", "type", "redop",
+            "iters", "time", "algbw", "busbw", "#wrong");
+    fprintf(f, "#%12s %12s %6s %6s %7s %11s %10s %10s %7s\n", "(B)", "(elements)", "", "", "",
+            "(us)", "(GB/s)", "(GB/s)", "");
+    for (int i = 0; i < t->n; i++) {
+        const struct allreduce_row *r = &t->rows[i];
+        fprintf(f, " %12zu %12zu %6s %6s %7ld %11.2f %10.3f %10.3f %7.0f\n", r->bytes, r->count,
+                "float", "sum", r->iters, 1e6 * r->seconds, r->algbw, r->busbw, r->wrong);
+    }
+    fprintf(f, "# best busbw %.3f GB/s at %zu B\n", t->best_busbw, t->best_bytes);
+    return 0;
+}
