@@ -76,6 +76,29 @@ static void cmyk_to_rgb(const uint8_t *in, uint8_t *out, size_t n)
     }
 }
 
+/* Every row of a started decompression into out (stride bytes a row); a
+ * CMYK image through one row of line, converted. A corrupt file jumps back
+ * to jpeg_read's setjmp from inside. */
+static void jpeg_rows(struct jpeg_decompress_struct *cinfo, uint8_t *out, uint8_t *line,
+                      size_t stride)
+{
+    while (cinfo->output_scanline < cinfo->output_height) {
+        JSAMPROW row = out + stride * cinfo->output_scanline;
+        if (!line) { // as many rows as the decoder has at once (its output buffer's height)
+            JSAMPROW rows[16];
+            JDIMENSION k = cinfo->output_height - cinfo->output_scanline;
+            k = k < 16 ? k : 16;
+            for (JDIMENSION i = 0; i < k; i++)
+                rows[i] = row + stride * i;
+            jpeg_read_scanlines(cinfo, rows, k);
+            continue;
+        }
+        JSAMPROW raw = line;
+        jpeg_read_scanlines(cinfo, &raw, 1);
+        cmyk_to_rgb(line, row, cinfo->output_width);
+    }
+}
+
 /* Reads the header, and the pixels too when rgb is not NULL. */
 static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, int *h,
                      struct error *e)
@@ -122,21 +145,7 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
         return error_set(e, "out of memory decoding a %ux%u JPEG", cinfo.output_width,
                          cinfo.output_height);
     }
-    while (cinfo.output_scanline < cinfo.output_height) {
-        JSAMPROW row = out + stride * cinfo.output_scanline;
-        if (!cmyk) { // as many rows as the decoder has at once (its output buffer's height)
-            JSAMPROW rows[16];
-            JDIMENSION k = cinfo.output_height - cinfo.output_scanline;
-            k = k < 16 ? k : 16;
-            for (JDIMENSION i = 0; i < k; i++)
-                rows[i] = row + stride * i;
-            jpeg_read_scanlines(&cinfo, rows, k);
-            continue;
-        }
-        JSAMPROW raw = line;
-        jpeg_read_scanlines(&cinfo, &raw, 1);
-        cmyk_to_rgb(line, row, cinfo.output_width);
-    }
+    jpeg_rows(&cinfo, out, line, stride);
     free(line);
     line = NULL;
     jpeg_finish_decompress(&cinfo);
@@ -206,6 +215,22 @@ static void png_from_memory(png_structp p, png_bytep out, size_t len)
     s->at += len;
 }
 
+/* The decoded rows (stride bytes each, channels of depth bits) as RGB
+ * bytes; clip: 16-bit grey taken as PIL's "I" mode, clipped to 255. */
+static void png_to_rgb(const uint8_t *rows, size_t stride, size_t channels, int depth, bool clip,
+                       size_t width, size_t height, uint8_t *out)
+{
+    for (size_t i = 0, px = width * height; i < px; i++) {
+        size_t row = i / width, col = i % width;
+        for (size_t k = 0; k < 3; k++) {
+            const uint8_t *v = rows + row * stride +
+                               (col * channels + (channels == 1 ? 0 : k)) * (size_t)(depth / 8);
+            unsigned x = depth == 16 ? (clip ? ((unsigned)v[0] << 8 | v[1]) : v[0]) : v[0];
+            out[i * 3 + k] = (uint8_t)(x > 255 ? 255 : x);
+        }
+    }
+}
+
 static int png_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, int *h,
                     struct error *e)
 {
@@ -258,16 +283,8 @@ static int png_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, i
         row_ptrs[y] = rows + y * stride;
     png_read_image(p, row_ptrs);
     png_read_end(p, NULL);
-    bool clip = type == PNG_COLOR_TYPE_GRAY && depth_out == 16; // PIL's "I" -> RGB
-    for (size_t i = 0, px = (size_t)width * height; i < px; i++) {
-        size_t row = i / width, col = i % width;
-        for (size_t k = 0; k < 3; k++) {
-            const uint8_t *v = rows + row * stride +
-                               (col * channels + (channels == 1 ? 0 : k)) * (size_t)(depth_out / 8);
-            unsigned x = depth_out == 16 ? (clip ? ((unsigned)v[0] << 8 | v[1]) : v[0]) : v[0];
-            out[i * 3 + k] = (uint8_t)(x > 255 ? 255 : x);
-        }
-    }
+    png_to_rgb(rows, stride, channels, depth_out, type == PNG_COLOR_TYPE_GRAY && depth_out == 16,
+               width, height, out);
     png_destroy_read_struct(&p, &info, NULL);
     free(rows);
     free(row_ptrs);

@@ -77,6 +77,34 @@ static int idx_labels_check(const char *images, uint32_t count, const char *labe
     return 0;
 }
 
+/* The images file and its labels (whose path goes to labels) into *ib and
+ * *lb: the header first, then no more content than it declares (plus one
+ * byte to tell a longer file), and never more than this machine's memory.
+ * The caller frees both, whatever the result. */
+static int idx_read(const char *images, char *labels, size_t labels_n, uint8_t **ib, size_t *in,
+                    uint8_t **lb, size_t *ln, struct error *e)
+{
+    if (files_read_all(images, 16, ib, in, e) || idx_labels_path(images, labels, labels_n, e))
+        return -1; // a missing images file named as such, before its labels
+    const uint8_t *h = *ib;
+    if (*in < 16 || files_be32(h) != 0x00000803 || files_be32(h + 8) > 4096 ||
+        files_be32(h + 12) > 4096)
+        return files_read_all(labels, 8, lb, ln, e); // idx_header says what is wrong
+    uint32_t n = files_be32(h + 4), rows = files_be32(h + 8), cols = files_be32(h + 12);
+    unsigned long long want = 16ULL + (unsigned long long)n * rows * cols,
+                       mem = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
+                             (unsigned long long)sysconf(_SC_PAGESIZE);
+    if (want > mem)
+        return error_set(e, "%s: declares %u images of %ux%u (%llu bytes), more than this "
+                            "machine's memory", images, n, rows, cols, want);
+    free(*ib);
+    *ib = NULL;
+    return files_read_all(images, (size_t)want, ib, in, e) ||
+                   files_read_all(labels, 8 + (size_t)n, lb, ln, e)
+               ? -1
+               : 0;
+}
+
 static int idx_load(struct dataset *d, struct file_data *f, const char *images, bool train,
                     bool resize, struct error *e)
 {
@@ -90,28 +118,8 @@ static int idx_load(struct dataset *d, struct file_data *f, const char *images, 
     uint8_t *ib = NULL, *lb = NULL;
     size_t in = 0, ln = 0;
     int rc = -1;
-    /* the header first, then no more content than it declares (plus one byte
-     * to tell a longer file), and never more than this machine's memory */
-    if (files_read_all(images, 16, &ib, &in, e) || idx_labels_path(images, labels, sizeof labels, e))
-        goto out; // a missing images file named as such, before its labels
-    if (in >= 16 && files_be32(ib) == 0x00000803 && files_be32(ib + 8) <= 4096 && files_be32(ib + 12) <= 4096) {
-        uint32_t n = files_be32(ib + 4);
-        unsigned long long want = 16ULL + (unsigned long long)n * files_be32(ib + 8) * files_be32(ib + 12),
-                           mem = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
-                                 (unsigned long long)sysconf(_SC_PAGESIZE);
-        if (want > mem) {
-            error_set(e, "%s: declares %u images of %ux%u (%llu bytes), more than this machine's "
-                         "memory", images, n, files_be32(ib + 8), files_be32(ib + 12), want);
-            goto out;
-        }
-        free(ib);
-        ib = NULL;
-        if (files_read_all(images, (size_t)want, &ib, &in, e) ||
-            files_read_all(labels, 8 + (size_t)n, &lb, &ln, e))
-            goto out;
-    } else if (files_read_all(labels, 8, &lb, &ln, e)) {
+    if (idx_read(images, labels, sizeof labels, &ib, &in, &lb, &ln, e))
         goto out;
-    }
     if (idx_header(images, ib, in, 0x803, 16, "images", e))
         goto out;
     uint32_t count = files_be32(ib + 4), rows = files_be32(ib + 8), cols = files_be32(ib + 12);

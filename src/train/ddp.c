@@ -175,31 +175,14 @@ void ddp_alone(const struct comm *c, struct run_result *run)
     run->world_size = 1;
 }
 
-int ddp_gather(struct comm *c, struct run_result *run, struct error *e)
+/* Rank 0: every rank's record (W of rec bytes in all) merged into run: the
+ * job's samples, loss and accuracy per epoch on rank 0's clock, each rank's
+ * epochs in ranks and its rows per batch in splits (nb x W). */
+static int merge_ranks(struct run_result *run, int W, const char *all, size_t rec, long *splits,
+                       struct rank_result *ranks, struct error *e)
 {
-    int W = c->world, n = run->n_epochs;
+    int n = run->n_epochs, rc = 0;
     long nb = run->n_batches;
-    size_t rec = sizeof(struct record) + (size_t)n * sizeof(struct epoch_result) +
-                 (size_t)nb * sizeof(long);
-    char *mine = calloc(1, rec), *all = c->rank == 0 ? calloc((size_t)W, rec) : NULL;
-    long *splits = c->rank == 0 ? calloc((size_t)(nb * W), sizeof(long)) : NULL;
-    struct rank_result *ranks = c->rank == 0 ? calloc((size_t)W, sizeof *ranks) : NULL;
-    int rc = -1;
-    if (!mine || (c->rank == 0 && (!all || !splits || !ranks))) {
-        error_set(e, "out of memory gathering %d ranks' figures", W);
-        goto out;
-    }
-    struct record *r = (struct record *)mine;
-    snprintf(r->host, sizeof r->host, "%s", c->host);
-    r->n_epochs = n;
-    memcpy(mine + sizeof *r, run->epochs, (size_t)n * sizeof(struct epoch_result));
-    memcpy(mine + sizeof *r + (size_t)n * sizeof(struct epoch_result), run->splits,
-           (size_t)nb * sizeof(long));
-    if (comm_gather(c, mine, rec, all, e))
-        goto out;
-    rc = 0;
-    if (c->rank > 0)
-        goto out;
     for (int k = 0; k < n; k++) { // the job's samples, loss and accuracy, rank 0's clock
         run->epochs[k].st.samples = 0;
         run->epochs[k].st.loss_sum = 0;
@@ -236,6 +219,35 @@ int ddp_gather(struct comm *c, struct run_result *run, struct error *e)
         if (!isnan(er->accuracy)) // labelled data
             er->accuracy = (double)er->st.correct / (double)er->st.samples;
     }
+    return rc;
+}
+
+int ddp_gather(struct comm *c, struct run_result *run, struct error *e)
+{
+    int W = c->world, n = run->n_epochs;
+    long nb = run->n_batches;
+    size_t rec = sizeof(struct record) + (size_t)n * sizeof(struct epoch_result) +
+                 (size_t)nb * sizeof(long);
+    char *mine = calloc(1, rec), *all = c->rank == 0 ? calloc((size_t)W, rec) : NULL;
+    long *splits = c->rank == 0 ? calloc((size_t)(nb * W), sizeof(long)) : NULL;
+    struct rank_result *ranks = c->rank == 0 ? calloc((size_t)W, sizeof *ranks) : NULL;
+    int rc = -1;
+    if (!mine || (c->rank == 0 && (!all || !splits || !ranks))) {
+        error_set(e, "out of memory gathering %d ranks' figures", W);
+        goto out;
+    }
+    struct record *r = (struct record *)mine;
+    snprintf(r->host, sizeof r->host, "%s", c->host);
+    r->n_epochs = n;
+    memcpy(mine + sizeof *r, run->epochs, (size_t)n * sizeof(struct epoch_result));
+    memcpy(mine + sizeof *r + (size_t)n * sizeof(struct epoch_result), run->splits,
+           (size_t)nb * sizeof(long));
+    if (comm_gather(c, mine, rec, all, e))
+        goto out;
+    rc = 0;
+    if (c->rank > 0)
+        goto out;
+    rc = merge_ranks(run, W, all, rec, splits, ranks, e);
     if (!rc) {
         free(run->splits);
         run->splits = splits;

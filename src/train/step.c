@@ -67,30 +67,23 @@ static int step_end(struct step *s, const struct step_batch *b, double t0,
 
 /* ---- the steps ------------------------------------------------------------ */
 
-int step_dp(struct step *s, const struct step_batch *b, float lr, struct epoch_stats *st,
-            struct error *e)
+/* DataParallel steps 2-4: replicate replica 0's parameters to the replicas
+ * in use, the parallel forward, and the outputs gathered in replica order on
+ * replica 0 (replica 0 writes its own in place). A replica that can read
+ * replica 0's memory reads the parameters in place (and writes its outputs,
+ * reads its output gradient, where replica 0 keeps them): nothing writes
+ * there until the step's end. */
+static int dp_forward(struct step *s, const struct step_batch *b, struct error *e)
 {
     const struct device_ops *o = s->o;
     void *c = s->ctx;
     int n = b->active, O = s->O;
     const long *split = b->split;
-    size_t P = s->P;
-    double t0;
-    if (step_begin(s, b, &t0, e))
-        return -1;
-    /* 1. scatter: torch.chunk's split, done as the batch was delivered: chunk i
-     *    is already in replica i's memory (b->x[i]) */
-    /* 2. replicate: broadcast replica 0's parameters to the replicas in use.
-     *    A replica that can read replica 0's memory reads them in place (and
-     *    writes its outputs, reads its output gradient, where replica 0
-     *    keeps them): nothing writes there until the step's end. */
     if (o->fork(c, n, e))
         return -1;
     for (int i = 1; i < n; i++)
-        if (!shares(s, i, 0) && o->copy(c, i, s->w[i], i, s->w[0], 0, P, e))
+        if (!shares(s, i, 0) && o->copy(c, i, s->w[i], i, s->w[0], 0, s->P, e))
             return error_wrap(e, "replicate to replica %d", i);
-    /* 3. parallel forward; 4. gather the outputs in replica order on replica 0
-     *    (replica 0 writes its own in place) */
     for (int i = 0, row = 0; i < n; row += (int)split[i], i++) {
         bool direct = i == 0 || shares(s, i, 0);
         float *out = direct ? s->gathered + (size_t)row * O : s->out[i];
@@ -100,14 +93,17 @@ int step_dp(struct step *s, const struct step_batch *b, float lr, struct epoch_s
                                (size_t)split[i] * O, e))
             return error_wrap(e, "gather from replica %d", i);
     }
-    if (o->join(c, n, e))
-        return -1;
-    /* 5. loss over the whole batch on replica 0 */
-    float alpha = s->loss->grad_scale(b->rows, O);
-    if (loss_run(s, b, st, e))
-        return error_wrap(e, "loss");
-    /* 6. backward: the output gradient scattered back with the same sizes; each
-     *    replica's gradient lands where replica 0 can read it */
+    return o->join(c, n, e);
+}
+
+/* DataParallel step 6: the output gradient scattered back with the same
+ * sizes; each replica's parameter gradient lands where replica 0 can read it. */
+static int dp_backward(struct step *s, const struct step_batch *b, float alpha, struct error *e)
+{
+    const struct device_ops *o = s->o;
+    void *c = s->ctx;
+    int n = b->active, O = s->O;
+    const long *split = b->split;
     if (o->fork(c, n, e))
         return -1;
     for (int i = 0, row = 0; i < n; row += (int)split[i], i++) {
@@ -118,17 +114,36 @@ int step_dp(struct step *s, const struct step_batch *b, float lr, struct epoch_s
             return error_wrap(e, "scatter the output gradient to replica %d", i);
         if (o->backward(c, i, b->x[i], dout, split[i], alpha, s->g[i], e))
             return error_wrap(e, "replica %d backward", i);
-        if (s->g_at0[i] != s->g[i] && o->copy(c, i, s->g_at0[i], 0, s->g[i], i, P, e))
+        if (s->g_at0[i] != s->g[i] && o->copy(c, i, s->g_at0[i], 0, s->g[i], i, s->P, e))
             return error_wrap(e, "replica %d gradient to replica 0", i);
     }
-    if (o->join(c, n, e))
+    return o->join(c, n, e);
+}
+
+int step_dp(struct step *s, const struct step_batch *b, float lr, struct epoch_stats *st,
+            struct error *e)
+{
+    double t0;
+    if (step_begin(s, b, &t0, e))
+        return -1;
+    /* 1. scatter: torch.chunk's split, done as the batch was delivered: chunk i
+     *    is already in replica i's memory (b->x[i]) */
+    /* 2. replicate, 3. parallel forward, 4. gather */
+    if (dp_forward(s, b, e))
+        return -1;
+    /* 5. loss over the whole batch on replica 0 */
+    float alpha = s->loss->grad_scale(b->rows, s->O);
+    if (loss_run(s, b, st, e))
+        return error_wrap(e, "loss");
+    /* 6. backward */
+    if (dp_backward(s, b, alpha, e))
         return -1;
     /* 7. reduce-add: the backward of broadcast sums the replicas' gradients */
-    for (int i = 1; i < n; i++)
-        if (o->axpy(c, 0, P, 1.0f, s->g_at0[i], s->g[0], e))
+    for (int i = 1; i < b->active; i++)
+        if (s->o->axpy(s->ctx, 0, s->P, 1.0f, s->g_at0[i], s->g[0], e))
             return error_wrap(e, "reduce-add");
     /* 8. SGD on replica 0 (weights and biases are one vector, so are their gradients) */
-    if (o->axpy(c, 0, P, -lr, s->g[0], s->w[0], e))
+    if (s->o->axpy(s->ctx, 0, s->P, -lr, s->g[0], s->w[0], e))
         return error_wrap(e, "SGD");
     return step_end(s, b, t0, st, e);
 }
