@@ -48,7 +48,8 @@ CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backen
            stats.c progress.c compare.c effect.c machine.c dl.c rlimits.c signals.c \
            tune.c tune_run.c staging.c \
            summary.c render_text.c render_json.c render_csv.c render_markdown.c renderers.c result_files.c \
-           cli.c sweep.c devices.c session.c registry.c mode_train.c mode_tune.c mode_export.c mode_h2d.c \
+           load.c rounds.c verdicts.c \
+           cli.c sweep.c measure.c devices.c session.c registry.c mode_train.c mode_tune.c mode_export.c mode_h2d.c \
            mode_allreduce.c mode_compare.c mode_make_dataset.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)

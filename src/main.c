@@ -23,7 +23,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_MODES; i++)
         if (modes[i]->command && argc > 1 && strcmp(argv[1], modes[i]->command) == 0)
             return modes[i]->command_main(argc - 1, argv + 1);
-    struct app a = {0};
+    struct app a = {.opts = {.argc = argc, .argv = argv}};
     struct error e = {{0}};
     config_defaults(&a.res.cfg);
     int rc = cli_parse(argc, argv, &a.opts, &a.res.cfg, &e);

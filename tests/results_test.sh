@@ -150,7 +150,7 @@ for r in runs:
         assert not {"epochs", "stats", "summary"} & set(r), list(r)
         assert r["config"]["loader"]["num_workers"] in (0, 1)
     else:
-        assert len(r["epochs"]) == 10 and "stats" in r
+        assert len(r["epochs"]) == 10 * len(r["rounds"]) and "stats" in r
 PY
 then ok; else bad "same_as in a sweep: $(cat "$TMP/err")"; fi
 "$BIN" -c $T --sweep loader.num_workers=0,1 --sweep loader.prefetch_factor=2,4 >"$TMP/same.txt" 2>"$TMP/err"
@@ -177,35 +177,42 @@ n3=$("$BIN" -c "$TMP/sweep.yaml" --format json 2>/dev/null | python3 -c 'import 
 if [ "$n1" = 1 ] && [ "$n2" = "2 {'loader.shuffle': ['true', 'false']}" ] && [ "$n3" = 3 ]; then ok
 else bad "--no-sweep: runs $n1, $n2, without it $n3"; fi
 
-# ---- progress lines when stderr is not a terminal (here a file): point,
-# epoch, elapsed, remaining; at most one a second; --quiet silences them
-SLOW=(-c $T --set dataset.sample_cost_us=1500 --sweep parallel.replicas=1,2)  # ~0.15 s an epoch, 22 epochs
+# ---- progress lines when stderr is not a terminal (here a file): round,
+# point, epoch, elapsed, remaining; at most one a second; --quiet silences them
+SLOW=(-c $T --set dataset.sample_cost_us=1500 --sweep parallel.replicas=1,2 --repeat 2)  # ~0.15 s an epoch, 44 epochs
 "$BIN" "${SLOW[@]}" >"$TMP/slow.out" 2>"$TMP/slow.err"
 if python3 - "$TMP/slow.err" <<'PY'
 import re, sys
 lines = open(sys.argv[1]).read().splitlines()
 prog = [l for l in lines if l.startswith("progress:")]
-pat = re.compile(r"progress: point ([12])/2, epoch (\d+)/11, batch \d+/4, elapsed ([\d.]+) s, "
-                 r"remaining ~([\d.]+) s$")
+pat = re.compile(r"progress: round ([12])/2, point ([12])/2, epoch (\d+)/11, batch \d+/4, "
+                 r"elapsed ([\d.]+) s, remaining ~([\d.]+) s$")
 got = [pat.match(l) for l in prog]
 assert len(prog) >= 2 and all(got), prog
-t = [float(m.group(3)) for m in got]
+t = [float(m.group(4)) for m in got]
 # one line a second at most: the printed elapsed times (0.1 s steps) are >= 0.9 s apart
 assert all(b - a >= 0.9 for a, b in zip(t, t[1:])), t
-assert {m.group(1) for m in got} == {"1", "2"}, prog
+assert {m.group(1) for m in got} == {"1", "2"} and {m.group(2) for m in got} == {"1", "2"}, prog
 PY
 then ok; else bad "progress lines: $(cat "$TMP/slow.err")"; fi
-# each point's row is on stdout as soon as its point finished: the first row
-# is there while the second point still runs
-"$BIN" -c $T --set dataset.sample_cost_us=1500 --sweep parallel.replicas=1,2 >"$TMP/live.out" 2>/dev/null &
-pid=$!
-for i in $(seq 600); do grep -q "^parallel.replicas=1 " "$TMP/live.out" 2>/dev/null && break; sleep 0.1; done # up to 60 s on a loaded machine
-if grep -q '^parallel.replicas=1 ' "$TMP/live.out" && ! grep -q '^parallel.replicas=2 ' "$TMP/live.out" &&
-    kill -0 $pid 2>/dev/null; then ok
-else bad "first row before the second point ends: $(cat "$TMP/live.out")"; fi
-wait $pid
-if grep -q '^parallel.replicas=2 ' "$TMP/live.out" && [ "$(grep -c '^point ' "$TMP/live.out")" -eq 1 ]; then ok
-else bad "the table after the run: $(cat "$TMP/live.out")"; fi
+# ---- interleaved rounds: each round runs every point once, in an order
+# shuffled per round from the seed; each run says where it stood in each
+"$BIN" -c $T --sweep parallel.replicas=1,2,3 --repeat 8 --format json >"$TMP/rounds.json" 2>"$TMP/err"
+if python3 - "$TMP/rounds.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+order = d["rounds"]["order"]
+assert d["repeat"] == 8 and d["rounds"]["count"] == 8 and d["rounds"]["end"] == "fixed", d["rounds"]
+assert len(order) == 8 and all(sorted(row) == [0, 1, 2] for row in order), order
+assert len({tuple(row) for row in order}) > 1, order  # shuffled, not one fixed order
+for i, run in enumerate(d["runs"]):
+    assert [(x["round"], x["position"]) for x in run["rounds"]] == \
+        [(k, row.index(i)) for k, row in enumerate(order)], (i, run["rounds"])
+    assert sum(x["epochs"] for x in run["rounds"]) == len(run["epochs"]) == 80
+    assert run["load"] is not None and 0 <= run["load"]["steal"] <= 1
+assert d["command_line"].endswith("--repeat 8 --format json"), d["command_line"]
+PY
+then ok; else bad "interleaved rounds: $(cat "$TMP/err")"; fi
 "$BIN" "${SLOW[@]}" --quiet >/dev/null 2>"$TMP/quiet.err"
 if [ ! -s "$TMP/quiet.err" ]; then ok; else bad "--quiet: $(cat "$TMP/quiet.err")"; fi
 

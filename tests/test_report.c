@@ -23,7 +23,7 @@ static void verdict_of(double wait, double copy, double compute, char *buf, size
     config_defaults(&run.cfg);
     struct results r = {.runs = &run, .n_runs = 1};
     report_summarize(&r);
-    report_verdict(&run, buf, n);
+    report_verdict(&r, 0, buf, n);
 }
 
 static void expect_verdict(double wait, double copy, double compute, const char *want)
@@ -52,6 +52,96 @@ static void test_verdict_needs_a_dominant_stage(void **state)
     expect_verdict(0.20, 0.25, 0.50, "compute-bound");
     expect_verdict(0.46, 0.10, 0.30, "input-bound");
     expect_verdict(0.44, 0.10, 0.30, "balanced");
+}
+
+/* Two runs of a sweep over loader.num_workers (0, then 2), input-bound, six
+ * rounds each: the second takes `ratio` times the first's time per round. */
+static void sweep_of_two(struct results *r, struct run_result *runs, struct epoch_result *eps,
+                         struct run_round *rounds, double ratio)
+{
+    struct error e;
+    memset(runs, 0, 2 * sizeof *runs);
+    *r = (struct results){.runs = runs, .n_runs = 2};
+    config_defaults(&r->cfg);
+    assert_int_equal(config_sweep_arg(&r->cfg, "loader.num_workers=0,2", &e), 0);
+    for (int i = 0; i < 2; i++) {
+        struct run_result *run = &runs[i];
+        run->cfg = r->cfg;
+        run->cfg.n_sweep = 1;
+        run->cfg.loader.num_workers = 2 * i;
+        snprintf(run->label, sizeof run->label, "loader.num_workers=%d", 2 * i);
+        run->backend = "cpu";
+        run->replicas = 1;
+        run->n_batches = 1;
+        run->epochs = eps + 6 * i;
+        run->n_epochs = 6;
+        run->rounds = rounds + 6 * i;
+        run->n_rounds = 6;
+        for (int k = 0; k < 6; k++) {
+            double t = (i ? ratio : 1.0) * (1 + 0.001 * k);
+            eps[6 * i + k] = (struct epoch_result){.epoch = k + 1, .seconds = t,
+                                                   .st = {.wait_s = 0.8 * t, .compute_s = 0.1 * t,
+                                                          .samples = 10}};
+            rounds[6 * i + k] = (struct run_round){.round = k, .first_epoch = k, .n_epochs = 1,
+                                                   .median_s = t};
+        }
+    }
+    report_summarize(r);
+}
+
+/* The bottleneck's remedy is advised only as far as the sweep measured it:
+ * never when the sweep measured it slower, and a single run is told to
+ * measure it. */
+static void test_advice_follows_the_measurement(void **state)
+{
+    (void)state;
+    struct results r;
+    struct run_result runs[2];
+    struct epoch_result eps[12];
+    struct run_round rounds[12];
+    char v[512];
+    sweep_of_two(&r, runs, eps, rounds, 28.0); // 2 workers measured 28x slower
+    report_verdict(&r, 0, v, sizeof v);
+    assert_non_null(strstr(v, "input-bound"));
+    assert_non_null(strstr(v, "loader workers measured no faster here (loader.num_workers=2: "
+                              "28.00x the time, slower)"));
+    assert_null(strstr(v, "would help"));
+    sweep_of_two(&r, runs, eps, rounds, 0.5); // and twice as fast
+    report_verdict(&r, 0, v, sizeof v);
+    assert_non_null(strstr(v, "loader workers measured faster here"));
+    r.n_runs = 1; // one run: nothing measured to go by
+    r.cfg.n_sweep = 0;
+    report_summarize(&r);
+    report_verdict(&r, 0, v, sizeof v);
+    assert_non_null(strstr(v, "may help: measure it (--sweep loader.num_workers=...)"));
+}
+
+/* On a device, waiting is the device's idle time: the verdict's shares and
+ * the AU (compute / epoch) come from one accounting and add up. */
+static void test_device_accounting(void **state)
+{
+    (void)state;
+    struct run_result run = {0};
+    struct epoch_result ep = {.epoch = 1, .seconds = 1.0,
+                              .st = {.wait_s = 0.89, .copy_s = 0.05, .compute_s = 0.70,
+                                     .samples = 10}};
+    run.epochs = &ep;
+    run.n_epochs = 1;
+    run.n_batches = 1;
+    run.replicas = 1;
+    run.backend = "emulated"; // its copies and steps are the device's
+    config_defaults(&run.cfg);
+    struct results r = {.runs = &run, .n_runs = 1};
+    char v[512];
+    report_summarize(&r);
+    report_verdict(&r, 0, v, sizeof v);
+    assert_true(fabs(run.sum.au - 0.70) < 1e-12);
+    /* the host waited 89% of the epoch; the device idled 25% of it */
+    assert_non_null(strstr(v, "compute-bound: DataParallel steps took 70%"));
+    ep.st.compute_s = 0.2; // a device idle 75%: input-bound, said as the device's wait
+    report_summarize(&r);
+    report_verdict(&r, 0, v, sizeof v);
+    assert_non_null(strstr(v, "input-bound: the device waited 75% of the epoch"));
 }
 
 static void test_nonfinite_loss_stops_the_run(void **state)
@@ -231,6 +321,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict_needs_a_dominant_stage),
+        cmocka_unit_test(test_advice_follows_the_measurement),
+        cmocka_unit_test(test_device_accounting),
         cmocka_unit_test(test_nonfinite_loss_stops_the_run),
         cmocka_unit_test(test_stats_and_noise_warning),
         cmocka_unit_test(test_epoch_columns_table),

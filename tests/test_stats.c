@@ -157,6 +157,91 @@ static void test_compare_error_rates(void **state)
         fail_msg("%d of 1000 pairs 5%% apart were not called slower", missed);
 }
 
+/* The median's interval in one pass: the exact binomial rank up to 1000
+ * samples, then the normal approximation, which agrees with the exact rank
+ * at the switch (so the interval does not jump there), and the selection
+ * median equals the sorted one on samples with and without ties. */
+static void test_median_interval_scales(void **state)
+{
+    (void)state;
+    enum { N = 1001 };
+    double *x = malloc(3000 * sizeof *x), y[N];
+    for (int i = 0; i < 3000; i++)
+        x[i] = i;
+    struct stats a, b;
+    stats_compute(x, 1000, &a); // exact: j = 468 (R: qbinom(0.025, 1000, 0.5) - 1)
+    assert_float_equal(a.ci95[0], 468, 0);
+    assert_float_equal(a.ci95[1], 531, 0);
+    stats_compute(x, N, &b); // the approximation from here
+    assert_true(fabs(b.ci95[0] - 469) <= 1 && fabs(b.ci95[1] - 531) <= 1);
+    struct rng r;
+    rng_init(&r, 7, 0, 0);
+    for (int t = 0; t < 200; t++) {
+        int n = 1 + (int)rng_below(&r, 60);
+        for (int i = 0; i < n; i++)
+            y[i] = (double)rng_below(&r, t % 2 ? 5 : 1000); // odd t: many ties
+        struct stats s;
+        stats_compute(y, (size_t)n, &s);
+        assert_float_equal(stats_median(y, (size_t)n), s.median, 0);
+    }
+    free(x);
+}
+
+/* Paired rounds: the median of the log ratios with the sign test's interval;
+ * the verdict against the noise threshold in four words. */
+static void test_paired_verdicts(void **state)
+{
+    (void)state;
+    double a[8] = {10, 10, 10, 10, 10, 10, 10, 10}, b[8];
+    struct ratio q;
+    for (int i = 0; i < 8; i++)
+        b[i] = 10 * (1.20 + 0.01 * (i % 3)); // 20-22% slower every round
+    stats_paired(a, b, 8, 0.03, &q);
+    assert_int_equal(q.verdict, VERDICT_SLOWER);
+    assert_true(q.ratio > 1.19 && q.ratio < 1.23 && q.ci95[0] > 1.03);
+    assert_int_equal(q.units_needed, 0);
+    for (int i = 0; i < 8; i++)
+        b[i] = 10 * (1 + 0.002 * (i % 5 - 2)); // within 0.4%: no measurable effect
+    stats_paired(a, b, 8, 0.03, &q);
+    assert_int_equal(q.verdict, VERDICT_SAME);
+    for (int i = 0; i < 8; i++)
+        b[i] = 10 * (i % 2 ? 1.06 : 0.97); // between: the interval spans the threshold
+    stats_paired(a, b, 8, 0.03, &q);
+    assert_int_equal(q.verdict, VERDICT_UNDECIDED);
+    assert_true(q.units_needed != 0);
+    stats_paired(a, b, 5, 0.03, &q); // five rounds: no interval reaches 95%
+    assert_int_equal(q.verdict, VERDICT_UNDECIDED);
+    assert_true(isnan(q.ci95[0]) && q.units_needed >= 6);
+    for (int i = 0; i < 8; i++)
+        b[i] = 10 * 0.5;
+    stats_paired(a, b, 6, 0.03, &q); // six rounds: [min, max] of the log ratios
+    assert_int_equal(q.verdict, VERDICT_FASTER);
+    assert_float_equal(q.ratio, 0.5, 1e-12);
+    assert_string_equal(verdict_name(VERDICT_UNDECIDED), "undecided");
+}
+
+/* Unpaired runs: the Hodges-Lehmann shift with Moses' interval, whose ranks
+ * come from the exact Mann-Whitney distribution: 5 and 5 runs give the
+ * table's two-sided 5% critical value U <= 2, so the interval is the 3rd
+ * smallest and largest of the 25 differences. */
+static void test_unpaired_interval(void **state)
+{
+    (void)state;
+    double a[5] = {1, 2, 3, 4, 5}, b[5] = {11, 12, 13, 14, 15};
+    struct ratio q;
+    for (int i = 0; i < 5; i++)
+        a[i] = exp(a[i] / 100), b[i] = exp(b[i] / 100); // log differences 6..14 hundredths
+    stats_unpaired(a, 5, b, 5, 0.03, &q);
+    /* sorted differences 6,7,7,8,8,8,9,9,9,9,10,...: the 3rd is 7, the 23rd 13 */
+    assert_float_equal(log(q.ci95[0]), 0.07, 1e-12);
+    assert_float_equal(log(q.ci95[1]), 0.13, 1e-12);
+    assert_float_equal(log(q.ratio), 0.10, 1e-12);
+    assert_int_equal(q.verdict, VERDICT_SLOWER);
+    stats_unpaired(a, 3, b, 3, 0.03, &q); // 3 and 3: P(U = 0) = 0.05 > 0.025
+    assert_int_equal(q.verdict, VERDICT_UNDECIDED);
+    assert_true(isnan(q.ci95[0]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +251,9 @@ int main(void)
         cmocka_unit_test(test_outliers_and_warning),
         cmocka_unit_test(test_compare_verdicts),
         cmocka_unit_test(test_compare_error_rates),
+        cmocka_unit_test(test_median_interval_scales),
+        cmocka_unit_test(test_paired_verdicts),
+        cmocka_unit_test(test_unpaired_interval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,8 @@ struct options {
     bool quiet;               // --quiet: no progress lines
     bool no_sweep;            // --no-sweep: the config's sweep is ignored
     bool tune;                // --tune: search the loader settings instead of running the points
+    int argc;                 // the command line, as given (the result records it)
+    char **argv;
 };
 
 struct tune_report;
@@ -32,6 +34,8 @@ struct app {
     struct options opts;
     struct results res;
     struct tune_report *tune; // --tune's search, NULL otherwise
+    bool rebuild;             // the points' datasets do not fit in memory together: each
+                              // is built again for its round (sweep_check)
 };
 
 /* A run mode: one file and one line in main.c's table. A mode is either a

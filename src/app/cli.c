@@ -31,7 +31,14 @@ static void usage(FILE *f)
             "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json, .csv and -summary.csv\n"
             "                        (UTC) into DIR\n"
             "  -m, --max-memory N    refuse runs estimated above N bytes (suffixes K, M, G)\n"
-            "  -r, --repeat N        run each point N times in a row; statistics over all epochs\n"
+            "  -r, --repeat N        exactly N rounds (each round runs every point once, in a\n"
+            "                        shuffled order); default: a sweep adds rounds until every\n"
+            "                        verdict is decided, one point runs once\n"
+            "      --threshold PCT   noise threshold (default 3%%): B/A within 1 +- PCT is \"same\"\n"
+            "      --precision PCT   add rounds until each point's median is known within +- PCT\n"
+            "      --budget SECONDS  time the rounds may take (default 480; 10m, 90s); then\n"
+            "                        undecided verdicts are reported as undecided\n"
+            "  -v, --verbose         text: each point's BLAS choice, verdict and device details\n"
             "      --no-sweep        ignore the config's sweep (--sweep flags still apply)\n"
             "  -q, --quiet           no progress lines on stderr\n"
             "      --h2d-bandwidth   measure host-to-device copy bandwidth (cuda), then exit\n"
@@ -44,7 +51,8 @@ static void usage(FILE *f)
             "      --tune            search the loader settings for this config's workload\n"
             "                        and recommend the fastest (tune.* keys; docs/tune.md)\n"
             "      --help-config     list every config key with its default and range\n"
-            "  compare A.json B.json [--format text|json]\n"
+            "  compare A.json B.json [--format FMT] [--fail-on slower[=PCT]]\n"
+            "  compare -c A.yaml -c B.yaml [options]   (interleaved, in one run)\n"
             "                        is B faster, slower or the same as A? (dpbench compare --help)\n"
             "  -V, --version         version and the backends compiled in\n"
             "  -h, --help            this text\n"
@@ -83,9 +91,60 @@ static int parse_repeat(const char *s, long *out)
     return end == s || *end || errno || *out < 1 || *out > 1000 ? -1 : 0;
 }
 
+/* "3%" or "0.03" as the share "0.03"; 0, or -1 when it is neither. */
+static int share_text(const char *in, char *out, size_t n)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(in, &end);
+    bool pct = *end == '%';
+    if (end == in || errno || !isfinite(x) || (pct ? end[1] : *end) || x < 0)
+        return -1;
+    snprintf(out, n, "%.17g", pct ? x / 100 : x);
+    return 0;
+}
+
+/* "90", "90s", "10m", "1h" as seconds; 0, or -1 when it is none of them. */
+static int seconds_text(const char *in, char *out, size_t n)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(in, &end);
+    double unit = *end == 'm' ? 60 : *end == 'h' ? 3600 : 1;
+    if (end == in || errno || !isfinite(x) || x < 0 || (*end && (strchr("smh", *end) == NULL ||
+                                                                  end[1])))
+        return -1;
+    snprintf(out, n, "%.17g", x * unit);
+    return 0;
+}
+
 enum { OPT_HELP_CONFIG = 1000, OPT_H2D_BANDWIDTH, OPT_EXPORT, OPT_ALLREDUCE_BANDWIDTH,
-       OPT_NO_SWEEP, OPT_TUNE };
-#define SHORTOPTS ":c:s:w:f:o:m:r:qVh"
+       OPT_NO_SWEEP, OPT_TUNE, OPT_THRESHOLD, OPT_PRECISION, OPT_BUDGET };
+#define SHORTOPTS ":c:s:w:f:o:m:r:qvVh"
+
+/* The flags that set config keys, applied on top of the config file in the
+ * order given (the value converted first where conv says how). Each may be
+ * given once. */
+static const struct key_flag {
+    int ch;
+    const char *flag;
+    const char *key, *key2;   // key2: a second key set to the same value
+    int (*conv)(const char *in, char *out, size_t n);
+    const char *expected;     // what conv takes, for its error
+    const char *value;        // a flag without a value sets this
+} key_flags[] = {
+    {'f', "--format", "report.format", NULL, NULL, NULL, NULL},
+    {'o', "--out", "report.out", NULL, NULL, NULL, NULL},
+    {'r', "--repeat", "bench.min_rounds", "bench.max_rounds", NULL, NULL, NULL},
+    {OPT_THRESHOLD, "--threshold", "bench.threshold", NULL, share_text,
+     "a share such as 3% or 0.03", NULL},
+    {OPT_PRECISION, "--precision", "bench.precision", NULL, share_text,
+     "a share such as 2% or 0.02", NULL},
+    {OPT_BUDGET, "--budget", "bench.budget_s", NULL, seconds_text,
+     "seconds, such as 300, 90s or 10m", NULL},
+    {'v', "--verbose", "report.verbose", NULL, NULL, NULL, "true"},
+};
+enum { N_KEY_FLAGS = sizeof key_flags / sizeof key_flags[0] };
 static const struct option longopts[] = {
     {"config", required_argument, NULL, 'c'},
     {"set", required_argument, NULL, 's'},
@@ -94,6 +153,10 @@ static const struct option longopts[] = {
     {"out", required_argument, NULL, 'o'},
     {"max-memory", required_argument, NULL, 'm'},
     {"repeat", required_argument, NULL, 'r'},
+    {"threshold", required_argument, NULL, OPT_THRESHOLD},
+    {"precision", required_argument, NULL, OPT_PRECISION},
+    {"budget", required_argument, NULL, OPT_BUDGET},
+    {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"no-sweep", no_argument, NULL, OPT_NO_SWEEP},
     {"tune", no_argument, NULL, OPT_TUNE},
@@ -111,8 +174,14 @@ static const struct option longopts[] = {
 static int parse_flags(int argc, char **argv, struct options *opts, struct error *e)
 {
     int ch;
+    unsigned seen = 0; // the key flags given so far, a bit each
     opterr = 0;
     while ((ch = getopt_long(argc, argv, SHORTOPTS, longopts, NULL)) != -1) {
+        for (int k = 0; k < N_KEY_FLAGS; k++)
+            if (key_flags[k].ch == ch && (seen & 1u << k) && !key_flags[k].value)
+                return error_set(e, "%s given twice (it takes one value)", key_flags[k].flag);
+            else if (key_flags[k].ch == ch)
+                seen |= 1u << k;
         switch (ch) {
         case 'c':
             if (opts->config)
@@ -120,6 +189,9 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
             opts->config = optarg;
             break;
         case 'm':
+            if (opts->max_memory > 0 || seen & 1u << 31)
+                return error_set(e, "--max-memory given twice (it takes one value)");
+            seen |= 1u << 31;
             if (parse_bytes(optarg, &opts->max_memory))
                 return error_set(e, "--max-memory: expected bytes (e.g. 512M, 4G), found '%s'",
                                  optarg);
@@ -153,7 +225,22 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
     return 0;
 }
 
-/* The second pass: --set, --sweep, --format and --out on top of the config
+/* One key flag's value into the config. */
+static int apply_key_flag(const struct key_flag *k, const char *arg, struct config *c,
+                          struct error *e)
+{
+    char v[CONFIG_STR];
+    const char *value = k->value ? k->value : arg;
+    if (k->conv && k->conv(arg, v, sizeof v))
+        return error_set(e, "%s: expected %s, found '%s'", k->flag, k->expected, arg);
+    if (k->conv)
+        value = v;
+    if (config_set(c, k->key, value, e) || (k->key2 && config_set(c, k->key2, value, e)))
+        return error_wrap(e, "%s", k->flag);
+    return 0;
+}
+
+/* The second pass: --set, --sweep and the key flags on top of the config
  * file, in the order given. */
 static int apply_overrides(int argc, char **argv, struct config *c, struct error *e)
 {
@@ -165,10 +252,9 @@ static int apply_overrides(int argc, char **argv, struct config *c, struct error
             rc = config_set_arg(c, optarg, e);
         else if (ch == 'w')
             rc = config_sweep_arg(c, optarg, e);
-        else if (ch == 'f' && config_set(c, "report.format", optarg, e))
-            rc = error_wrap(e, "--format");
-        else if (ch == 'o' && config_set(c, "report.out", optarg, e))
-            rc = error_wrap(e, "--out");
+        for (int k = 0; k < N_KEY_FLAGS && rc == 0; k++)
+            if (key_flags[k].ch == ch)
+                rc = apply_key_flag(&key_flags[k], optarg, c, e);
         if (rc)
             return -1;
     }

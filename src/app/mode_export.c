@@ -16,8 +16,9 @@ static int export_points(const struct config *c, const char *dir, double max_mem
     struct error e;
     struct export x;
     size_t estimate;
+    bool rebuild;
     signal(SIGXFSZ, SIG_IGN); // a file size limit fails the write (EFBIG): the export is removed
-    if (sweep_check(c, max_memory, &estimate, &e) || export_init(&x, dir, &e)) {
+    if (sweep_check(c, max_memory, false, &estimate, &rebuild, &e) || export_init(&x, dir, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return EXIT_USAGE;
     }

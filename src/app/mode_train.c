@@ -9,8 +9,7 @@ static int train_measure(struct app *a, const struct backends *bes, struct comm 
                          struct comm *cm, struct error *e)
 {
     (void)comm;
-    const struct renderer *out = renderer_find(a->res.cfg.report.format);
-    return sweep_run(&a->res.cfg, bes, cm, &a->res, out, a->opts.quiet, e);
+    return sweep_run(&a->res.cfg, bes, cm, &a->res, a->rebuild, a->opts.quiet, e);
 }
 
 static bool train_chosen(const struct options *o)

@@ -107,7 +107,7 @@ static int prepare(struct app *a, struct backends *bes, size_t *estimate)
     int rc = EXIT_OK;
     if (c->report.out[0] && report_check_out(c->report.out, c->name, &e))
         rc = EXIT_USAGE; // refused before the run, not after it
-    else if (sweep_check(c, a->opts.max_memory, estimate, &e))
+    else if (sweep_check(c, a->opts.max_memory, true, estimate, &a->rebuild, &e))
         rc = EXIT_USAGE;
     else if (!stop_requested() && backends_resolve(c, bes, &e))
         rc = EXIT_RUN;
@@ -147,13 +147,31 @@ int session_open(struct app *a, struct backends *bes, struct comm *comm, struct 
     return EXIT_OK;
 }
 
+/* argv as one shell line: each word quoted where the shell would split or
+ * expand it. */
+static void command_line(char *buf, size_t n, int argc, char **argv)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < argc && used < n; i++) {
+        const char *w = argv[i];
+        bool plain = w[0] && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                       "0123456789-_./=:,+%@") == strlen(w);
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " " : "", plain ? w : "'");
+        for (const char *p = w; !plain && *p && used < n; p++)
+            used += (size_t)snprintf(buf + used, n - used, *p == '\'' ? "'\\''" : "%c", *p);
+        if (!plain && used < n)
+            used += (size_t)snprintf(buf + used, n - used, "'");
+    }
+}
+
 /* What the results say about the run before any epoch: the memory
  * estimate, the machine and its devices, the date. */
 static void results_begin(struct results *res, const struct options *opts, size_t estimate,
                           const struct backend *be)
 {
     res->estimate_bytes = (double)estimate;
-    res->repeat = (int)opts->repeat;
+    command_line(res->command, sizeof res->command, opts->argc, opts->argv);
     machine_describe(&res->machine);
     be->describe(res->machine.devices, sizeof res->machine.devices);
     time_t t = time(NULL);
@@ -233,8 +251,7 @@ int session_run(struct app *a, const struct session_ops *ops)
     struct error e = {{0}};
     train_progress = !a->opts.quiet && comm.rank == 0;
     progress_init(!train_progress ? PROGRESS_OFF
-                  : isatty(STDERR_FILENO) ? PROGRESS_LIVE : PROGRESS_LINES,
-                  sweep_points(&res->cfg), a->opts.repeat > 1 ? (int)a->opts.repeat : 1);
+                  : isatty(STDERR_FILENO) ? PROGRESS_LIVE : PROGRESS_LINES);
     stuck_comm = &comm;
     stuck_ops = ops;
     signals_on_stuck(write_stuck, a);

@@ -140,6 +140,9 @@ static const struct key keys[] = {
      "stdout format"},
     {"report.out", KEY_STRING, OFF(report.out), "", 0, CONFIG_STR - 1, NULL, 0,
      "directory for NAME-YYYYmmdd-HHMMSS.json/.csv result files; empty = none"},
+    {"report.verbose", KEY_BOOL, OFF(report.verbose), "false", 0, 0, NULL, 0,
+     "text: a sweep also prints each point's BLAS choice, verdict, floor and device details "
+     "(--verbose)"},
     {"report.floor", KEY_BOOL, OFF(report.floor), "false", 0, 0, NULL, 0,
      "before training, measure this machine's floor for the run's shapes (gather + compute)"},
     {"tune.knobs", KEY_STRING, OFF(tune.knobs), "", 0, CONFIG_STR - 1, NULL, 0,
@@ -152,6 +155,19 @@ static const struct key keys[] = {
      "time) reaches it (fewest workers, then smallest prefetch)"},
     {"tune.budget_s", KEY_FLOAT, OFF(tune.budget_s), "600", 1, 1e6, NULL, 0,
      "--tune: seconds of trials the search may spend"},
+    {"bench.threshold", KEY_FLOAT, OFF(bench.threshold), "0.03", 0, 0.5, NULL, 0,
+     "noise threshold: B / A within 1 +- this is no measurable effect (same); faster or "
+     "slower only when the ratio's whole 95% interval lies beyond it (--threshold)"},
+    {"bench.precision", KEY_FLOAT, OFF(bench.precision), "0", 0, 1, NULL, 0,
+     "add rounds until each point's 95% interval is within +- this share of its median; "
+     "0 = off (--precision)"},
+    {"bench.budget_s", KEY_FLOAT, OFF(bench.budget_s), "480", 0, 1e7, NULL, 0,
+     "seconds the rounds may take before undecided verdicts are reported as such; 0 = no "
+     "limit (--budget)"},
+    {"bench.min_rounds", KEY_INT, OFF(bench.min_rounds), "6", 1, 10000, NULL, 0,
+     "rounds before a sweep may stop (6: the fewest whose interval reaches 95%)"},
+    {"bench.max_rounds", KEY_INT, OFF(bench.max_rounds), "100", 1, 10000, NULL, 0,
+     "rounds at most (--repeat N runs exactly N)"},
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 _Static_assert(N_KEYS <= 64, "config.explicit_keys has one bit per key");
@@ -213,7 +229,7 @@ static const char *key_choices(const struct key *k, char *buf, size_t n)
 }
 
 static const char *const sections[] = {"dataset", "model", "loader", "train", "parallel",
-                                       "report", "transform", "emulate", "tune"};
+                                       "report", "transform", "emulate", "tune", "bench"};
 #define N_SECTIONS (sizeof sections / sizeof sections[0])
 
 

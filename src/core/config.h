@@ -78,6 +78,7 @@ struct config {
         char format[CONFIG_STR]; // text | json | csv
         char out[CONFIG_STR];    // results directory, "" = none
         bool floor;              // measure this machine's floor for the run's shapes first
+        bool verbose;            // text: each point's details in a sweep too
     } report;
     struct {
         char knobs[CONFIG_STR];  // --tune: knobs it may change, comma-separated; "" = all
@@ -85,6 +86,12 @@ struct config {
         double target_au;        // --tune: 0 = fastest; else cheapest settings reaching it
         double budget_s;         // --tune: trial seconds the search may spend
     } tune;
+    struct {
+        double threshold;        // B / A within 1 +- this: no measurable effect
+        double precision;        // rounds until each point's interval is within +- this; 0 = off
+        double budget_s;         // seconds the rounds may take; 0 = no limit
+        long min_rounds, max_rounds; // rounds of a sweep: before it may stop, at most
+    } bench;
     /* sweep: the cartesian product of these keys' values, first key outermost */
     struct config_sweep {
         char key[CONFIG_STR];

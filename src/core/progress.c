@@ -1,6 +1,7 @@
 /* Progress lines on stderr; see progress.h. */
 #include "progress.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #include "util.h"
@@ -11,45 +12,64 @@
 static struct {
     enum progress_mode mode;
     long n_points, point, epochs;
-    int repeats, repeat;
+    int rounds, round;  // at most, and now (0-based)
+    bool fixed;         // exactly `rounds`
+    double budget_s;    // the rounds' time limit, 0 = none
     double start, last;
     bool shown;         // a live line is on the terminal
     bool trial;         // --tune's trials, not a sweep's points
     char settings[128]; // the trial's settings
 } pg;
 
-void progress_init(enum progress_mode mode, long n_points, int repeats)
+void progress_init(enum progress_mode mode)
 {
     pg.mode = mode;
-    pg.n_points = n_points > 0 ? n_points : 1;
-    pg.repeats = repeats > 0 ? repeats : 1;
+    pg.n_points = pg.rounds = 1;
+    pg.fixed = true;
     pg.start = pg.last = now_seconds();
 }
 
-void progress_point(long p, long epochs)
+void progress_rounds(int max_rounds, int points, bool fixed, double budget_s)
 {
-    pg.point = p;
+    pg.rounds = max_rounds > 0 ? max_rounds : 1;
+    pg.n_points = points > 0 ? points : 1;
+    pg.fixed = fixed;
+    pg.budget_s = budget_s;
+}
+
+void progress_round(int r, int k, long epochs)
+{
+    pg.round = r;
+    pg.point = k;
     pg.epochs = epochs > 0 ? epochs : 1;
-    pg.repeat = 0;
 }
 
 void progress_trial(long k, long epochs, const char *settings)
 {
-    progress_point(k, epochs);
+    pg.point = k;
+    pg.epochs = epochs > 0 ? epochs : 1;
     pg.trial = true;
     snprintf(pg.settings, sizeof pg.settings, "%s", settings);
 }
 
-void progress_repeat(int k) { pg.repeat = k; }
+void progress_note(const char *text)
+{
+    if (pg.mode == PROGRESS_OFF)
+        return;
+    progress_clear();
+    fprintf(stderr, "%s%s\n", pg.mode == PROGRESS_LINES ? "progress: " : "dpbench: ", text);
+    fflush(stderr);
+}
 
-/* Share of the whole invocation done: points before, then this point's
- * repeats and epochs, each batch a share of its epoch. */
+/* Share of the rounds done, as if every round ran: rounds before, this
+ * round's points before, this point's epochs, each batch a share of its
+ * epoch. */
 static double done_share(long ep, long k, long batches)
 {
     double epoch = ((double)ep - 1 + (batches > 0 ? (double)k / (double)batches : 1)) /
                    (double)pg.epochs;
-    double point = ((double)pg.repeat + epoch) / pg.repeats;
-    return ((double)pg.point + point) / (double)pg.n_points;
+    double round = ((double)pg.point + epoch) / (double)pg.n_points;
+    return ((double)pg.round + round) / pg.rounds;
 }
 
 static void line(long ep, long epochs, long k, long batches, double t)
@@ -62,16 +82,20 @@ static void line(long ep, long epochs, long k, long batches, double t)
         fflush(stderr);
         return;
     }
-    double f = done_share(ep, k, batches);
+    double f = done_share(ep, k, batches), left_s = f > 0 ? elapsed * (1 - f) / f : NAN;
+    if (!pg.fixed && pg.budget_s > 0 && !(left_s < pg.budget_s - elapsed))
+        left_s = pg.budget_s > elapsed ? pg.budget_s - elapsed : 0;
     char left[48] = "unknown";
-    if (f > 0)
-        snprintf(left, sizeof left, "~%.1f s", elapsed * (1 - f) / f);
-    char rep[32] = "";
-    if (pg.repeats > 1)
-        snprintf(rep, sizeof rep, ", repeat %d/%d", pg.repeat + 1, pg.repeats);
-    fprintf(stderr, "progress: point %ld/%ld%s, epoch %ld/%ld, batch %ld/%ld, elapsed %.1f s, "
+    if (!isnan(left_s))
+        snprintf(left, sizeof left, "%s%.1f s", pg.fixed ? "~" : "at most ~", left_s);
+    char round[48] = "";
+    if (pg.rounds > 1 && pg.fixed)
+        snprintf(round, sizeof round, "round %d/%d, ", pg.round + 1, pg.rounds);
+    else if (pg.rounds > 1)
+        snprintf(round, sizeof round, "round %d (at most %d), ", pg.round + 1, pg.rounds);
+    fprintf(stderr, "progress: %spoint %ld/%ld, epoch %ld/%ld, batch %ld/%ld, elapsed %.1f s, "
                     "remaining %s\n",
-            pg.point + 1, pg.n_points, rep, ep, epochs, k, batches, elapsed, left);
+            round, pg.point + 1, pg.n_points, ep, epochs, k, batches, elapsed, left);
     fflush(stderr);
 }
 

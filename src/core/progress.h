@@ -9,15 +9,19 @@
 
 enum progress_mode { PROGRESS_OFF, PROGRESS_LIVE, PROGRESS_LINES };
 
-/* Starts the clock for n_points points of `repeats` runs each. */
-void progress_init(enum progress_mode mode, long n_points, int repeats);
-/* Point p (0-based) starts; each of its runs has `epochs` epochs (warmup included). */
-void progress_point(long p, long epochs);
+/* Starts the clock. */
+void progress_init(enum progress_mode mode);
+/* The points are measured in rounds of `points` each: exactly max_rounds
+ * (fixed), or at most that many and budget_s seconds (0: no limit). */
+void progress_rounds(int max_rounds, int points, bool fixed, double budget_s);
+/* Round r (0-based) runs its k-th point (0-based), of `epochs` epochs (warmup
+ * included). */
+void progress_round(int r, int k, long epochs);
+/* A line of its own between rounds (what is still undecided). */
+void progress_note(const char *text);
 /* --tune's trial k (0-based) of `epochs` epochs starts, on `settings` (copied);
  * the number of trials is not known ahead, so its lines estimate no time left. */
 void progress_trial(long k, long epochs, const char *settings);
-/* Run k (0-based) of the point's repeats starts. */
-void progress_repeat(int k);
 /* Batch k of `batches` of epoch ep (1-based, of `epochs`) is done. */
 void progress_batch(long ep, long epochs, long k, long batches);
 /* Clears the live line (before other output on stderr). */

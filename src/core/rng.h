@@ -18,6 +18,6 @@ double rng_normal(struct rng *r);           // standard normal
 uint64_t rng_below(struct rng *r, uint64_t n); // uniform in [0, n)
 
 enum rng_stream { RNG_DATA = 1, RNG_TEACHER, RNG_NOISE, RNG_INIT, RNG_SHUFFLE, RNG_AUGMENT,
-                  RNG_GENERATE };
+                  RNG_GENERATE, RNG_ROUNDS };
 
 #endif

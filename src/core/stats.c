@@ -44,24 +44,33 @@ double stats_quantile(const double *sorted, size_t n, double p)
     return sorted[i] + f * (sorted[i + 1] - sorted[i]);
 }
 
-/* P(X <= k) for X ~ Binomial(n, 1/2), through log-gamma so n can be large. */
-static double binom_half_cdf(long n, long k)
-{
-    double sum = 0, lhalf = (double)n * log(0.5);
-    for (long i = 0; i <= k; i++)
-        sum += exp(lgamma(n + 1.0) - lgamma(i + 1.0) - lgamma((double)(n - i) + 1.0) + lhalf);
-    return sum;
-}
-
 /* The median's 95% interval from order statistics: the number of samples
  * below the true median is Binomial(n, 1/2), so [x_(j), x_(n-1-j)] (0-based)
  * covers it with probability 1 - 2 P(X <= j); j is the largest that keeps
- * that at least 0.95. Distribution-free: no normality assumed. */
+ * that at least 0.95. Distribution-free: no normality assumed. The binomial
+ * tail is summed term by term (each term from the one before) up to
+ * STATS_EXACT_MAX samples, one pass; beyond, its normal approximation
+ * (continuity-corrected) gives j directly. */
+#define STATS_EXACT_MAX 1000
+static long median_rank(long n)
+{
+    if (n > STATS_EXACT_MAX)
+        return (long)floor(0.5 * ((double)n - 1.959964 * sqrt((double)n)) - 0.5);
+    double term = exp((double)n * log(0.5)), cdf = 0; // P(X = 0)
+    long j = -1;
+    for (long i = 0; i < n / 2; i++) {
+        cdf += term;
+        if (2 * cdf > 0.05)
+            break;
+        j = i;
+        term *= (double)(n - i) / (double)(i + 1); // P(X = i + 1)
+    }
+    return j;
+}
+
 static void median_interval(const double *sorted, size_t n, struct stats *s)
 {
-    long j = -1;
-    while (j + 1 < (long)n / 2 && 2 * binom_half_cdf((long)n, j + 1) <= 0.05)
-        j++;
+    long j = median_rank((long)n);
     s->ci_exact = j >= 0;
     if (j < 0)
         j = 0;
@@ -130,7 +139,8 @@ const char *stats_noise_warning(const struct stats *s, char *buf, size_t n)
 
 const char *verdict_name(enum verdict v)
 {
-    return v == VERDICT_FASTER ? "faster" : v == VERDICT_SLOWER ? "slower" : "same";
+    static const char *const names[] = {"same", "faster", "slower", "undecided"};
+    return names[v];
 }
 
 /* Two-sided p-value of the Mann-Whitney U test of a against b: ranks of the
@@ -168,31 +178,79 @@ static double mann_whitney_p(const double *a, size_t na, const double *b, size_t
     return z <= 0 ? 1 : erfc(z / sqrt(2));
 }
 
+/* The k-th smallest of x[0..n-1] (reordered in place), Hoare's selection:
+ * O(n) on average, where a sort is O(n log n). */
+static double select_kth(double *x, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = x[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (x[i] < pivot)
+                i++;
+            while (x[j] > pivot)
+                j--;
+            if (i <= j) {
+                double t = x[i];
+                x[i] = x[j];
+                x[j] = t;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return x[k];
+    }
+    return x[k];
+}
+
+double stats_median(double *x, size_t n)
+{
+    double hi = select_kth(x, n, n / 2);
+    if (n % 2)
+        return hi;
+    double lo = x[0]; // the largest of the lower half, which selection left below n / 2
+    for (size_t i = 1; i < n / 2; i++)
+        lo = x[i] > lo ? x[i] : lo;
+    return 0.5 * (lo + hi);
+}
+
 static double resample_median(struct rng *r, const double *x, size_t n, double *tmp)
 {
     for (size_t i = 0; i < n; i++)
         tmp[i] = x[rng_below(r, n)];
-    qsort(tmp, n, sizeof *tmp, cmp_double);
-    return stats_quantile(tmp, n, 0.5);
+    return stats_median(tmp, n);
 }
 
 /* Percentile bootstrap of median(b) / median(a), each sample resampled on its
- * own, from a fixed seed. */
+ * own, from a fixed seed. The work is bounded: BOOTSTRAP_ROUNDS resamples up
+ * to BOOTSTRAP_WORK drawn values in all, fewer (at least BOOTSTRAP_MIN) for
+ * samples larger than that allows. */
+#define BOOTSTRAP_WORK 40000000.0
+#define BOOTSTRAP_MIN 200
 static void ratio_interval(const double *a, size_t na, const double *b, size_t nb, double ci[2])
 {
-    double *ratios = malloc(BOOTSTRAP_ROUNDS * sizeof *ratios);
+    int rounds = (int)fmin(BOOTSTRAP_ROUNDS, fmax(BOOTSTRAP_MIN, BOOTSTRAP_WORK / (double)(na + nb)));
+    double *ratios = malloc((size_t)rounds * sizeof *ratios);
     double *tmp = malloc((na > nb ? na : nb) * sizeof *tmp);
     ci[0] = ci[1] = NAN;
     if (ratios && tmp) {
         struct rng r;
         rng_init(&r, BOOTSTRAP_SEED, 0, 0);
-        for (int i = 0; i < BOOTSTRAP_ROUNDS; i++) {
+        for (int i = 0; i < rounds; i++) {
             double ma = resample_median(&r, a, na, tmp);
             ratios[i] = resample_median(&r, b, nb, tmp) / ma;
         }
-        qsort(ratios, BOOTSTRAP_ROUNDS, sizeof *ratios, cmp_double);
-        ci[0] = stats_quantile(ratios, BOOTSTRAP_ROUNDS, 0.025);
-        ci[1] = stats_quantile(ratios, BOOTSTRAP_ROUNDS, 0.975);
+        qsort(ratios, (size_t)rounds, sizeof *ratios, cmp_double);
+        ci[0] = stats_quantile(ratios, (size_t)rounds, 0.025);
+        ci[1] = stats_quantile(ratios, (size_t)rounds, 0.975);
     }
     free(ratios);
     free(tmp);
@@ -214,4 +272,186 @@ void stats_compare(const double *a, size_t na, const double *b, size_t nb,
         c->verdict = VERDICT_FASTER;
     else if (c->p_value < 0.05 && c->ci95[0] > 1)
         c->verdict = VERDICT_SLOWER;
+}
+
+/* ---- B against A over units (rounds or runs) ------------------------------- */
+
+enum verdict stats_decide(const double ci95[2], double threshold)
+{
+    if (!(ci95[0] > 0) || !isfinite(ci95[1])) // NAN or no interval
+        return VERDICT_UNDECIDED;
+    if (ci95[1] < 1 - threshold)
+        return VERDICT_FASTER;
+    if (ci95[0] > 1 + threshold)
+        return VERDICT_SLOWER;
+    if (ci95[0] >= 1 - threshold && ci95[1] <= 1 + threshold)
+        return VERDICT_SAME;
+    return VERDICT_UNDECIDED;
+}
+
+/* The half-width (log scale) an interval around log ratio m may have to be
+ * decided: to lie wholly beyond the threshold on m's side, or wholly inside
+ * it; <= 0 when none can (m on the threshold). */
+static double room(double m, double threshold)
+{
+    double lo = log1p(-threshold), hi = log1p(threshold);
+    if (m < lo)
+        return lo - m;
+    if (m > hi)
+        return m - hi;
+    return fmin(m - lo, hi - m);
+}
+
+/* Units a decision needs at the spread seen: the least k (from `from`) whose
+ * interval half-width, about 1.96 se1 / sqrt(k) for one unit's standard
+ * error se1 of the centre, fits in the room m leaves; -1 when none would. */
+static int units_needed(double se1, double m, double threshold, int from)
+{
+    double d = room(m, threshold);
+    if (!(d > 0) || !isfinite(se1))
+        return -1;
+    double k = ceil(pow(1.959964 * se1 / d, 2));
+    return k > 1e6 ? -1 : (int)fmax(k, (double)from);
+}
+
+static double *log_sorted(const double *x, size_t n, const double *over)
+{
+    double *l = malloc((n ? n : 1) * sizeof *l);
+    for (size_t k = 0; l && k < n; k++)
+        l[k] = log(x[k] / (over ? over[k] : 1.0));
+    if (l)
+        qsort(l, n, sizeof *l, cmp_double);
+    return l;
+}
+
+/* A robust spread of sorted[0..n-1]: 1.4826 MAD, the standard deviation it
+ * estimates for normal data. */
+static double mad_sd(const double *sorted, size_t n, double median)
+{
+    double *dev = malloc((n ? n : 1) * sizeof *dev);
+    if (!dev)
+        return NAN;
+    for (size_t i = 0; i < n; i++)
+        dev[i] = fabs(sorted[i] - median);
+    double mad = stats_median(dev, n);
+    free(dev);
+    return 1.4826 * mad;
+}
+
+static void ratio_init(struct ratio *r, size_t units, double threshold)
+{
+    *r = (struct ratio){.ratio = NAN, .ci95 = {NAN, NAN}, .units = (int)units,
+                        .threshold = threshold, .verdict = VERDICT_UNDECIDED,
+                        .units_needed = -1};
+}
+
+/* Paired: the median of the units' log ratios, with the sign test's
+ * interval (the same order statistics as a median's: median_rank). The
+ * median and the sign test need no normality and take a burst that hits one
+ * side of one round as what it is: one round. */
+void stats_paired(const double *a, const double *b, size_t n, double threshold,
+                  struct ratio *out)
+{
+    ratio_init(out, n, threshold);
+    double *l = n ? log_sorted(b, n, a) : NULL;
+    if (!l || !isfinite(l[0]) || !isfinite(l[n - 1])) {
+        free(l);
+        return;
+    }
+    double m = stats_quantile(l, n, 0.5);
+    out->ratio = exp(m);
+    long j = median_rank((long)n);
+    if (j >= 0) {
+        out->ci95[0] = exp(l[j]);
+        out->ci95[1] = exp(l[n - 1 - (size_t)j]);
+        out->verdict = stats_decide(out->ci95, threshold);
+    }
+    /* the median's standard error for one unit: 1.2533 sigma (normal data) */
+    double se1 = n > 1 ? 1.2533 * mad_sd(l, n, m) : NAN;
+    out->units_needed = out->verdict != VERDICT_UNDECIDED ? 0
+                        : units_needed(se1, m, threshold, n < 6 ? 6 : (int)n + 1);
+    free(l);
+}
+
+/* The two-sided 5% critical count of the Mann-Whitney U statistic for na and
+ * nb: the largest c with P(U < c) <= 0.025 (exact, by counting the
+ * arrangements, up to 40 a side; the normal approximation beyond); -1 when
+ * no c reaches it (too few units). */
+static long mw_critical(size_t na, size_t nb)
+{
+    if (na > 40 || nb > 40) {
+        double mu = (double)na * (double)nb / 2;
+        double sd = sqrt((double)na * (double)nb * (double)(na + nb + 1) / 12);
+        return (long)floor(mu - 1.959964 * sd); // U < c, continuity as in the exact count
+    }
+    /* f[k][u]: arrangements of k a's among the first values with U = u,
+     * built one value at a time (the classic recursion) */
+    size_t umax = na * nb;
+    double *f = calloc((na + 1) * (umax + 1), sizeof *f), *g = calloc((na + 1) * (umax + 1), sizeof *g);
+    long c = -1;
+    if (f && g) {
+        f[0] = 1;
+        for (size_t t = 1; t <= na + nb; t++) { // t values placed, k of them from a
+            memset(g, 0, (na + 1) * (umax + 1) * sizeof *g);
+            for (size_t k = 0; k <= na && k <= t; k++)
+                for (size_t u = 0; u <= umax; u++) {
+                    double v = f[k * (umax + 1) + u];
+                    if (v == 0)
+                        continue;
+                    if (t - 1 - k < nb) // the t-th value from b: passes the k a's before it
+                        g[k * (umax + 1) + u + k] += v;
+                    if (k < na) // from a
+                        g[(k + 1) * (umax + 1) + u] += v;
+                }
+            double *h = f;
+            f = g;
+            g = h;
+        }
+        double total = 0, cum = 0;
+        for (size_t u = 0; u <= umax; u++)
+            total += f[na * (umax + 1) + u];
+        for (size_t u = 0; u <= umax; u++) {
+            cum += f[na * (umax + 1) + u];
+            if (cum / total > 0.025)
+                break;
+            c = (long)u + 1; // P(U <= u) <= 0.025: U < u + 1 is the tail
+        }
+    }
+    free(f);
+    free(g);
+    return c;
+}
+
+/* Unpaired: the Hodges-Lehmann shift between the two sides' log medians
+ * (the median of every difference b - a) with Moses' interval, the
+ * Mann-Whitney test's: the c-th smallest and largest differences. */
+void stats_unpaired(const double *a, size_t na, const double *b, size_t nb, double threshold,
+                    struct ratio *out)
+{
+    ratio_init(out, na < nb ? na : nb, threshold);
+    double *la = log_sorted(a, na, NULL), *lb = log_sorted(b, nb, NULL);
+    double *d = malloc((na && nb ? na * nb : 1) * sizeof *d);
+    if (la && lb && d && na && nb && isfinite(la[0]) && isfinite(lb[0]) &&
+        isfinite(la[na - 1]) && isfinite(lb[nb - 1])) {
+        for (size_t i = 0; i < na; i++)
+            for (size_t k = 0; k < nb; k++)
+                d[i * nb + k] = lb[k] - la[i];
+        qsort(d, na * nb, sizeof *d, cmp_double);
+        double m = stats_quantile(d, na * nb, 0.5);
+        out->ratio = exp(m);
+        long c = mw_critical(na, nb);
+        if (c >= 1) {
+            out->ci95[0] = exp(d[c - 1]);
+            out->ci95[1] = exp(d[na * nb - (size_t)c]);
+            out->verdict = stats_decide(out->ci95, threshold);
+        }
+        double sa = mad_sd(la, na, stats_quantile(la, na, 0.5));
+        double sb = mad_sd(lb, nb, stats_quantile(lb, nb, 0.5));
+        double se1 = 1.2533 * sqrt(sa * sa + sb * sb); // one unit a side
+        out->units_needed = out->verdict != VERDICT_UNDECIDED ? 0
+                            : units_needed(se1, m, threshold, out->units < 4 ? 4 : out->units + 1);
+    }
+    free(la);
+    free(lb);
+    free(d);
 }

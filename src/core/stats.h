@@ -38,8 +38,11 @@ double stats_quantile(const double *sorted, size_t n, double p);
  * STATS_NOISY_CV or outliers. The text says what to do. */
 const char *stats_noise_warning(const struct stats *s, char *buf, size_t n);
 
-enum verdict { VERDICT_SAME, VERDICT_FASTER, VERDICT_SLOWER };
-const char *verdict_name(enum verdict v); // "same", "faster", "slower"
+/* B against A. With a noise threshold t (stats_decide): faster / slower when
+ * the ratio's whole interval lies beyond 1 -+ t, same (no measurable effect)
+ * when it lies wholly inside [1 - t, 1 + t], undecided otherwise. */
+enum verdict { VERDICT_SAME, VERDICT_FASTER, VERDICT_SLOWER, VERDICT_UNDECIDED };
+const char *verdict_name(enum verdict v); // "same", "faster", "slower", "undecided"
 
 struct comparison {
     double ratio;       // median(B) / median(A): below 1 means B takes less time
@@ -49,6 +52,36 @@ struct comparison {
     enum verdict verdict; // B against A: faster / slower only when p < 0.05 AND
                           // the ratio's interval excludes 1; else same
 };
+
+/* The noise threshold's default: a ratio within 1 -+ 3% is no measurable
+ * effect (criterion.rs uses 1%, BenchmarkTools.jl's judge 5%). */
+#define STATS_THRESHOLD 0.03
+
+/* B against A over units: rounds, where A and B ran side by side in each
+ * (paired), or whole runs (unpaired). One number per side and unit: its
+ * median epoch. */
+struct ratio {
+    double ratio;         // B / A: exp of the mean log ratio (below 1: B takes less time)
+    double ci95[2];       // its 95% interval, on the log scale (never negative); NAN with
+                          // too few units (6 rounds paired, 4 runs a side unpaired)
+    int units;            // rounds (paired), or the smaller side's runs (unpaired)
+    double threshold;     // the noise threshold the verdict used (0.03 = 3%)
+    enum verdict verdict; // stats_decide(ci95, threshold); undecided with fewer than 2 units
+    int units_needed;     // units that would decide it at the spread seen (0: decided;
+                          // -1: none would, the ratio sits on the threshold)
+};
+/* a[k], b[k]: unit k's medians of A and B (n units, same round each): the
+ * median of the log ratios, with the sign test's interval. */
+void stats_paired(const double *a, const double *b, size_t n, double threshold,
+                  struct ratio *out);
+/* a[0..na-1], b[0..nb-1]: the medians of A's and B's units: the
+ * Hodges-Lehmann shift of the logs, with Moses' (Mann-Whitney's) interval. */
+void stats_unpaired(const double *a, size_t na, const double *b, size_t nb, double threshold,
+                    struct ratio *out);
+/* The verdict of an interval of B / A against the threshold. */
+enum verdict stats_decide(const double ci95[2], double threshold);
+/* The median of x[0..n-1], reordering x: O(n) (a selection, not a sort). */
+double stats_median(double *x, size_t n);
 
 /* Compares timings b against a (each at least 1 sample; with fewer than 3 in
  * either the verdict is always "same": no test can decide). */

@@ -118,8 +118,9 @@ static cJSON *splits_json(const struct run_result *run)
 
 /* "summary": the run's figures (report_summarize_run), the verdict, ddp's and
  * the emulated device's; the ddp part also adds world_size and ranks to o */
-static void summary_json(cJSON *o, const struct run_result *run)
+static void summary_json(cJSON *o, const struct results *r, int i)
 {
+    const struct run_result *run = &r->runs[i];
     const struct run_summary *s = &run->sum;
     cJSON *sum = cJSON_AddObjectToObject(o, "summary");
     for (int j = 0; j < n_point_columns; j++)
@@ -129,9 +130,15 @@ static void summary_json(cJSON *o, const struct run_result *run)
     cJSON_AddItemToObject(sum, "speedup", number_or_null(s->speedup));
     cJSON_AddItemToObject(sum, "speedup_ci95", pair_json(s->speedup_ci95));
     cJSON_AddStringToObject(sum, "speedup_verdict", verdict_name(s->speedup_verdict));
+    if (s->speedup_verdict == VERDICT_UNDECIDED)
+        cJSON_AddItemToObject(sum, "speedup_rounds_needed",
+                              s->speedup_rounds_needed > 0
+                                  ? cJSON_CreateNumber(s->speedup_rounds_needed)
+                                  : cJSON_CreateNull());
+    cJSON_AddItemToObject(sum, "median_ci95_ms", pair_json(s->ci95_ms));
     report_ddp_json(o, sum, run);
-    char verdict[256];
-    report_verdict(run, verdict, sizeof verdict);
+    char verdict[512];
+    report_verdict(r, i, verdict, sizeof verdict);
     cJSON_AddStringToObject(sum, "verdict", verdict);
     cJSON_AddItemToObject(sum, "au", number_or_null(s->au));
     report_emulated_json(sum, run);
@@ -156,9 +163,44 @@ static void eval_params_json(cJSON *o, const struct run_result *run)
     }
 }
 
-/* runs[i]: the point, its config, and (unless it is another point's run) what it measured */
-static cJSON *run_json(const struct run_result *run)
+/* A load record: runs[i].load and runs[i].rounds[k].load */
+static cJSON *load_json(const struct load *l)
 {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "seconds", l->seconds);
+    cJSON_AddItemToObject(o, "others_cpu", number_or_null(l->others_cpu));
+    cJSON_AddItemToObject(o, "steal", number_or_null(l->steal));
+    cJSON_AddItemToObject(o, "loadavg_start", number_or_null(l->loadavg_start));
+    cJSON_AddItemToObject(o, "loadavg_end", number_or_null(l->loadavg_end));
+    cJSON_AddItemToObject(o, "governor", l->governor[0] ? cJSON_CreateString(l->governor)
+                                                        : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "mhz_min", number_or_null(l->mhz_min));
+    cJSON_AddItemToObject(o, "mhz_max", number_or_null(l->mhz_max));
+    return o;
+}
+
+/* runs[i].rounds: where each of the point's rounds is among its epochs */
+static cJSON *rounds_json(const struct run_result *run)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int k = 0; k < run->n_rounds; k++) {
+        const struct run_round *rd = &run->rounds[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "round", rd->round);
+        cJSON_AddNumberToObject(o, "position", rd->position);
+        cJSON_AddNumberToObject(o, "first_epoch", rd->first_epoch + 1);
+        cJSON_AddNumberToObject(o, "epochs", rd->n_epochs);
+        cJSON_AddItemToObject(o, "median_ms", number_or_null(1e3 * rd->median_s));
+        cJSON_AddItemToObject(o, "load", load_json(&rd->load));
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+/* runs[i]: the point, its config, and (unless it is another point's run) what it measured */
+static cJSON *run_json(const struct results *r, int i)
+{
+    const struct run_result *run = &r->runs[i];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "point", run->label);
     cJSON *ov = cJSON_AddObjectToObject(o, "overrides");
@@ -192,10 +234,99 @@ static cJSON *run_json(const struct run_result *run)
     cJSON *eps = cJSON_AddArrayToObject(o, "epochs");
     for (int k = 0; k < run->n_epochs; k++)
         cJSON_AddItemToArray(eps, epoch_json(run, k));
-    cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "stats"), "epoch_ms",
-                          stats_json(&run->sum.epoch_ms));
-    summary_json(o, run);
+    cJSON *st = cJSON_AddObjectToObject(o, "stats");
+    cJSON_AddItemToObject(st, "epoch_ms", stats_json(&run->sum.epoch_ms));
+    if (run->sum.round_ms.n > 1)
+        cJSON_AddItemToObject(st, "round_ms", stats_json(&run->sum.round_ms));
+    cJSON_AddItemToObject(o, "rounds", rounds_json(run));
+    cJSON_AddItemToObject(o, "load", run->load.seconds > 0 ? load_json(&run->load)
+                                                           : cJSON_CreateNull());
+    summary_json(o, r, i);
     eval_params_json(o, run);
+    return o;
+}
+
+/* "rounds": how many, why they ended, the settings that decided it, and each
+ * round's order (run indices, in the order they ran) */
+static cJSON *rounds_plan_json(const struct results *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "count", r->rounds);
+    cJSON_AddStringToObject(o, "end", r->rounds_end ? r->rounds_end : "fixed");
+    cJSON_AddNumberToObject(o, "threshold", r->cfg.bench.threshold);
+    cJSON_AddNumberToObject(o, "precision", r->cfg.bench.precision);
+    cJSON_AddNumberToObject(o, "budget_seconds", r->cfg.bench.budget_s);
+    cJSON *order = cJSON_AddArrayToObject(o, "order");
+    for (int rd = 0; rd <= r->rounds; rd++) {
+        cJSON *row = cJSON_CreateArray();
+        for (int pos = 0; pos < r->n_runs; pos++) // positions in order
+            for (int i = 0; i < r->n_runs; i++)
+                for (int k = 0; k < r->runs[i].n_rounds; k++)
+                    if (r->runs[i].rounds[k].round == rd && r->runs[i].rounds[k].position == pos)
+                        cJSON_AddItemToArray(row, cJSON_CreateNumber(i));
+        if (cJSON_GetArraySize(row) > 0)
+            cJSON_AddItemToArray(order, row);
+        else
+            cJSON_Delete(row);
+    }
+    return o;
+}
+
+static void warnings_json(cJSON *root, const struct results *r)
+{
+    cJSON *warn = cJSON_AddArrayToObject(root, "warnings");
+    for (int i = 0; i < r->n_runs; i++) {
+        const struct run_result *run = &r->runs[i];
+        char w[sizeof run->label + sizeof run->sum.warning + 8];
+        if (run_warning(run, w, sizeof w))
+            cJSON_AddItemToArray(warn, cJSON_CreateString(w));
+        if (run->sum.load_warning[0]) {
+            snprintf(w, sizeof w, "%s%s%s", run->label, run->label[0] ? ": " : "",
+                     run->sum.load_warning);
+            cJSON_AddItemToArray(warn, cJSON_CreateString(w));
+        }
+    }
+    char w[512];
+    if (report_load_apart(r, w, sizeof w))
+        cJSON_AddItemToArray(warn, cJSON_CreateString(w));
+}
+
+/* A ratio of B to A with its interval, verdict and the rounds it had */
+static cJSON *ratio_json(const struct ratio *q)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "ratio", number_or_null(q->ratio));
+    cJSON_AddItemToObject(o, "ci95", pair_json(q->ci95));
+    cJSON_AddStringToObject(o, "verdict", verdict_name(q->verdict));
+    cJSON_AddNumberToObject(o, "rounds", q->units);
+    cJSON_AddItemToObject(o, "rounds_needed", q->units_needed > 0 ? cJSON_CreateNumber(q->units_needed)
+                                                                  : cJSON_CreateNull());
+    return o;
+}
+
+/* "conclusion": the fastest point and each swept knob's effect from it;
+ * null without a sweep */
+static cJSON *conclusion_json(const struct results *r)
+{
+    const struct conclusion *c = &r->conclusion;
+    if (c->fastest < 0)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "fastest", r->runs[c->fastest].label);
+    cJSON_AddNumberToObject(o, "fastest_run", c->fastest);
+    cJSON_AddItemToObject(o, "median_ms", number_or_null(1e3 * r->runs[c->fastest].sum.median_s));
+    cJSON *knobs = cJSON_AddArrayToObject(o, "knobs");
+    for (int s = 0; s < c->n_knobs; s++) {
+        const struct knob_effect *k = &c->knobs[s];
+        cJSON *e = k->run >= 0 && !k->same_work ? ratio_json(&k->vs) : cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "key", k->key);
+        cJSON_AddItemToObject(e, "point", k->run >= 0 ? cJSON_CreateString(r->runs[k->run].label)
+                                                      : cJSON_CreateNull());
+        cJSON_AddBoolToObject(e, "same_work", k->same_work);
+        if (k->same_work || k->run < 0)
+            cJSON_AddStringToObject(e, "verdict", k->same_work ? "same" : "not measured");
+        cJSON_AddItemToArray(knobs, e);
+    }
     return o;
 }
 
@@ -228,16 +359,14 @@ char *report_json(const struct results *r)
     cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
     cJSON_AddNumberToObject(root, "peak_rss_bytes", r->peak_rss_bytes);
     cJSON_AddNumberToObject(root, "host_memory_estimate_bytes", r->estimate_bytes);
-    cJSON_AddNumberToObject(root, "repeat", r->repeat > 0 ? r->repeat : 1);
-    cJSON *warn = cJSON_AddArrayToObject(root, "warnings");
-    for (int i = 0; i < r->n_runs; i++) {
-        char w[sizeof r->runs[i].label + sizeof r->runs[i].sum.warning + 8];
-        if (run_warning(&r->runs[i], w, sizeof w))
-            cJSON_AddItemToArray(warn, cJSON_CreateString(w));
-    }
+    cJSON_AddNumberToObject(root, "repeat", r->rounds > 0 ? r->rounds : 1);
+    cJSON_AddItemToObject(root, "rounds", rounds_plan_json(r));
+    cJSON_AddStringToObject(root, "command_line", r->command);
+    warnings_json(root, r);
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     for (int i = 0; i < r->n_runs; i++)
-        cJSON_AddItemToArray(runs, run_json(&r->runs[i]));
+        cJSON_AddItemToArray(runs, run_json(r, i));
+    cJSON_AddItemToObject(root, "conclusion", conclusion_json(r));
     if (r->tune)
         cJSON_AddItemToObject(root, "tune", cJSON_Duplicate(r->tune, true));
     char *text = cJSON_Print(root);

@@ -22,8 +22,9 @@ static void md_num(FILE *f, const char *fmt, double v)
         fputs(" - |", f);
 }
 
-static void md_row(FILE *f, const struct results *r, const struct run_result *run)
+static void md_row(FILE *f, const struct results *r, int i)
 {
+    const struct run_result *run = &r->runs[i];
     char verdict[256];
     fprintf(f, "| %s |", run->label[0] ? run->label : "(base)");
     if (run->same) {
@@ -31,10 +32,9 @@ static void md_row(FILE *f, const struct results *r, const struct run_result *ru
         return;
     }
     const struct run_summary *s = &run->sum;
-    const struct stats *st = &s->epoch_ms;
-    md_num(f, " %.4f |", st->median);
-    if (isfinite(st->ci95[0]))
-        fprintf(f, " %.4f-%.4f |", st->ci95[0], st->ci95[1]);
+    md_num(f, " %.4f |", 1e3 * s->median_s);
+    if (isfinite(s->ci95_ms[0]))
+        fprintf(f, " %.4f-%.4f |", s->ci95_ms[0], s->ci95_ms[1]);
     else
         fputs(" - |", f);
     md_num(f, " %.0f |", s->samples_per_s);
@@ -43,7 +43,7 @@ static void md_row(FILE *f, const struct results *r, const struct run_result *ru
         fprintf(f, " %.3gx %s |", s->speedup, verdict_name(s->speedup_verdict));
     else
         fputs(" - |", f);
-    report_verdict(run, verdict, sizeof verdict);
+    report_verdict(r, i, verdict, sizeof verdict);
     fprintf(f, " %.*s |\n", (int)strcspn(verdict, ":"), verdict); // "input-bound"
 }
 
@@ -56,7 +56,7 @@ int report_markdown(FILE *f, const struct results *r)
                "bound |\n");
     fprintf(f, "|:---|---:|---:|---:|---:|---:|:---|\n");
     for (int i = 0; i < r->n_runs; i++)
-        md_row(f, r, &r->runs[i]);
+        md_row(f, r, i);
     return 0;
 }
 

@@ -129,20 +129,62 @@ static void text_header(FILE *f, const struct results *r)
             c->train.warmup_epochs, c->train.lr);
 }
 
-/* notes and BLAS choices: after the table in a sweep (its rows come first) */
+/* A sweep's BLAS choices, one line per distinct choice (the detail per
+ * point with --verbose). */
+static void text_blas_summary(FILE *f, const struct results *r)
+{
+    for (int i = 0; i < r->n_runs; i++) {
+        const struct blas_choice *b = &r->runs[i].blas;
+        bool seen = b->n_tried == 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = r->runs[j].blas.n_tried && r->runs[j].blas.lib == b->lib &&
+                   r->runs[j].blas.threads == b->threads;
+        if (seen)
+            continue;
+        int count = 0;
+        for (int j = i; j < r->n_runs; j++)
+            count += r->runs[j].blas.n_tried && r->runs[j].blas.lib == b->lib &&
+                     r->runs[j].blas.threads == b->threads;
+        fprintf(f, "# blas: %s, %d thread%s per replica (%d of %d points; --verbose: what each "
+                   "measured)\n", hostmm_lib_name(b->lib), b->threads, b->threads == 1 ? "" : "s",
+                count, r->n_runs);
+    }
+}
+
+/* notes and BLAS choices: after the table in a sweep (its rows come first);
+ * a note many points share is said once */
 static void text_notes(FILE *f, const struct results *r)
 {
-    const struct run_result *run0 = &r->runs[0];
-    /* notes come from each point's own config: a swept knob has them too */
-    bool same = true;
-    for (int i = 1; i < r->n_runs; i++)
-        same &= strcmp(r->runs[i].notes, run0->notes) == 0;
-    for (int i = 0; i < (same ? 1 : r->n_runs); i++)
-        if (r->runs[i].notes[0])
-            fprintf(f, "# note: %s%s%s\n", same ? "" : r->runs[i].label, same ? "" : ": ",
-                    r->runs[i].notes);
-    for (int i = 0; i < r->n_runs; i++)
+    bool each = r->cfg.report.verbose;
+    for (int i = 0; i < r->n_runs; i++) {
+        const char *note = r->runs[i].notes;
+        bool seen = !note[0];
+        for (int j = 0; j < i && !seen && !each; j++)
+            seen = strcmp(r->runs[j].notes, note) == 0;
+        if (seen)
+            continue;
+        int count = 0;
+        for (int j = 0; j < r->n_runs; j++)
+            count += strcmp(r->runs[j].notes, note) == 0;
+        if (r->n_runs == 1 || (count == r->n_runs && !each)) {
+            fprintf(f, "# note: %s\n", note);
+            continue;
+        }
+        char labels[600];
+        size_t used = 0;
+        for (int j = i; j < r->n_runs && used < sizeof labels; j++)
+            if (j == i || (!each && strcmp(r->runs[j].notes, note) == 0))
+                used += (size_t)snprintf(labels + used, sizeof labels - used, "%s%s",
+                                         used ? ", " : "", r->runs[j].label);
+        if (used < 200) // the points named, while that stays readable
+            fprintf(f, "# note: %s: %s\n", labels, note);
+        else
+            fprintf(f, "# note (%d of %d points): %s\n", count, r->n_runs, note);
+    }
+    for (int i = 0; i < (r->n_runs == 1 || each ? r->n_runs : 0); i++)
         text_blas(f, &r->runs[i]);
+    if (r->n_runs > 1 && !each)
+        text_blas_summary(f, r);
 }
 
 static void text_header_tail(FILE *f, const struct results *r)
@@ -202,47 +244,55 @@ static void text_epochs(FILE *f, const struct run_result *run)
 }
 
 /* "1.42x faster  1.30-1.55": the speed-up against the first point with its
- * interval; noise reads "same", never as a speed-up */
-static void text_speedup(const struct run_summary *s, char *buf, size_t n)
+ * interval over the rounds and the verdict; an undecided one says what would
+ * decide it. */
+static void text_speedup(const struct results *r, int i, char *buf, size_t n)
 {
-    if (isnan(s->speedup))
+    const struct run_summary *s = &r->runs[i].sum;
+    if (i == 0)
+        snprintf(buf, n, "1.00x (first)");
+    else if (isnan(s->speedup))
         snprintf(buf, n, "-");
     else if (isnan(s->speedup_ci95[0]))
-        snprintf(buf, n, "%.2fx %s (too few epochs to test)", s->speedup,
-                 verdict_name(s->speedup_verdict));
-    else
+        snprintf(buf, n, "%.2fx undecided (%d round%s: an interval needs 6)", s->speedup,
+                 r->runs[report_measured(r, i)].n_rounds,
+                 r->runs[report_measured(r, i)].n_rounds == 1 ? "" : "s");
+    else if (s->speedup_verdict != VERDICT_UNDECIDED)
         snprintf(buf, n, "%.2fx %-6s %.2f-%.2f", s->speedup, verdict_name(s->speedup_verdict),
+                 s->speedup_ci95[0], s->speedup_ci95[1]);
+    else if (s->speedup_rounds_needed > 0)
+        snprintf(buf, n, "%.2fx undecided %.2f-%.2f (about %d rounds would decide)",
+                 s->speedup, s->speedup_ci95[0], s->speedup_ci95[1], s->speedup_rounds_needed);
+    else
+        snprintf(buf, n, "%.2fx undecided %.2f-%.2f (on the noise threshold)", s->speedup,
                  s->speedup_ci95[0], s->speedup_ci95[1]);
 }
 
-/* half the width of the median's 95% interval, ms */
-static double half_ci(const struct stats *st) { return 0.5 * (st->ci95[1] - st->ci95[0]); }
-
-int report_label_width(const struct results *r)
+static int label_width(const struct results *r)
 {
-    int w = r->label_width > 5 ? r->label_width : 5; // the point column fits the longest label
+    int w = 5; // the point column fits the longest label
     for (int i = 0; i < r->n_runs; i++)
         if ((int)strlen(r->runs[i].label) > w)
             w = (int)strlen(r->runs[i].label);
     return w;
 }
 
-void report_text_table_head(FILE *f, const struct results *r)
+static void table_head(FILE *f, const struct results *r)
 {
-    int w = report_label_width(r);
+    int w = label_width(r);
     for (int line = 0; line < 2; line++) { // the headers, then their units
         fprintf(f, "%-*s", w, line ? "" : "point");
         for (int j = 0; j < n_point_columns; j++)
             if (point_columns[j].text_fmt)
                 text_cell(f, false, point_columns[j].text_width,
                           line ? point_columns[j].text_unit : point_columns[j].text_header);
-        fprintf(f, "  %s\n", line ? "x" : "speedup vs first, 95% CI");
+        fprintf(f, "  %-8s  %s\n", line ? "" : "bound", line ? "x" : "speedup vs first, 95% CI");
     }
 }
 
-void report_text_row(FILE *f, const struct results *r, int i)
+static void table_row(FILE *f, const struct results *r, int i)
 {
-    int w = report_label_width(r);
+    int w = label_width(r);
     const struct run_result *run = &r->runs[i];
     const char *label = run->label[0] ? run->label : "(base)";
     if (run->same) {
@@ -250,49 +300,60 @@ void report_text_row(FILE *f, const struct results *r, int i)
                 run->notes[0] ? run->notes : "the same effective settings");
         return;
     }
-    char sp[64];
-    text_speedup(&run->sum, sp, sizeof sp);
+    char sp[128], verdict[512];
+    text_speedup(r, i, sp, sizeof sp);
+    report_verdict(r, i, verdict, sizeof verdict);
     fprintf(f, "%-*s", w, label);
     for (int j = 0; j < n_point_columns; j++)
         if (point_columns[j].text_fmt)
             text_value(f, false, &point_columns[j], point_columns[j].value(run, -1));
-    fprintf(f, "  %s%s\n", sp, report_emulated_tag(run));
+    fprintf(f, "  %-8.*s  %s%s\n", (int)strcspn(verdict, "-:"), verdict, sp,
+            report_emulated_tag(run));
 }
 
 static void text_warnings(FILE *f, const struct results *r)
 {
     for (int i = 0; i < r->n_runs; i++) {
-        char w[sizeof r->runs[i].label + sizeof r->runs[i].sum.warning + 8];
-        if (run_warning(&r->runs[i], w, sizeof w))
+        const struct run_result *run = &r->runs[i];
+        char w[sizeof run->label + sizeof run->sum.warning + 8];
+        if (run_warning(run, w, sizeof w))
             fprintf(f, "# warning: %s\n", w);
+        if (run->sum.load_warning[0])
+            fprintf(f, "# warning: %s%s%s\n", run->label, run->label[0] ? ": " : "",
+                    run->sum.load_warning);
     }
+    char w[512];
+    if (report_load_apart(r, w, sizeof w))
+        fprintf(f, "# warning: %s\n", w);
 }
 
-/* "# median epoch 13.2 ms ± 0.41 (95% CI of the median 12.9-13.7), mean 13.5 ± 1.1 sd, ..." */
+/* "# median epoch 13.2 ms ± 0.41 (95% CI of the median 12.9-13.7, over 8
+ * rounds), 2270 samples/s", then the epochs' spread */
 static void text_run_stats(FILE *f, const struct run_result *run)
 {
     const struct run_summary *s = &run->sum;
     const struct stats *st = &s->epoch_ms;
-    fprintf(f, "# median epoch %.4f ms ± %.4f (95%% CI of the median %.4f-%.4f%s) over %d "
-               "epochs%s, %.0f samples/s%s\n",
-            st->median, half_ci(st), st->ci95[0], st->ci95[1],
-            st->ci_exact ? "" : ", min-max: too few epochs for 95%", run->n_epochs,
-            run->repeats > 1 ? " of all repeats" : "", s->samples_per_s, report_emulated_tag(run));
-    fprintf(f, "# epoch ms: mean %.4f ± %.4f sd, min %.4f, p90 %.4f, p99 %.4f, max %.4f\n",
-            st->mean, st->stddev, st->min, st->p90, st->p99, st->max);
-}
-
-void report_text_head(FILE *f, const struct results *r)
-{
-    text_header(f, r);
-    text_header_tail(f, r);
-    report_text_table_head(f, r);
+    char over[64];
+    if (s->round_ms.n > 1)
+        snprintf(over, sizeof over, "of its %d rounds' medians", run->n_rounds);
+    else
+        snprintf(over, sizeof over, "over %d epochs", run->n_epochs);
+    fprintf(f, "# median epoch %.4f ms ± %.4f (95%% CI of the median %.4f-%.4f%s) %s, %.0f "
+               "samples/s%s\n",
+            1e3 * s->median_s, 0.5 * (s->ci95_ms[1] - s->ci95_ms[0]), s->ci95_ms[0],
+            s->ci95_ms[1], s->ci_exact ? "" : s->round_ms.n > 1 ? ", min-max: too few rounds for 95%"
+                                                                : ", min-max: too few epochs for 95%",
+            over, s->samples_per_s, report_emulated_tag(run));
+    fprintf(f, "# epoch ms: mean %.4f ± %.4f sd, min %.4f, p90 %.4f, p99 %.4f, max %.4f "
+               "(%d epochs)\n",
+            st->mean, st->stddev, st->min, st->p90, st->p99, st->max, run->n_epochs);
 }
 
 /* One run: its epoch table, then its figures and the verdict. */
-static void text_single(FILE *f, const struct run_result *run)
+static void text_single(FILE *f, const struct results *r)
 {
-    char verdict[256];
+    char verdict[512];
+    const struct run_result *run = &r->runs[0];
     const struct run_summary *s = &run->sum;
     const char *tag = report_emulated_tag(run);
     text_epochs(f, run);
@@ -305,7 +366,7 @@ static void text_single(FILE *f, const struct run_result *run)
                 s->host_us, s->host_us / run->replicas);
     text_floor(f, run);
     report_ddp_text(f, run);
-    report_verdict(run, verdict, sizeof verdict);
+    report_verdict(r, 0, verdict, sizeof verdict);
     fprintf(f, "# verdict: %s\n", verdict);
     if (!isnan(s->au))
         fprintf(f, "# AU (compute time / epoch time): %.0f%%%s\n", 100 * s->au, tag);
@@ -314,28 +375,74 @@ static void text_single(FILE *f, const struct run_result *run)
         fprintf(f, "# stopped: %s\n", run->stopped);
 }
 
-/* A sweep: the point table (unless its rows were shown as the points
- * finished), then each point's notes, floor and verdict. */
-static void text_sweep(FILE *f, const struct results *r)
+/* A sweep's per-point details (--verbose): floor, verdict, device. */
+static void text_details(FILE *f, const struct results *r)
 {
-    char verdict[256];
-    if (!r->rows_shown) {
-        report_text_table_head(f, r);
-        for (int i = 0; i < r->n_runs; i++)
-            report_text_row(f, r, i);
-    }
-    text_notes(f, r);
+    char verdict[512];
     for (int i = 0; i < r->n_runs; i++)
         text_floor(f, &r->runs[i]);
     for (int i = 0; i < r->n_runs; i++) {
         if (r->runs[i].same)
             continue;
-        report_verdict(&r->runs[i], verdict, sizeof verdict);
+        report_verdict(r, i, verdict, sizeof verdict);
         fprintf(f, "# %s: %s\n", r->runs[i].label, verdict);
         report_emulated_text(f, &r->runs[i]);
+    }
+}
+
+/* A sweep: the point table, the notes, the details with --verbose, the
+ * points a stop cut short. */
+static void text_sweep(FILE *f, const struct results *r)
+{
+    table_head(f, r);
+    for (int i = 0; i < r->n_runs; i++)
+        table_row(f, r, i);
+    text_notes(f, r);
+    if (r->cfg.report.verbose)
+        text_details(f, r);
+    for (int i = 0; i < r->n_runs; i++)
         if (r->runs[i].stopped[0])
             fprintf(f, "# %s: stopped: %s\n", r->runs[i].label, r->runs[i].stopped);
+}
+
+/* One knob's effect in words. */
+static void knob_text(const struct results *r, const struct knob_effect *k, char *buf,
+                      size_t n)
+{
+    char v[CONFIG_STR];
+    config_get_text(&r->runs[k->run].cfg, k->key, v, sizeof v);
+    const struct ratio *q = &k->vs;
+    if (k->same_work)
+        snprintf(buf, n, "%s: no effect here (%s does the same work)", k->key, v);
+    else if (isnan(q->ci95[0]))
+        snprintf(buf, n, "%s: %s instead %.2fx the time, undecided (%d rounds: an interval "
+                 "needs 6)", k->key, v, q->ratio, q->units);
+    else if (q->verdict == VERDICT_SAME)
+        snprintf(buf, n, "%s: no measurable effect here (%s instead %.2fx the time, %.2f-%.2f)",
+                 k->key, v, q->ratio, q->ci95[0], q->ci95[1]);
+    else
+        snprintf(buf, n, "%s: %s instead %.2fx the time, %.2f-%.2f, %s", k->key, v, q->ratio,
+                 q->ci95[0], q->ci95[1],
+                 q->verdict == VERDICT_SLOWER ? "slower" : verdict_name(q->verdict));
+}
+
+/* "# conclusion: fastest POINT (X ms); KEY: ...; KEY: ..." */
+static void text_conclusion(FILE *f, const struct results *r)
+{
+    const struct conclusion *c = &r->conclusion;
+    if (c->fastest < 0)
+        return;
+    const struct run_result *best = &r->runs[c->fastest];
+    fprintf(f, "# conclusion: fastest %s (median epoch %.4f ms)", best->label,
+            1e3 * best->sum.median_s);
+    for (int s = 0; s < c->n_knobs; s++) {
+        char k[640];
+        if (c->knobs[s].run < 0)
+            continue;
+        knob_text(r, &c->knobs[s], k, sizeof k);
+        fprintf(f, "; %s", k);
     }
+    fprintf(f, "\n");
 }
 
 /* After either: the held-out evaluation, the warnings, the memory, and what
@@ -354,47 +461,49 @@ static void text_footer(FILE *f, const struct results *r)
     /* partial results: a signal (interrupted) or an error mid-run (failed) */
     const char *why = stop_requested() ? "interrupted" : "failed";
     if (r->interrupted && r->n_points > 1)
-        fprintf(f, "# %s: %d of %ld points reported, the last one %d of %ld epochs\n", why,
-                r->n_runs, r->n_points, r->runs[r->n_runs - 1].n_epochs,
-                r->runs[r->n_runs - 1].cfg.train.epochs);
-    else if (r->interrupted)
+        fprintf(f, "# %s: %d of %ld points reported, after %d complete round%s\n", why,
+                r->n_runs, r->n_points, r->rounds, r->rounds == 1 ? "" : "s");
+    else if (r->interrupted && r->runs[0].n_rounds <= 1)
         fprintf(f, "# %s: %d of %ld epochs reported\n", why, r->runs[0].n_epochs,
                 r->runs[0].cfg.train.epochs);
+    else if (r->interrupted)
+        fprintf(f, "# %s: %d epochs reported, after %d complete round%s\n", why,
+                r->runs[0].n_epochs, r->rounds, r->rounds == 1 ? "" : "s");
+}
+
+/* "# rounds: 8 (decided): ..." when the points ran in rounds */
+static void text_rounds(FILE *f, const struct results *r)
+{
+    if (r->rounds <= 1 && r->n_runs <= 1)
+        return;
+    fprintf(f, "# rounds: %d (%s); each round runs every point once, in an order shuffled "
+               "per round; a verdict's unit is the round; noise threshold %.3g%%\n",
+            r->rounds, r->rounds_end ? r->rounds_end : "-", 100 * r->cfg.bench.threshold);
 }
 
 int report_text(FILE *f, const struct results *r)
 {
     if (r->n_runs == 0)
         return 0;
-    bool table = r->n_runs > 1 || r->rows_shown; // a sweep's: one row per point
-    if (!r->rows_shown)
-        text_header(f, r);
+    bool table = r->n_runs > 1; // a sweep's: one row per point
+    text_header(f, r);
     if (!table)
         text_notes(f, r);
-    if (!r->rows_shown)
-        text_header_tail(f, r);
+    text_rounds(f, r);
+    text_header_tail(f, r);
     if (r->n_runs == 1 && r->runs[0].n_epochs == 0) { // failed before an epoch completed
         fprintf(f, "# no complete epoch\n");
         if (r->runs[0].stopped[0])
             fprintf(f, "# stopped: %s\n", r->runs[0].stopped);
     } else if (!table) {
-        text_single(f, &r->runs[0]);
+        text_single(f, r);
     } else {
         text_sweep(f, r);
     }
     text_footer(f, r);
+    text_conclusion(f, r);
     return 0;
 }
-
-/* A sweep's row as its point finishes: the header lines and the table's
- * head before the first. */
-void report_text_live_row(FILE *f, const struct results *r, int i)
-{
-    if (i == 0)
-        report_text_head(f, r);
-    report_text_row(f, r, i);
-}
-
 
 /* ---- dpbench compare ------------------------------------------------------ */
 

@@ -12,10 +12,10 @@ int report_compare_csv(FILE *f, const struct compare_result *c);
 int report_compare_markdown(FILE *f, const struct compare_result *c);
 
 static const struct renderer renderers[] = {
-    {"text", report_text, report_text_live_row, report_compare_text},
-    {"json", report_json_print, NULL, report_compare_json},
-    {"csv", report_csv, NULL, report_compare_csv},
-    {"markdown", report_markdown, NULL, report_compare_markdown},
+    {"text", report_text, true, report_compare_text},
+    {"json", report_json_print, false, report_compare_json},
+    {"csv", report_csv, false, report_compare_csv},
+    {"markdown", report_markdown, false, report_compare_markdown},
 };
 enum { N_RENDERERS = sizeof renderers / sizeof renderers[0] };
 

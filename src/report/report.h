@@ -7,13 +7,30 @@
 #include <stdio.h>
 
 #include "machine.h"
+#include "rounds.h"
 #include "train.h"
 
 /* The JSON's "schema_version": docs/result.schema.json describes it; raised
  * when a field changes meaning or goes away (added fields keep it). */
-#define REPORT_SCHEMA_VERSION 1
+#define REPORT_SCHEMA_VERSION 2
 
 struct cJSON;
+
+/* A swept knob's measured effect: the point that differs from the fastest in
+ * this knob alone (the best of its other values), against the fastest. */
+struct knob_effect {
+    const char *key;   // the swept key (borrowed from the results' config)
+    int run;           // that point's run, -1 when no point differs in the knob alone
+    bool same_work;    // it does the same work as the fastest (not run again)
+    struct ratio vs;   // its time / the fastest's, paired per round
+};
+
+/* A sweep's conclusion: its fastest point and each swept knob's effect. */
+struct conclusion {
+    int fastest;       // run index; -1 without a sweep or a measured point
+    struct knob_effect knobs[CONFIG_MAX_SWEEP_KEYS]; // (n_knobs) in the sweep's order
+    int n_knobs;
+};
 
 struct results {
     struct config cfg;       // the resolved base config (before sweep overrides); the
@@ -26,16 +43,37 @@ struct results {
     int n_runs;
     long n_points;           // points the sweep asked for (1 without a sweep)
     int label_width;         // the longest point label of the whole sweep (the table's first column)
-    bool rows_shown;         // text: the points' table was printed as they finished
-    int repeat;              // --repeat: each point ran this many times in a row (0 = 1)
+    int rounds;              // complete rounds: each measured point once a round (--repeat
+                             // N: N); each run's rounds say where it stood in each order
+    const char *rounds_end;  // why the rounds ended: "decided", "round cap", "time budget",
+                             // "stopped", "failed", "fixed" (--repeat, or one point)
+    char command[1024];      // the command line that produced the result
     bool interrupted;        // by a signal: runs holds only complete epochs
     double estimate_bytes;   // host memory estimated before the run (the largest point)
     double peak_rss_bytes;   // the process's peak resident memory after the runs
+    struct conclusion conclusion; // a sweep's (report_summarize)
     struct cJSON *tune;      // dpbench --tune: its "tune" object (owned), runs one per trial;
                              // NULL otherwise
 };
 
 void report_summarize(struct results *r);
+
+/* The verdicts from the rounds (verdicts.c). The run holding run i's
+ * measurement (itself, or the one it is the same work as): */
+int report_measured(const struct results *r, int i);
+/* The median of a run's rounds' medians, seconds (NAN without rounds). */
+double report_round_median(const struct run_result *run);
+/* Run b against run a, paired by round over the rounds both ran. */
+void report_pair(const struct results *r, int a, int b, struct ratio *out);
+void report_conclude(const struct results *r, struct conclusion *c);
+/* Every verdict the result prints is decided (each point against the first,
+ * the conclusion's), and every point's precision reached (bench.precision). */
+bool report_decided(const struct results *r);
+/* A warning when two of the points ran under clearly different load
+ * (others_cpu apart by LOAD_DIFFERENT), else NULL. */
+const char *report_load_apart(const struct results *r, char *buf, size_t n);
+/* "N verdicts undecided after K rounds (the first of them)", into buf. */
+const char *report_undecided(const struct results *r, char *buf, size_t n);
 /* The figures of run i alone (run 0's must be there: speed-ups are against it). */
 void report_summarize_run(struct results *r, int i);
 /* Which stage bounds an epoch, from its shares of the epoch (0..1): waiting
@@ -44,8 +82,11 @@ void report_summarize_run(struct results *r, int i);
 enum bound { BOUND_BALANCED, BOUND_INPUT, BOUND_COPY, BOUND_COMPUTE };
 enum bound report_bound(double wait, double exposed_copy, double compute);
 const char *bound_name(enum bound b); // "balanced", "input", "copy", "compute"
-/* The bounding stage in words, e.g. "input-bound: ..."; written to buf. */
-void report_verdict(const struct run_result *run, char *buf, size_t n);
+/* Run i's bounding stage in words, e.g. "input-bound: ...", with what to try
+ * as far as the result measured it (a sweep's neighbouring points); to buf. */
+void report_verdict(const struct results *r, int i, char *buf, size_t n);
+/* Whether runs i and j differ, among the sweep's keys, in `key` alone. */
+bool report_differs_only(const struct results *r, int i, int j, const char *key);
 
 /* "LABEL: " + the run's noise warning, or NULL when its spread is fine. */
 const char *run_warning(const struct run_result *run, char *buf, size_t n);
@@ -64,14 +105,6 @@ int report_markdown(FILE *f, const struct results *r);
 char *report_json(const struct results *r);
 int report_json_print(FILE *f, const struct results *r);
 
-/* The text table of a sweep, a row at a time as its points finish. */
-int report_label_width(const struct results *r);
-void report_text_table_head(FILE *f, const struct results *r);
-/* The header lines, then the table's head: a sweep's first row follows. */
-void report_text_head(FILE *f, const struct results *r);
-void report_text_row(FILE *f, const struct results *r, int i);
-/* Row i, after the header lines and the table's head when i is 0. */
-void report_text_live_row(FILE *f, const struct results *r, int i);
 
 struct compare_result;
 struct allreduce_table;
@@ -86,9 +119,8 @@ struct renderer {
     const char *name; // report.format's value
     /* a run or a sweep, whole; 0, or -1 when out of memory */
     int (*results)(FILE *f, const struct results *r);
-    /* a sweep's row i as soon as its point finishes (the header before row 0);
-     * NULL: the whole result comes at the end */
-    void (*row)(FILE *f, const struct results *r, int i);
+    /* report.trace's lines may go to stdout before the result (else stderr) */
+    bool trace;
     /* dpbench compare's pairs; NULL: compare does not offer this format */
     int (*compare)(FILE *f, const struct compare_result *c);
 };

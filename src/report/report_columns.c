@@ -190,11 +190,18 @@ static double host_us_per_replica(const struct run_result *run, int k)
 }
 static double final_loss(const struct run_result *run, int k) { (void)k; return SUM->final_loss; }
 
-/* half the width of the median's 95% interval, ms */
+/* half the width of the median's 95% interval, ms (over the rounds with rounds) */
 static double median_half_ci(const struct run_result *run, int k)
 {
     (void)k;
-    return 0.5 * (SUM->epoch_ms.ci95[1] - SUM->epoch_ms.ci95[0]);
+    return 0.5 * (SUM->ci95_ms[1] - SUM->ci95_ms[0]);
+}
+static double rounds(const struct run_result *run, int k) { (void)k; return run->n_rounds; }
+/* other processes' share of the CPUs while the point ran */
+static double others_cpu(const struct run_result *run, int k)
+{
+    (void)k;
+    return run->load.seconds > 0 ? run->load.others_cpu : NAN;
 }
 
 #define POINT_MS(header, width) \
@@ -222,6 +229,11 @@ const struct report_column point_columns[] = {
      .json_key = "host_us_per_step_per_replica"},
     {"loss of the last epoch", "", final_loss, .text_header = "loss", .text_unit = "",
      .text_fmt = "%.6g", .text_width = 12, .json_key = "final_loss"},
+    {"rounds the point ran", "", rounds, .text_header = "rounds", .text_unit = "",
+     .text_fmt = "%.0f", .text_width = 6},
+    {"other processes' share of the CPUs meanwhile", "share", others_cpu,
+     .text_header = "others", .text_unit = "%", .text_fmt = "%.0f", .text_width = 6,
+     .flags = COL_BLANK_NAN},
 };
 
 const int n_point_columns = (int)(sizeof point_columns / sizeof *point_columns);

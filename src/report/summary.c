@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "dataset_kind.h"
 #include "report_ddp.h"
 #include "report_emulated.h"
@@ -20,39 +21,48 @@ static double *epoch_ms(const struct run_result *run)
     return t;
 }
 
-/* speedup of run i against the first run: the ratio of medians, its
- * interval and the verdict of stats_compare (noise reads "same") */
-static void summarize_speedup(const struct results *r, struct run_summary *s, const double *t,
-                              int n)
+/* Run i against the first: the speed-up is the reciprocal of the paired
+ * per-round ratio (run i's time / the first's), with its interval. */
+static void summarize_speedup(const struct results *r, int i, struct run_summary *s)
 {
-    double *t0 = epoch_ms(&r->runs[0]);
-    if (!t0)
+    struct ratio q;
+    if (i == 0) {
+        s->speedup = 1;
+        s->speedup_verdict = VERDICT_SAME;
         return;
-    struct comparison c;
-    stats_compare(t0, (size_t)r->runs[0].n_epochs, t, (size_t)n, &c);
-    s->speedup = 1 / c.ratio;
-    s->speedup_ci95[0] = 1 / c.ci95[1];
-    s->speedup_ci95[1] = 1 / c.ci95[0];
-    s->speedup_verdict = c.verdict;
-    free(t0);
+    }
+    report_pair(r, 0, i, &q);
+    s->speedup = 1 / q.ratio;
+    s->speedup_ci95[0] = 1 / q.ci95[1];
+    s->speedup_ci95[1] = 1 / q.ci95[0];
+    s->speedup_verdict = q.verdict;
+    s->speedup_rounds_needed = q.units_needed;
 }
 
-void report_summarize_run(struct results *r, int i)
+/* The headline median: over the rounds' medians when there are two or more
+ * (its interval then holds the variation between rounds), else over the
+ * epochs. */
+static void summarize_median(const struct run_result *run, struct run_summary *s)
 {
-    struct run_result *run = &r->runs[i];
-    struct run_summary *s = &run->sum;
-    int n = run->n_epochs;
-    *s = (struct run_summary){.median_s = NAN, .min_s = NAN, .max_s = NAN,
-                              .samples_per_s = NAN, .overlap = NAN, .copy_gbps = NAN,
-                              .host_us = NAN, .final_loss = NAN, .speedup = NAN,
-                              .speedup_ci95 = {NAN, NAN}, .floor_ratio = NAN, .au = NAN};
-    stats_compute(NULL, 0, &s->epoch_ms);
-    report_ddp_summarize(run);
-    double *t = epoch_ms(run);
-    if (!t)
-        return;
+    double *m = malloc((size_t)(run->n_rounds ? run->n_rounds : 1) * sizeof *m);
+    int n = 0;
+    for (int k = 0; m && k < run->n_rounds; k++)
+        if (isfinite(run->rounds[k].median_s))
+            m[n++] = 1e3 * run->rounds[k].median_s;
+    stats_compute(m, m && n > 1 ? (size_t)n : 0, &s->round_ms);
+    free(m);
+    const struct stats *st = n > 1 ? &s->round_ms : &s->epoch_ms;
+    s->median_s = st->median / 1e3;
+    s->ci95_ms[0] = st->ci95[0];
+    s->ci95_ms[1] = st->ci95[1];
+    s->ci_exact = st->ci_exact;
+}
+
+/* The stage shares, copies and host time, summed over the epochs. */
+static void summarize_shares(const struct run_result *run, struct run_summary *s)
+{
     double total = 0, wait = 0, copy = 0, compute = 0, hidden = 0, bytes = 0, host = 0;
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < run->n_epochs; k++) {
         const struct epoch_result *ep = &run->epochs[k];
         total += ep->seconds;
         wait += ep->st.wait_s;
@@ -62,13 +72,6 @@ void report_summarize_run(struct results *r, int i)
         bytes += ep->st.copy_bytes;
         host += ep->st.host_s;
     }
-    stats_compute(t, (size_t)n, &s->epoch_ms);
-    if (!stats_noise_warning(&s->epoch_ms, s->warning, sizeof s->warning))
-        s->warning[0] = '\0';
-    s->median_s = s->epoch_ms.median / 1e3;
-    s->min_s = s->epoch_ms.min / 1e3;
-    s->max_s = s->epoch_ms.max / 1e3;
-    s->samples_per_s = (double)run->epochs[0].st.samples / s->median_s;
     s->wait_share = wait / total;
     s->copy_share = copy / total;
     s->compute_share = compute / total;
@@ -78,13 +81,41 @@ void report_summarize_run(struct results *r, int i)
         s->copy_gbps = bytes / copy / 1e9;
     }
     if (host > 0)
-        s->host_us = 1e6 * host / ((double)n * (double)run->n_batches);
+        s->host_us = 1e6 * host / ((double)run->n_epochs * (double)run->n_batches);
+}
+
+void report_summarize_run(struct results *r, int i)
+{
+    struct run_result *run = &r->runs[i];
+    struct run_summary *s = &run->sum;
+    int n = run->n_epochs;
+    *s = (struct run_summary){.median_s = NAN, .min_s = NAN, .max_s = NAN,
+                              .ci95_ms = {NAN, NAN}, .samples_per_s = NAN, .overlap = NAN,
+                              .copy_gbps = NAN, .host_us = NAN, .final_loss = NAN,
+                              .speedup = NAN, .speedup_ci95 = {NAN, NAN}, .floor_ratio = NAN,
+                              .au = NAN, .speedup_rounds_needed = -1};
+    stats_compute(NULL, 0, &s->epoch_ms);
+    stats_compute(NULL, 0, &s->round_ms);
+    report_ddp_summarize(run);
+    double *t = epoch_ms(run);
+    if (!t)
+        return;
+    stats_compute(t, (size_t)n, &s->epoch_ms);
+    free(t);
+    if (!stats_noise_warning(&s->epoch_ms, s->warning, sizeof s->warning))
+        s->warning[0] = '\0';
+    if (!load_warning(&run->load, s->load_warning, sizeof s->load_warning))
+        s->load_warning[0] = '\0';
+    summarize_median(run, s);
+    s->min_s = s->epoch_ms.min / 1e3;
+    s->max_s = s->epoch_ms.max / 1e3;
+    s->samples_per_s = (double)run->epochs[0].st.samples / s->median_s;
+    summarize_shares(run, s);
     s->final_loss = run->epochs[n - 1].loss;
-    summarize_speedup(r, s, t, n);
+    summarize_speedup(r, i, s);
     if (run->floor.measured && run->floor.seconds > 0)
         s->floor_ratio = s->median_s / run->floor.seconds;
     report_emulated_summarize(run);
-    free(t);
 }
 
 /* The keys a run resolves from its data (a file-backed dataset's shape, the
@@ -126,6 +157,7 @@ void report_summarize(struct results *r)
     resolve_base(r);
     for (int i = 0; i < r->n_runs; i++)
         report_summarize_run(r, i);
+    report_conclude(r, &r->conclusion);
 }
 
 /* A stage bounds the epoch only when it dominates: at least DOMINANT_SHARE of
@@ -159,36 +191,100 @@ const char *bound_name(enum bound b)
     return names[b];
 }
 
-void report_verdict(const struct run_result *run, char *buf, size_t n)
+/* The shares of the epoch a verdict weighs, in one accounting: on a device
+ * (its copies and steps timed on the device), waiting is the device's idle
+ * time, 1 - (compute + exposed copies), so it and the AU add up; on the host,
+ * the training loop's wait for data. */
+static void verdict_shares(const struct run_result *run, double *wait, double *copy,
+                           double *compute)
 {
     const struct run_summary *s = &run->sum;
-    double exposed_copy = run->sum.copy_share * (isnan(s->overlap) ? 1.0 : 1.0 - s->overlap);
+    const struct backend *be = run->backend ? backend_find(run->backend) : NULL;
+    *copy = s->copy_share * (isnan(s->overlap) ? 1.0 : 1.0 - s->overlap);
+    *compute = s->compute_share;
+    *wait = be && be->device_copies ? fmax(0, 1 - *compute - *copy) : s->wait_share;
+}
+
+/* The run of the sweep that differs from run i in key alone, with the next
+ * value up (more workers, or the knob on); -1 when none. */
+static int next_up(const struct results *r, int i, const char *key)
+{
+    char mine[CONFIG_STR], theirs[CONFIG_STR];
+    config_get_text(&r->runs[i].cfg, key, mine, sizeof mine);
+    int best = -1;
+    double best_v = INFINITY, v0 = strcmp(mine, "true") == 0 ? 1 : atof(mine);
+    for (int j = 0; j < r->n_runs; j++) {
+        if (j == i || !report_differs_only(r, i, j, key))
+            continue;
+        config_get_text(&r->runs[j].cfg, key, theirs, sizeof theirs);
+        double v = strcmp(theirs, "true") == 0 ? 1 : atof(theirs);
+        if (v > v0 && v < best_v) {
+            best_v = v;
+            best = j;
+        }
+    }
+    return best;
+}
+
+/* What to try, from what this run's sweep measured when it measured it: a
+ * bottleneck's usual remedy (`remedy`, set by `key`) is advised only when
+ * the sweep has not measured it slower or the same; a single run is told how
+ * to measure it. */
+static void advice(const struct results *r, int i, const char *key, const char *remedy,
+                   char *buf, size_t n)
+{
+    int j = r ? next_up(r, i, key) : -1;
+    if (j < 0) {
+        snprintf(buf, n, "%s may help: measure it (--sweep %s=...)", remedy, key);
+        return;
+    }
+    struct ratio q;
+    report_pair(r, i, j, &q);
+    const char *label = r->runs[j].label[0] ? r->runs[j].label : "(base)";
+    if (q.verdict == VERDICT_FASTER)
+        snprintf(buf, n, "%s measured faster here (%s: %.2fx the time)", remedy, label, q.ratio);
+    else if (q.verdict == VERDICT_UNDECIDED)
+        snprintf(buf, n, "%s: not told apart here (%s: %.2fx the time, undecided)", remedy,
+                 label, q.ratio);
+    else
+        snprintf(buf, n, "%s measured no faster here (%s: %.2fx the time, %s)", remedy, label,
+                 q.ratio, verdict_name(q.verdict));
+}
+
+void report_verdict(const struct results *r, int i, char *buf, size_t n)
+{
+    const struct run_result *run = &r->runs[report_measured(r, i)];
+    const struct run_result *self = &r->runs[i];
+    double wait, copy, compute;
     if (run->n_epochs == 0) {
         snprintf(buf, n, "no measured epoch");
         return;
     }
-    enum bound b = report_bound(s->wait_share, exposed_copy, s->compute_share);
-    double other = 1.0 - s->wait_share - exposed_copy - s->compute_share;
-    if (b == BOUND_BALANCED)
-        snprintf(buf, n,
-                 "balanced: no stage dominates (waiting for data %.0f%%, exposed copies %.0f%%, "
-                 "DataParallel steps %.0f%%, other %.0f%% of the epoch)",
-                 100 * s->wait_share, 100 * exposed_copy, 100 * s->compute_share,
-                 100 * (other > 0 ? other : 0));
-    else if (b == BOUND_INPUT)
-        snprintf(buf, n,
-                 "input-bound: the loop waited %.0f%% of the epoch for data; %s would help",
-                 100 * s->wait_share,
-                 run->cfg.loader.num_workers == 0 ? "loader workers (num_workers > 0)"
-                                                  : "more workers or a cheaper sample");
-    else if (b == BOUND_COPY)
+    verdict_shares(run, &wait, &copy, &compute);
+    const struct backend *be = run->backend ? backend_find(run->backend) : NULL;
+    const char *who = be && be->device_copies ? "the device" : "the loop";
+    enum bound b = report_bound(wait, copy, compute);
+    double other = 1.0 - wait - copy - compute;
+    char tip[320];
+    if (b == BOUND_BALANCED) {
+        snprintf(buf, n, "balanced: no stage dominates (waiting for data %.0f%%, exposed copies "
+                 "%.0f%%, DataParallel steps %.0f%%, other %.0f%% of the epoch)",
+                 100 * wait, 100 * copy, 100 * compute, 100 * (other > 0 ? other : 0));
+    } else if (b == BOUND_INPUT) {
+        advice(r, i, "loader.num_workers", self->cfg.loader.num_workers == 0
+                   ? "loader workers" : "more workers", tip, sizeof tip);
+        snprintf(buf, n, "input-bound: %s waited %.0f%% of the epoch for data; %s", who,
+                 100 * wait, tip);
+    } else if (b == BOUND_COPY) {
+        const char *key = self->cfg.loader.async_copy ? "loader.pin_memory" : "loader.async_copy";
+        advice(r, i, key, self->cfg.loader.async_copy ? "pinned memory" : "async_copy", tip,
+               sizeof tip);
         snprintf(buf, n, "copy-bound: host-to-device copies took %.0f%% of the epoch; %s",
-                 100 * exposed_copy,
-                 run->cfg.loader.async_copy ? "pinned memory would speed them up"
-                                            : "async_copy would hide them behind compute");
-    else
+                 100 * copy, tip);
+    } else {
         snprintf(buf, n, "compute-bound: DataParallel steps took %.0f%% of the epoch",
-                 100 * s->compute_share);
+                 100 * compute);
+    }
 }
 
 const char *run_warning(const struct run_result *run, char *buf, size_t n)

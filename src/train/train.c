@@ -268,6 +268,42 @@ static void describe_setup(struct train *t)
 /* Where the step's math runs on this host: OpenBLAS threads and library per
  * replica, measured (blas_tune.c). Replicas run side by side: together never
  * more threads than free cores. */
+/* The choices made so far in this process, by shape: every later run of a
+ * shape (the rounds of a point, points that differ in a loader knob only)
+ * computes with the same library and threads, so that a choice that is a
+ * close call never differs between the runs a verdict compares. */
+enum { BLAS_CACHE = 16 };
+static struct blas_cached {
+    int F, O, most, side;
+    long rows;
+    char only[16];
+    struct blas_choice choice;
+} blas_cache[BLAS_CACHE];
+static int blas_cached;
+
+static const struct blas_choice *blas_lookup(int F, int O, long rows, int most, int side,
+                                             const char *only)
+{
+    for (int i = 0; i < blas_cached; i++) {
+        const struct blas_cached *b = &blas_cache[i];
+        if (b->F == F && b->O == O && b->rows == rows && b->most == most && b->side == side &&
+            strcmp(b->only, only) == 0)
+            return &b->choice;
+    }
+    return NULL;
+}
+
+static void blas_remember(int F, int O, long rows, int most, int side, const char *only,
+                          const struct blas_choice *choice)
+{
+    if (blas_cached == BLAS_CACHE)
+        return;
+    struct blas_cached *b = &blas_cache[blas_cached++];
+    *b = (struct blas_cached){.F = F, .O = O, .rows = rows, .most = most, .side = side,
+                              .choice = *choice};
+    snprintf(b->only, sizeof b->only, "%s", only);
+}
+
 static int tune_host_blas(struct train *t, struct error *e)
 {
     const struct config *c = t->c;
@@ -276,9 +312,16 @@ static int tune_host_blas(struct train *t, struct error *e)
     int side = n < t->setup.compute_cores ? n : t->setup.compute_cores; // replicas at once
     int most = t->setup.compute_cores / n; // and no more than OpenBLAS started (rlimits.h)
     most = most < rlimits_blas_threads() ? most : rlimits_blas_threads();
-    if (blas_choose_threads(t->F, t->O, (rows + n - 1) / n, most, side, c->parallel.blas,
-                            &t->out->blas, e))
+    rows = (rows + n - 1) / n;
+    const struct blas_choice *seen = blas_lookup(t->F, t->O, rows, most, side, c->parallel.blas);
+    if (seen) {
+        t->out->blas = *seen; // backend_cpu sets OpenBLAS's threads from it
+    } else if (blas_choose_threads(t->F, t->O, rows, most, side, c->parallel.blas,
+                                   &t->out->blas, e)) {
         return -1;
+    } else {
+        blas_remember(t->F, t->O, rows, most, side, c->parallel.blas, &t->out->blas);
+    }
     t->setup.blas_threads = t->out->blas.threads;
     t->setup.blas_lib = t->out->blas.lib;
     return 0;
@@ -523,5 +566,6 @@ void run_result_free(struct run_result *r)
     free(r->ranks);
     free(r->w);
     free(r->b);
+    free(r->rounds);
     memset(r, 0, sizeof *r);
 }

@@ -12,6 +12,7 @@
 #include "floor.h"
 #include "config.h"
 #include "dataset.h"
+#include "load.h"
 #include "stats.h"
 
 struct epoch_result {
@@ -41,10 +42,26 @@ struct emu_summary {
     bool flagged;             // |deviation| > EMU_MODEL_TOLERANCE
 };
 
+/* One round of a point (app/sweep.c runs the points in interleaved rounds):
+ * its epochs' place among the run's and what the round measured. */
+struct run_round {
+    int round;              // 0-based
+    int position;           // the point's place in the round's order (0-based)
+    int first_epoch;        // index of its first measured epoch in run->epochs
+    int n_epochs;
+    double median_s;        // its median epoch, seconds
+    struct load load;       // the machine while the point ran (setup, warmup, epochs)
+};
+
 /* Figures derived once from the measured epochs, for every renderer. */
 struct run_summary {
-    double median_s, min_s, max_s; // epoch seconds over measured epochs
+    double median_s, min_s, max_s; // the headline median epoch (the median of the round
+                                   // medians with 2 rounds or more), fastest, slowest
+    double ci95_ms[2];             // the headline median's 95% interval, ms: over the rounds'
+                                   // medians with rounds, else the epochs' (epoch_ms.ci95)
+    bool ci_exact;                 // ci95_ms reaches 95% (6 rounds or epochs at least)
     struct stats epoch_ms;         // statistics of the measured epochs' times, ms
+    struct stats round_ms;         // ... of the rounds' median epochs, ms (n 0 or 1: none)
     char warning[320];             // stats_noise_warning's text, "" when the spread is fine
     double samples_per_s;          // at the median epoch time
     double wait_share;             // of the summed epoch time, waiting for data
@@ -55,9 +72,13 @@ struct run_summary {
     double host_us;                // host µs per step issuing device work, NAN on the cpu
     double final_loss;             // last measured epoch's loss
     double au;                     // accelerator utilisation: compute time / epoch time
-    double speedup;                // baseline median / this median (first run = 1)
-    double speedup_ci95[2];        // its 95% bootstrap interval (NAN with too few epochs)
-    enum verdict speedup_verdict;  // this point against the first: faster / slower / same
+    double speedup;                // the first point's time / this one's: 1 / the paired
+                                   // per-round ratio (first run = 1)
+    double speedup_ci95[2];        // its 95% interval (NAN with fewer than 6 rounds)
+    enum verdict speedup_verdict;  // this point against the first: faster / slower / same /
+                                   // undecided, beyond or within the noise threshold
+    int speedup_rounds_needed;     // undecided: the rounds a decision would need (-1: none)
+    char load_warning[256];        // load_warning's text for the run's load, "" if none
     double floor_ratio;            // median / floor, NAN without report.floor
     /* ddp, several ranks (NAN otherwise) */
     double allreduce_s;            // gradient allreduce seconds per epoch, mean over ranks
@@ -107,7 +128,9 @@ struct run_result {
     char stopped[256];      // why the run stopped early (a non-finite loss), "" if not
     bool same;              // not run: its effective settings equal run same_as's
     int same_as;            // index into the results' runs when `same`
-    int repeats;            // times the point ran in a row (--repeat); its epochs are all of them
+    struct run_round *rounds; // (n_rounds) the point's rounds; its epochs are all of theirs
+    int n_rounds;
+    struct load load;       // the machine over all its rounds (seconds 0: not measured)
     struct run_summary sum; // filled by report_summarize
 };
 

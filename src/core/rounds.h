@@ -1,0 +1,57 @@
+/* Interleaved rounds: when several points are measured, each round runs
+ * every point once, in an order shuffled per round from the seed, and rounds
+ * repeat until the caller's decision is made, the round cap is reached or
+ * the time budget would be passed. Machine state that drifts (another
+ * process, the clock, the page cache) then falls on every point alike, and
+ * a round is the unit the statistics compare (stats_paired). The scheduler
+ * runs nothing itself: it calls its measure and done functions, so the
+ * sweep, --tune and the simulated calibration in tests share it. */
+#ifndef DPBENCH_ROUNDS_H
+#define DPBENCH_ROUNDS_H
+
+#include <stdbool.h>
+
+#include "util.h"
+
+struct rounds_plan {
+    int points;          // measured each round (>= 1)
+    int min_rounds;      // rounds run before done() is asked (>= 1)
+    int max_rounds;      // rounds at most
+    double budget_s;     // wall seconds the rounds may take; 0 = no limit. A round is
+                         // not started when the mean round so far would pass it.
+    unsigned long seed;  // the orders' shuffles
+    /* Processes that run the rounds together (ddp's ranks) end them together:
+     * after each round, every one's wish to stop goes in and rank 0's comes
+     * out. NULL for one process. */
+    bool (*agree)(void *ctx, bool stop);
+};
+
+/* Measures point p as the k-th of round r: 0, or -1 with e set (the rounds
+ * end; the error is the caller's), or 1 to end the rounds quietly (a stop). */
+typedef int (*rounds_measure_fn)(void *ctx, int p, int r, int k, struct error *e);
+/* After `rounds` complete rounds (>= min_rounds): whether the caller's
+ * decision is made. */
+typedef bool (*rounds_done_fn)(void *ctx, int rounds);
+
+/* Why the rounds ended. */
+enum rounds_end { ROUNDS_DECIDED, ROUNDS_CAP, ROUNDS_BUDGET, ROUNDS_STOPPED, ROUNDS_FAILED };
+const char *rounds_end_name(enum rounds_end e); // "decided", "round cap", ...
+
+struct rounds_log {
+    int rounds;          // complete rounds
+    int *order;          // (rounds + 1, points) point indices, each round's order (the last
+                         // row: a round cut short, when one was)
+    double seconds;      // wall time of all rounds
+    enum rounds_end end;
+};
+
+/* Runs rounds of plan's points until done, the cap or the budget; log's
+ * order is allocated (rounds_log_free). 0, or -1 with e set when a measure
+ * failed (log holds the rounds before). */
+int rounds_run(const struct rounds_plan *plan, rounds_measure_fn measure, rounds_done_fn done,
+               void *ctx, struct rounds_log *log, struct error *e);
+void rounds_log_free(struct rounds_log *log);
+/* Round r's order for a plan's seed and points (what rounds_run uses). */
+void rounds_order(unsigned long seed, int points, int r, int *order);
+
+#endif
