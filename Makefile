@@ -45,7 +45,7 @@ CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backen
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c dataset_kinds.c files.c kind_random.c \
            kind_idx.c kind_cifar10.c kind_folder.c gen.c estimate.c \
            comm.c ddp.c report_ddp.c report_emulated.c report_columns.c emulate_profile.c allreduce_bw.c hostmm.c \
-           stats.c progress.c compare.c effect.c machine.c dl.c rlimits.c signals.c \
+           stats.c progress.c compare.c compare_read.c effect.c machine.c dl.c rlimits.c signals.c \
            tune.c tune_run.c staging.c \
            summary.c render_text.c render_json.c render_csv.c render_markdown.c renderers.c result_files.c \
            load.c rounds.c verdicts.c \

@@ -838,6 +838,7 @@ def run_export(manifest, threads, world=1):
     stops the run after the current batch with the points done so far."""
     torch.set_num_threads(threads)
     doc = {
+        "schema_version": 1,  # dpbench's result schema, one run per point (no rounds)
         "dpbench": {"version": "torch-%s" % torch.__version__, "git_commit": git_commit(),
                     "backends": "torch-cpu torch-cuda" if torch.cuda.is_available()
                     else "torch-cpu"},

@@ -41,5 +41,6 @@ int main(int argc, char **argv)
             break;
         }
     results_free(&a.res);
+    points_free(&a.points);
     return status;
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "report.h"
+#include "sweep.h"
 
 enum exit_code { EXIT_OK = 0, EXIT_RUN = 1, EXIT_USAGE = 2 };
 
@@ -33,6 +34,7 @@ struct tune_report;
 struct app {
     struct options opts;
     struct results res;
+    struct points points;     // what the run measures (the sweep's points; compare -c: A, B)
     struct tune_report *tune; // --tune's search, NULL otherwise
     bool rebuild;             // the points' datasets do not fit in memory together: each
                               // is built again for its round (sweep_check)

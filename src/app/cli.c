@@ -176,6 +176,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
     int ch;
     unsigned seen = 0; // the key flags given so far, a bit each
     opterr = 0;
+    optind = 0; // getopt starts afresh (compare -c parses two command lines)
     while ((ch = getopt_long(argc, argv, SHORTOPTS, longopts, NULL)) != -1) {
         for (int k = 0; k < N_KEY_FLAGS; k++)
             if (key_flags[k].ch == ch && (seen & 1u << k) && !key_flags[k].value)

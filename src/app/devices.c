@@ -29,29 +29,22 @@ static const struct backend *pick_backend(const char *dev, struct error *e)
     return be;
 }
 
-int backends_resolve(const struct config *c, struct backends *b, struct error *e)
+int backends_resolve(const struct config *pts, long n, struct backends *b, struct error *e)
 {
     *b = (struct backends){0};
     for (const char *t; b->n < MAX_BACKENDS - 1 && (t = backend_name((size_t)b->n));)
         b->names[b->n++] = t;
     b->names[b->n++] = "auto";
-    const char *used[CONFIG_MAX_SWEEP_VALUES + 1] = {c->parallel.device};
-    int n_used = 1;
-    for (int i = 0; i < c->n_sweep; i++)
-        if (strcmp(c->sweep[i].key, "parallel.device") == 0) {
-            n_used = 0; // the base's value is never run
-            for (int j = 0; j < c->sweep[i].n_values; j++)
-                used[n_used++] = c->sweep[i].values[j];
-        }
     bool known = false;
-    for (int i = 0; i < n_used; i++, known = false) {
+    for (long i = 0; i < n; i++, known = false) {
+        const char *used = pts[i].parallel.device;
         for (int k = 0; k < b->n; k++)
-            if (strcmp(used[i], b->names[k]) == 0) {
+            if (strcmp(used, b->names[k]) == 0) {
                 known = true;
-                if (!b->be[k] && !(b->be[k] = pick_backend(used[i], e)))
+                if (!b->be[k] && !(b->be[k] = pick_backend(used, e)))
                     return -1;
             }
-        if (!known && !pick_backend(used[i], e)) // not built: says so
+        if (!known && !pick_backend(used, e)) // not built: says so
             return -1;
     }
     /* a point whose auto was resolved names the backend it got */

@@ -12,9 +12,9 @@ struct backends {
     int n;
 };
 
-/* Probes every backend a point of c names (auto resolved once); -1 with e
- * saying why one cannot run here. */
-int backends_resolve(const struct config *c, struct backends *b, struct error *e);
+/* Probes every backend the n point configs name (auto resolved once); -1
+ * with e saying why one cannot run here. */
+int backends_resolve(const struct config *pts, long n, struct backends *b, struct error *e);
 /* The backend resolved for parallel.device's value name, NULL when none. */
 const struct backend *backends_get(const struct backends *b, const char *name);
 /* The backend the results' device line names (devices before the cpu). */

@@ -25,6 +25,7 @@ struct point {
 
 struct measure {
     const struct config *cfg;
+    const struct points *points;
     struct comm *cm;
     struct results *res;
     const struct renderer *out; // stdout's format
@@ -86,10 +87,11 @@ static int points_begin(struct measure *m, const struct backends *bes, struct er
     int rc = eff ? 0 : error_set(e, "out of memory");
     for (long p = 0; p < m->n && rc == 0; p++) {
         struct point *pt = &m->pts[p];
-        char label[512];
-        if ((rc = sweep_point(m->cfg, p, &pt->cfg, label, sizeof label,
-                              backends_get(bes, "auto"), e)))
+        const char *label = m->points->label[p];
+        if (config_copy(&pt->cfg, &m->points->cfg[p])) {
+            rc = error_set(e, "out of memory");
             break;
+        }
         pt->be = backends_get(bes, pt->cfg.parallel.device);
         eff[p] = effect_config(&pt->cfg, pt->be);
         int k = same_as_earlier(res, (int)p, eff);
@@ -292,12 +294,12 @@ static void drop_unmeasured(struct results *res)
     free(to);
 }
 
-int sweep_run(const struct config *c, const struct backends *bes, struct comm *cm,
-              struct results *res, bool rebuild, bool quiet, struct error *e)
+int sweep_run(const struct config *c, const struct points *pts, const struct backends *bes,
+              struct comm *cm, struct results *res, bool rebuild, bool quiet, struct error *e)
 {
-    long n = sweep_points(c);
-    struct measure m = {.cfg = c, .cm = cm, .res = res, .rebuild = rebuild, .quiet = quiet,
-                        .n = n, .out = renderer_find(c->report.format)};
+    long n = pts->n;
+    struct measure m = {.cfg = c, .points = pts, .cm = cm, .res = res, .rebuild = rebuild,
+                        .quiet = quiet, .n = n, .out = renderer_find(c->report.format)};
     res->runs = calloc((size_t)n, sizeof *res->runs);
     m.pts = calloc((size_t)n, sizeof *m.pts);
     m.measured = calloc((size_t)n, sizeof *m.measured);

@@ -11,31 +11,29 @@
 
 /* --export DIR: every point's config, data, initial parameters and sample
  * orders, written for a reference implementation; nothing is trained. */
-static int export_points(const struct config *c, const char *dir, double max_memory)
+static int export_points(const struct config *c, struct points *pts, const char *dir,
+                         double max_memory)
 {
     struct error e;
     struct export x;
     size_t estimate;
     bool rebuild;
     signal(SIGXFSZ, SIG_IGN); // a file size limit fails the write (EFBIG): the export is removed
-    if (sweep_check(c, max_memory, false, &estimate, &rebuild, &e) || export_init(&x, dir, &e)) {
+    if (points_of(c, pts, &e) || sweep_check(pts, max_memory, false, &estimate, &rebuild, &e) ||
+        export_init(&x, dir, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return EXIT_USAGE;
     }
     struct sweep_data data = {0};
-    long n = sweep_points(c);
+    long n = pts->n;
     int rc = 0;
     bool bad_data = false; // refused as training refuses it: exit 2
     for (long p = 0; p < n && rc == 0 && !stop_requested(); p++) {
-        struct config pc;
-        char label[512];
-        if ((rc = sweep_point(c, p, &pc, label, sizeof label, NULL, &e)))
-            break;
-        bad_data = sweep_dataset(&data, &pc, &e) != 0;
-        rc = bad_data || export_point(&x, &pc, label, &data.d, &e);
+        const char *label = pts->label[p];
+        bad_data = sweep_dataset(&data, &pts->cfg[p], &e) != 0;
+        rc = bad_data || export_point(&x, &pts->cfg[p], label, &data.d, &e);
         if (rc && label[0])
             error_wrap(&e, "sweep point %s", label);
-        config_free(&pc);
     }
     if (rc == 0 && !stop_requested())
         rc = export_finish(&x, c, &e);
@@ -59,7 +57,7 @@ static bool export_chosen(const struct options *o) { return o->export_dir != NUL
 static int export_run(struct app *a)
 {
     signals_init();
-    return export_points(&a->res.cfg, a->opts.export_dir, a->opts.max_memory);
+    return export_points(&a->res.cfg, &a->points, a->opts.export_dir, a->opts.max_memory);
 }
 
 const struct mode mode_export = {.name = "export", .chosen = export_chosen, .run = export_run};

@@ -9,7 +9,7 @@ static int train_measure(struct app *a, const struct backends *bes, struct comm 
                          struct comm *cm, struct error *e)
 {
     (void)comm;
-    return sweep_run(&a->res.cfg, bes, cm, &a->res, a->rebuild, a->opts.quiet, e);
+    return sweep_run(&a->res.cfg, &a->points, bes, cm, &a->res, a->rebuild, a->opts.quiet, e);
 }
 
 static bool train_chosen(const struct options *o)

@@ -2,6 +2,7 @@
  * (src/tune/); its recommendation also goes into report.out as
  * NAME-tuned.yaml. */
 #include <stdio.h>
+#include <string.h>
 
 #include "app.h"
 #include "session.h"
@@ -31,12 +32,14 @@ static int tune_files(const struct app *a, const char *dir, struct error *e)
     return 0;
 }
 
-static void tune_text(FILE *f, const struct app *a)
+/* --tune's own table in text; its result (runs one per trial, the "tune"
+ * object) through the other renderers */
+static int tune_out(FILE *f, struct app *a, const struct renderer *r)
 {
-    if (a->tune)
-        tune_print(f, &a->res, a->tune);
-    else
-        report_text(f, &a->res);
+    if (!a->tune || strcmp(r->name, "text") != 0)
+        return r->results(f, &a->res);
+    tune_print(f, &a->res, a->tune);
+    return 0;
 }
 
 static bool tune_chosen(const struct options *o) { return o->tune; }
@@ -44,7 +47,7 @@ static bool tune_chosen(const struct options *o) { return o->tune; }
 static int tune_run_mode(struct app *a)
 {
     static const struct session_ops ops = {.measure = tune_measure, .files = tune_files,
-                                           .text = tune_text};
+                                           .print = tune_out};
     signals_init();
     int status = session_run(a, &ops);
     tune_report_free(a->tune);

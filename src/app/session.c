@@ -33,7 +33,7 @@ static int write_files(const struct app *a, const struct session_ops *ops, bool 
     return ops && ops->files ? ops->files(a, dir, e) : 0;
 }
 
-static int emit(const struct app *a, const struct session_ops *ops, bool *placed,
+static int emit(struct app *a, const struct session_ops *ops, bool *placed,
                 struct error *e)
 {
     const struct results *res = &a->res;
@@ -45,11 +45,7 @@ static int emit(const struct app *a, const struct session_ops *ops, bool *placed
     FILE *out = signals_fdopen(STDOUT_FILENO);
     FILE *f = out ? out : stdout;
     const struct renderer *r = renderer_find(res->cfg.report.format);
-    bool oom = false;
-    if (ops && ops->text && strcmp(r->name, "text") == 0)
-        ops->text(f, a);
-    else
-        oom = r->results(f, res) != 0;
+    bool oom = ops && ops->print ? ops->print(f, a, r) != 0 : r->results(f, res) != 0;
     int err = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
     if (out && fclose(out) != 0 && !err)
         err = errno ? errno : EIO;
@@ -107,9 +103,11 @@ static int prepare(struct app *a, struct backends *bes, size_t *estimate)
     int rc = EXIT_OK;
     if (c->report.out[0] && report_check_out(c->report.out, c->name, &e))
         rc = EXIT_USAGE; // refused before the run, not after it
-    else if (sweep_check(c, a->opts.max_memory, true, estimate, &a->rebuild, &e))
+    else if (a->points.n == 0 && points_of(c, &a->points, &e))
         rc = EXIT_USAGE;
-    else if (!stop_requested() && backends_resolve(c, bes, &e))
+    else if (sweep_check(&a->points, a->opts.max_memory, true, estimate, &a->rebuild, &e))
+        rc = EXIT_USAGE;
+    else if (!stop_requested() && backends_resolve(a->points.cfg, a->points.n, bes, &e))
         rc = EXIT_RUN;
     if (rc) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
@@ -126,6 +124,7 @@ static int prepare(struct app *a, struct backends *bes, size_t *estimate)
                         "replicas on the %s\n",
                 c->parallel.n_devices, c->parallel.n_devices, auto_be->name);
     sweep_resolve_auto(c, auto_be);
+    points_resolve_auto(&a->points, auto_be);
     return EXIT_OK;
 }
 

@@ -17,8 +17,9 @@ struct session_ops {
                    struct comm *cm, struct error *e);
     /* the mode's own files in report.out after the result files; NULL: none */
     int (*files)(const struct app *a, const char *dir, struct error *e);
-    /* stdout in the text format instead of the text renderer; NULL: the renderer */
-    void (*text)(FILE *f, const struct app *a);
+    /* stdout in renderer r's format instead of r->results; 0, or -1 when out
+     * of memory. NULL: r->results */
+    int (*print)(FILE *f, struct app *a, const struct renderer *r);
 };
 
 /* The checks before any run, in the order their failures rank: the result

@@ -75,6 +75,49 @@ int sweep_point(const struct config *base, long p, struct config *out, char *lab
     return 0;
 }
 
+int points_of(const struct config *c, struct points *pts, struct error *e)
+{
+    long n = sweep_points(c);
+    *pts = (struct points){0};
+    pts->cfg = calloc((size_t)n, sizeof *pts->cfg);
+    pts->label = calloc((size_t)n, sizeof *pts->label);
+    if (!pts->cfg || !pts->label)
+        return error_set(e, "out of memory");
+    for (long p = 0; p < n && !stop_requested(); p++, pts->n++)
+        if (sweep_point(c, p, &pts->cfg[p], pts->label[p], sizeof pts->label[p], NULL, e))
+            return -1;
+    return 0;
+}
+
+int points_add(struct points *pts, const struct config *c, const char *label, struct error *e)
+{
+    struct config *cfg = realloc(pts->cfg, (size_t)(pts->n + 1) * sizeof *cfg);
+    char(*lab)[512] = cfg ? realloc(pts->label, (size_t)(pts->n + 1) * sizeof *lab) : NULL;
+    if (cfg)
+        pts->cfg = cfg;
+    if (!lab || config_copy(&cfg[pts->n], c))
+        return error_set(e, "out of memory");
+    pts->label = lab;
+    snprintf(lab[pts->n], sizeof lab[0], "%s", label);
+    pts->n++;
+    return 0;
+}
+
+void points_resolve_auto(struct points *pts, const struct backend *be)
+{
+    for (long p = 0; p < pts->n; p++)
+        sweep_resolve_auto(&pts->cfg[p], be);
+}
+
+void points_free(struct points *pts)
+{
+    for (long p = 0; pts->cfg && p < pts->n; p++)
+        config_free(&pts->cfg[p]);
+    free(pts->cfg);
+    free(pts->label);
+    memset(pts, 0, sizeof *pts);
+}
+
 /* The memory limit: --max-memory, else what the machine has available less
  * a margin (a run at the edge of memory thrashes); what in words. */
 static size_t memory_limit(double max_memory, char *what, size_t n)
@@ -88,7 +131,7 @@ static size_t memory_limit(double max_memory, char *what, size_t n)
     return avail > estimate_margin(avail) ? avail - estimate_margin(avail) : 0;
 }
 
-/* The estimate of point p's config pc, its address space checked against
+/* The estimate of point config pc, its address space checked against
  * RLIMIT_AS; -1 with e naming the point. */
 static int point_estimate(const struct config *pc, const char *label, struct estimate *est,
                           struct error *e)
@@ -105,60 +148,42 @@ static int point_estimate(const struct config *pc, const char *label, struct est
 
 /* The datasets of every distinct data config among the points, summed: the
  * rounds keep them all for the whole run. */
-static int datasets_sum(const struct config *c, size_t *sum, struct error *e)
+static size_t datasets_sum(const struct points *pts)
 {
-    long n = sweep_points(c);
-    struct config *seen = calloc((size_t)n, sizeof *seen);
-    int n_seen = 0, rc = 0;
-    *sum = 0;
-    for (long p = 0; p < n && rc == 0 && seen; p++) {
-        char label[512];
-        struct estimate est;
-        if ((rc = sweep_point(c, p, &seen[n_seen], label, sizeof label, NULL, e)))
-            break;
+    size_t sum = 0;
+    for (long p = 0; p < pts->n; p++) {
         bool known = false;
-        for (int k = 0; k < n_seen && !known; k++)
-            known = config_same_data(&seen[k], &seen[n_seen]);
-        if (known || estimate_host(&seen[n_seen], &est) != 0) {
-            config_free(&seen[n_seen]);
-            continue;
-        }
-        *sum = est.dataset > SIZE_MAX - *sum ? SIZE_MAX : *sum + est.dataset;
-        n_seen++;
+        struct estimate est;
+        for (long k = 0; k < p && !known; k++)
+            known = config_same_data(&pts->cfg[k], &pts->cfg[p]);
+        if (!known && estimate_host(&pts->cfg[p], &est) == 0)
+            sum = est.dataset > SIZE_MAX - sum ? SIZE_MAX : sum + est.dataset;
     }
-    for (int k = 0; k < n_seen; k++)
-        config_free(&seen[k]);
-    free(seen);
-    return seen ? rc : error_set(e, "out of memory");
+    return sum;
 }
 
-/* Checks every point before any runs: its config (the rules that tie keys
- * together) and its estimated host footprint (estimate.c) against the limit,
- * before any allocation (a device backend checks its own memory in init,
- * before allocating there). Every point keeps its results until the end, and
- * the rounds keep every distinct dataset (keep_data), unless that does not
- * fit while building each point's data again per round does: then
- * *rebuild is set. Sets *peak to the largest need. */
-int sweep_check(const struct config *c, double max_memory, bool keep_data, size_t *peak,
+/* Checks every point before any runs: its estimated host footprint
+ * (estimate.c) against the limit, before any allocation (a device backend
+ * checks its own memory in init, before allocating there). Every point keeps
+ * its results until the end, and the rounds keep every distinct dataset
+ * (keep_data), unless that does not fit while building each point's data
+ * again per round does: then *rebuild is set. Sets *peak to the largest
+ * need. */
+int sweep_check(const struct points *pts, double max_memory, bool keep_data, size_t *peak,
                 bool *rebuild, struct error *e)
 {
     char what[96];
-    size_t limit = memory_limit(max_memory, what, sizeof what), kept = 0, datasets = 0;
-    if (keep_data && datasets_sum(c, &datasets, e))
-        return -1;
+    size_t limit = memory_limit(max_memory, what, sizeof what), kept = 0;
+    size_t datasets = keep_data ? datasets_sum(pts) : 0;
     *peak = 0;
     *rebuild = false;
-    for (long p = 0; p < sweep_points(c) && !stop_requested(); p++) {
-        struct config pc;
-        char label[512];
+    for (long p = 0; p < pts->n && !stop_requested(); p++) {
+        const char *label = pts->label[p];
         struct estimate est;
-        if (sweep_point(c, p, &pc, label, sizeof label, NULL, e))
+        if (point_estimate(&pts->cfg[p], label, &est, e))
             return -1;
-        int rc = point_estimate(&pc, label, &est, e);
-        config_free(&pc);
-        if (rc || __builtin_add_overflow(est.total, kept, &est.total))
-            return rc ? -1 : error_set(e, "%s: the sizes overflow this machine's address space",
-                                       label);
+        if (__builtin_add_overflow(est.total, kept, &est.total))
+            return error_set(e, "%s: the sizes overflow this machine's address space", label);
         kept += est.results;
         size_t all = est.total - est.dataset + (datasets > est.dataset ? datasets : est.dataset);
         *rebuild |= limit && all > limit && est.total <= limit;

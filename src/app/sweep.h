@@ -21,11 +21,26 @@ int sweep_point(const struct config *base, long p, struct config *out, char *lab
 /* parallel.device auto resolved to backend be; on a backend without device
  * ids (the cpu), device ids become that many replicas. */
 void sweep_resolve_auto(struct config *c, const struct backend *be);
-/* Every point's rules and estimated host memory against max_memory (0: what
- * the machine has), before anything is allocated; *peak is the largest need.
+/* The points a run measures: each a config of its own, with its label. */
+struct points {
+    long n;
+    struct config *cfg;  // (n) the sweep's keys kept for the labels in results
+    char (*label)[512];  // (n) "key=value ..." ("" without a sweep)
+};
+/* The points of c's sweep (one without a sweep), each checked by its rules;
+ * -1 with e naming the point. */
+int points_of(const struct config *c, struct points *pts, struct error *e);
+/* One more point: a copy of c (compare -c). */
+int points_add(struct points *pts, const struct config *c, const char *label, struct error *e);
+/* parallel.device auto, once resolved, in every point (sweep_resolve_auto). */
+void points_resolve_auto(struct points *pts, const struct backend *be);
+void points_free(struct points *pts);
+
+/* Every point's estimated host memory against max_memory (0: what the
+ * machine has), before anything is allocated; *peak is the largest need.
  * keep_data: every distinct dataset is kept for the whole run (the rounds),
  * unless only building each again per round fits: then *rebuild is set. */
-int sweep_check(const struct config *c, double max_memory, bool keep_data, size_t *peak,
+int sweep_check(const struct points *pts, double max_memory, bool keep_data, size_t *peak,
                 bool *rebuild, struct error *e);
 
 /* A dataset shared by the points whose data keys agree. */
@@ -37,13 +52,14 @@ struct sweep_data {
 int sweep_dataset(struct sweep_data *sd, const struct config *pc, struct error *e);
 void sweep_data_free(struct sweep_data *sd);
 
-/* Measures every point into res (one run each) in interleaved rounds
+/* Measures every point of pts into res (one run each; c: the run's base
+ * config, its bench.* keys and sweep) in interleaved rounds
  * (measure.c): a point that does the same work as an earlier one is recorded,
  * not run again. rebuild: a point's dataset is built again each round (the
  * datasets do not fit in memory together). On a stop, keeps what completed
  * and returns 0; -2 when a dataset cannot be loaded (bad data: a usage
  * error), -1 on another error. */
-int sweep_run(const struct config *c, const struct backends *bes, struct comm *cm,
-              struct results *res, bool rebuild, bool quiet, struct error *e);
+int sweep_run(const struct config *c, const struct points *pts, const struct backends *bes,
+              struct comm *cm, struct results *res, bool rebuild, bool quiet, struct error *e);
 
 #endif

@@ -81,6 +81,18 @@ static void read_governor(char *buf, size_t n)
         fclose(f);
 }
 
+/* others_cpu and steal from the counts (all CPUs' time is the wall time
+ * times the CPUs, counted by the kernel itself) */
+static void load_shares(struct load *l)
+{
+    l->others_cpu = l->steal = NAN;
+    if (!(l->cpu_s > 0))
+        return;
+    double others = (l->busy_s - l->own_s) / l->cpu_s;
+    l->others_cpu = others < 0 ? 0 : others > 1 ? 1 : others; // jiffies are coarse
+    l->steal = l->steal_s / l->cpu_s;
+}
+
 void load_begin(struct load_probe *p)
 {
     *p = (struct load_probe){.t = now_seconds(), .own_s = own_seconds(),
@@ -98,23 +110,14 @@ void load_end(const struct load_probe *p, struct load *out)
                          .mhz_min = fmin(p->mhz_min, q.mhz_min),
                          .mhz_max = fmax(p->mhz_max, q.mhz_max)};
     read_governor(out->governor, sizeof out->governor);
-    long hz = sysconf(_SC_CLK_TCK), cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (!p->ok || !q.ok || q.total <= p->total || hz <= 0 || cpus <= 0 || out->seconds <= 0)
+    long hz = sysconf(_SC_CLK_TCK);
+    if (!p->ok || !q.ok || hz <= 0 || out->seconds <= 0)
         return;
-    double busy_s = (double)(q.busy - p->busy) / (double)hz, own = q.own_s - p->own_s;
-    double others = (busy_s - own) / (out->seconds * (double)cpus);
-    out->others_cpu = others < 0 ? 0 : others > 1 ? 1 : others; // jiffies are coarse
-    out->steal = (double)(q.steal - p->steal) / (double)(q.total - p->total);
-}
-
-/* x weighted by wx and y by wy, either side missing (NAN) taken as absent */
-static double weigh(double x, double wx, double y, double wy)
-{
-    if (isnan(x))
-        return y;
-    if (isnan(y))
-        return x;
-    return wx + wy > 0 ? (x * wx + y * wy) / (wx + wy) : x;
+    out->cpu_s = (double)(q.total - p->total) / (double)hz;
+    out->busy_s = (double)(q.busy - p->busy) / (double)hz;
+    out->steal_s = (double)(q.steal - p->steal) / (double)hz;
+    out->own_s = q.own_s - p->own_s;
+    load_shares(out);
 }
 
 void load_merge(struct load *into, const struct load *more)
@@ -123,15 +126,17 @@ void load_merge(struct load *into, const struct load *more)
         *into = *more;
         return;
     }
-    double a = into->seconds, b = more->seconds;
-    into->others_cpu = weigh(into->others_cpu, a, more->others_cpu, b);
-    into->steal = weigh(into->steal, a, more->steal, b);
+    into->cpu_s += more->cpu_s;
+    into->busy_s += more->busy_s;
+    into->steal_s += more->steal_s;
+    into->own_s += more->own_s;
+    load_shares(into);
     into->loadavg_end = more->loadavg_end;
     into->mhz_min = fmin(into->mhz_min, more->mhz_min); // fmin/fmax skip a NAN
     into->mhz_max = fmax(into->mhz_max, more->mhz_max);
     if (!into->governor[0])
         snprintf(into->governor, sizeof into->governor, "%s", more->governor);
-    into->seconds = a + b;
+    into->seconds += more->seconds;
 }
 
 const char *load_warning(const struct load *l, char *buf, size_t n)

@@ -13,8 +13,12 @@
 struct load {
     double seconds;         // wall time of the interval
     double others_cpu;      // (busy jiffies - this process's) / (wall x online CPUs), 0..1;
-                            // NAN when /proc/stat cannot be read
+                            // NAN when /proc/stat cannot be read or no jiffy passed (an
+                            // interval under the kernel's 1/CLK_TCK resolution)
     double steal;           // steal jiffies / all jiffies, 0..1 (a VM's hypervisor)
+    double cpu_s, busy_s, steal_s, own_s; // the counts behind them, CPU seconds: all CPUs'
+                                          // time, busy, stolen, this process's (merging
+                                          // short intervals sums these)
     double loadavg_start, loadavg_end; // 1-minute load average at either end
     char governor[32];      // cpu0's cpufreq governor, "" where there is none (many VMs)
     double mhz_min, mhz_max; // the lowest and highest clock of any CPU seen at either end,

@@ -1,231 +1,22 @@
-/* `dpbench compare A.json B.json`: is B faster than, slower than or the same
- * as A? Reads any two result files (dpbench's, or scripts/torch_reference.py's
- * in the same schema), pairs their points, and decides each pair from the
- * epoch samples with stats_compare (docs/statistics.md says how).
- *
- * A point's workload is what it computes: the data (seed, dataset, transform),
- * the model and its loss, the batch and what makes the batches (shuffle,
- * drop_last), the epochs and the learning rate. Its settings are how it
- * computes them: the loader's other knobs, the parallel section, BLAS, the
- * backend. Two files of one point each are compared whatever their settings
- * (the differing ones are listed); with several points, a point pairs with one
- * of the same workload and settings. Different workloads are never compared. */
+/* `dpbench compare`: pairs the points of A and B and decides each pair on
+ * the best unit the files allow (compare.h), with the noise threshold;
+ * says what the files themselves say (a stop, warnings) and where they
+ * differ (machine, build, load, BLAS). */
 #include "compare.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
-#include "util.h"
+#include "load.h"
 
-/* keys of a config section that belong to the workload; NULL: all of them */
-static const struct {
-    const char *section;
-    const char *keys[4];
-} workload_keys[] = {
-    {"dataset", {NULL}},
-    {"transform", {NULL}},
-    {"model", {NULL}},
-    {"loader", {"batch_size", "shuffle", "drop_last", NULL}},
-    {"train", {"epochs", "lr", NULL}},
-};
-
-static bool is_workload(const char *section, const char *key)
+const char *compare_unit_name(enum compare_unit u)
 {
-    if (strcmp(section, "dataset") == 0 && strcmp(key, "drop_cache") == 0)
-        return false; // how the files are read, not what
-    for (size_t i = 0; i < sizeof workload_keys / sizeof workload_keys[0]; i++) {
-        if (strcmp(workload_keys[i].section, section) != 0)
-            continue;
-        if (!workload_keys[i].keys[0])
-            return true;
-        for (int k = 0; workload_keys[i].keys[k]; k++)
-            if (strcmp(workload_keys[i].keys[k], key) == 0)
-                return true;
-    }
-    return false;
-}
-
-/* Splits a run's config into its workload and its settings; the name, the
- * report section and the sweep are neither. The backend stands for
- * parallel.device ("torch-cpu" is the cpu: the PyTorch side of one setting). */
-static void split_config(const cJSON *cfg, const char *backend, cJSON *work, cJSON *set)
-{
-    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(cfg, "seed");
-    cJSON_AddItemToObject(work, "seed", seed ? cJSON_Duplicate(seed, 1) : cJSON_CreateNull());
-    const cJSON *sec;
-    cJSON_ArrayForEach(sec, cfg)
-    {
-        if (!cJSON_IsObject(sec) || strcmp(sec->string, "report") == 0 ||
-            strcmp(sec->string, "sweep") == 0)
-            continue;
-        cJSON *w = cJSON_AddObjectToObject(work, sec->string);
-        cJSON *s = cJSON_AddObjectToObject(set, sec->string);
-        const cJSON *k;
-        cJSON_ArrayForEach(k, sec)
-        {
-            if (strcmp(sec->string, "parallel") == 0 && strcmp(k->string, "device") == 0)
-                continue;
-            cJSON_AddItemToObject(is_workload(sec->string, k->string) ? w : s, k->string,
-                                  cJSON_Duplicate(k, 1));
-        }
-    }
-    if (strncmp(backend, "torch-", 6) == 0)
-        backend += 6;
-    cJSON_AddStringToObject(set, "backend", backend);
-}
-
-/* "section.key: A vs B" for each leaf that differs, at most max. */
-static int config_diffs(const cJSON *a, const cJSON *b, const char *prefix, char diffs[][256],
-                        int n, int max)
-{
-    const cJSON *pair[2] = {a, b};
-    for (int side = 0; side < 2; side++) {
-        const cJSON *k;
-        cJSON_ArrayForEach(k, pair[side])
-        {
-            const cJSON *other = cJSON_GetObjectItemCaseSensitive(pair[1 - side], k->string);
-            if (side == 1 && other)
-                continue; // seen from a's side
-            char path[128];
-            snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", k->string);
-            if (other && cJSON_IsObject(k) && cJSON_IsObject(other)) {
-                n = config_diffs(side ? other : k, side ? k : other, path, diffs, n, max);
-            } else if (!other || !cJSON_Compare(k, other, 1)) {
-                if (n >= max)
-                    return n;
-                char *vk = cJSON_PrintUnformatted(k);
-                char *vo = other ? cJSON_PrintUnformatted(other) : NULL;
-                const char *mine = vk ? vk : "?", *theirs = vo ? vo : "(absent)";
-                snprintf(diffs[n++], 256, "%s: %s vs %s", path, side ? theirs : mine,
-                         side ? mine : theirs); // always a's value, then b's
-                free(vk);
-                free(vo);
-            }
-        }
-    }
-    return n;
-}
-
-/* The measured epoch times of run i (following same_as), in ms. */
-static int run_epochs(const struct compare_file *f, const cJSON *runs, int i, struct compare_point *p,
-                      struct error *e)
-{
-    const cJSON *run = cJSON_GetArrayItem(runs, i);
-    const cJSON *same = cJSON_GetObjectItemCaseSensitive(run, "same_as");
-    if (cJSON_IsNumber(same)) {
-        int k = same->valueint;
-        if (k < 0 || k >= i)
-            return error_set(e, "%s: run %d: same_as %d is not an earlier run", f->path, i, k);
-        run = cJSON_GetArrayItem(runs, k);
-    }
-    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(run, "epochs");
-    if (!cJSON_IsArray(eps))
-        return error_set(e, "%s: run %d has no \"epochs\" array (per-epoch times)", f->path, i);
-    int n = cJSON_GetArraySize(eps);
-    p->ms = malloc((size_t)(n ? n : 1) * sizeof *p->ms);
-    if (!p->ms)
-        return error_set(e, "out of memory");
-    const cJSON *ep;
-    cJSON_ArrayForEach(ep, eps)
-    {
-        const cJSON *s = cJSON_GetObjectItemCaseSensitive(ep, "seconds");
-        if (!cJSON_IsNumber(s) || !isfinite(s->valuedouble) || s->valuedouble <= 0)
-            return error_set(e, "%s: run %d, epoch %d: \"seconds\" is not a positive number",
-                             f->path, i, p->n + 1);
-        p->ms[p->n++] = 1e3 * s->valuedouble;
-    }
-    stats_compute(p->ms, (size_t)p->n, &p->st);
-    return 0;
-}
-
-static int read_point(struct compare_file *f, const cJSON *runs, int i, struct error *e)
-{
-    const cJSON *run = cJSON_GetArrayItem(runs, i);
-    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(run, "config");
-    const cJSON *label = cJSON_GetObjectItemCaseSensitive(run, "point");
-    const cJSON *backend = cJSON_GetObjectItemCaseSensitive(run, "backend");
-    if (!cJSON_IsObject(run) || !cJSON_IsObject(cfg))
-        return error_set(e, "%s: run %d has no \"config\" object", f->path, i);
-    struct compare_point *p = &f->pts[f->n++];
-    *p = (struct compare_point){.run = i, .label = cJSON_IsString(label) ? label->valuestring : "",
-                        .workload = cJSON_CreateObject(), .settings = cJSON_CreateObject()};
-    if (!p->workload || !p->settings)
-        return error_set(e, "out of memory");
-    split_config(cfg, cJSON_IsString(backend) ? backend->valuestring : "?", p->workload,
-                 p->settings);
-    return run_epochs(f, runs, i, p, e);
-}
-
-/* The whole file as a string (caller frees), at most max bytes. */
-static char *slurp(const char *path, size_t max, size_t *len, struct error *e)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        error_set(e, "%s: cannot read: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = malloc(max + 1);
-    *len = buf ? fread(buf, 1, max + 1, f) : 0;
-    bool bad = !buf || ferror(f) || *len > max;
-    if (bad)
-        error_set(e, "%s: %s", path, !buf ? "out of memory" : ferror(f) ? strerror(errno)
-                                                                        : "larger than 1 GiB");
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return NULL;
-    }
-    buf[*len] = '\0';
-    return buf;
-}
-
-static int file_read(struct compare_file *f, const char *path, struct error *e)
-{
-    *f = (struct compare_file){.path = path};
-    size_t len;
-    char *text = slurp(path, (size_t)1 << 30, &len, e);
-    if (!text)
-        return -1;
-    f->doc = cJSON_ParseWithLength(text, len);
-    free(text);
-    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(f->doc, "runs");
-    if (!f->doc)
-        return error_set(e, "%s: not valid JSON (a result of dpbench --format json or --out)",
-                         path);
-    if (!cJSON_IsArray(runs) || cJSON_GetArraySize(runs) == 0)
-        return error_set(e, "%s: not a dpbench result (no \"runs\" with at least one run)",
-                         path);
-    const cJSON *tool = cJSON_GetObjectItemCaseSensitive(f->doc, "dpbench");
-    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(tool, "version");
-    const cJSON *git = cJSON_GetObjectItemCaseSensitive(tool, "git_commit");
-    snprintf(f->tool, sizeof f->tool, "%s%s (%s)",
-             cJSON_IsString(ver) && strncmp(ver->valuestring, "torch-", 6) ? "dpbench " : "",
-             cJSON_IsString(ver) ? ver->valuestring : "?",
-             cJSON_IsString(git) ? git->valuestring : "?");
-    int n = cJSON_GetArraySize(runs);
-    f->pts = calloc((size_t)n, sizeof *f->pts);
-    if (!f->pts)
-        return error_set(e, "out of memory");
-    for (int i = 0; i < n; i++)
-        if (read_point(f, runs, i, e))
-            return -1;
-    return 0;
-}
-
-static void file_free(struct compare_file *f)
-{
-    for (int i = 0; i < f->n; i++) {
-        cJSON_Delete(f->pts[i].workload);
-        cJSON_Delete(f->pts[i].settings);
-        free(f->pts[i].ms);
-    }
-    free(f->pts);
-    cJSON_Delete(f->doc);
+    static const char *const names[] = {"interleaved rounds", "rounds of separate runs",
+                                        "epochs of one run"};
+    return names[u];
 }
 
 /* Pairs the points: one each of one workload whatever their settings, else
@@ -238,15 +29,16 @@ static int match(struct compare_file *a, struct compare_file *b, struct compare_
         struct compare_point *pa = &a->pts[i];
         for (int j = 0; j < b->n && !pa->paired; j++) {
             struct compare_point *pb = &b->pts[j];
-            if (pb->paired || !cJSON_Compare(pa->workload, pb->workload, 1) ||
+            if (pb->paired || pa->n == 0 || pb->n == 0 ||
+                !cJSON_Compare(pa->workload, pb->workload, 1) ||
                 (!single && !cJSON_Compare(pa->settings, pb->settings, 1)))
                 continue;
             pa->paired = pb->paired = true;
             struct compare_pair *p = &pairs[n++];
             p->a = pa;
             p->b = pb;
-            p->n_diffs = config_diffs(pa->settings, pb->settings, "", p->diffs, 0, COMPARE_MAX_DIFFS);
-            stats_compare(pa->ms, (size_t)pa->n, pb->ms, (size_t)pb->n, &p->c);
+            p->n_diffs = compare_diffs(pa->settings, pb->settings, "", p->diffs, 0,
+                                       COMPARE_MAX_DIFFS);
         }
     }
     return n;
@@ -263,34 +55,174 @@ void compare_unmatched_why(const struct compare_point *p, const struct compare_f
 {
     char d[1][256];
     const struct compare_point *q = &other->pts[0];
+    if (p->n == 0) {
+        snprintf(buf, n, "no measured epoch (the run %s before one completed)",
+                 p->failed ? "failed" : "stopped");
+        return;
+    }
     for (int j = 0; j < other->n; j++)
         if (cJSON_Compare(p->workload, other->pts[j].workload, 1))
             q = &other->pts[j];
-    if (config_diffs(p->workload, q->workload, "", d, 0, 1))
+    if (compare_diffs(p->workload, q->workload, "", d, 0, 1))
         snprintf(buf, n, "different workload (%s)", d[0]);
-    else if (config_diffs(p->settings, q->settings, "", d, 0, 1))
+    else if (compare_diffs(p->settings, q->settings, "", d, 0, 1))
         snprintf(buf, n, "same workload, other settings (%s)", d[0]);
     else
         snprintf(buf, n, "the points of its workload and settings there are paired already");
 }
 
-int compare_read(struct compare_result *r, const char *path_a, const char *path_b,
-                 struct error *e)
+/* Pair p over the rounds both ran (interleaved), matched by round number. */
+static void decide_paired(const struct compare_pair *p, double threshold, struct ratio *q)
 {
-    *r = (struct compare_result){0};
-    if (file_read(&r->a, path_a, e) || file_read(&r->b, path_b, e))
-        return -1;
+    const struct compare_point *a = p->a, *b = p->b;
+    int n = a->n_rounds < b->n_rounds ? a->n_rounds : b->n_rounds, k = 0;
+    double *x = malloc((size_t)(n ? n : 1) * sizeof *x), *y = malloc((size_t)(n ? n : 1) * sizeof *y);
+    for (int i = 0, j = 0; x && y && i < a->n_rounds && j < b->n_rounds;) {
+        if (a->round_of[i] < b->round_of[j]) {
+            i++;
+        } else if (b->round_of[j] < a->round_of[i]) {
+            j++;
+        } else {
+            x[k] = a->round_ms[i++];
+            y[k++] = b->round_ms[j++];
+        }
+    }
+    stats_paired(x ? x : (double[1]){0}, y ? y : (double[1]){0}, (size_t)k, threshold, q);
+    free(x);
+    free(y);
+}
+
+/* A side that ran once: its epochs, a bootstrap interval of the ratio of
+ * medians and the Mann-Whitney test; faster / slower needs both the test
+ * (p < 0.05) and the interval beyond the threshold. */
+static void decide_epochs(struct compare_pair *p, double threshold)
+{
+    struct comparison c;
+    stats_compare(p->a->ms, (size_t)p->a->n, p->b->ms, (size_t)p->b->n, &c);
+    p->q = (struct ratio){.ratio = c.ratio, .ci95 = {c.ci95[0], c.ci95[1]},
+                          .units = p->a->n < p->b->n ? p->a->n : p->b->n,
+                          .threshold = threshold, .units_needed = -1};
+    p->q.verdict = stats_decide(p->q.ci95, threshold);
+    if ((p->q.verdict == VERDICT_FASTER || p->q.verdict == VERDICT_SLOWER) && !(c.p_value < 0.05))
+        p->q.verdict = VERDICT_UNDECIDED;
+    p->p_value = c.p_value;
+}
+
+/* A verdict held back: the two sides ran under clearly different load. */
+static void hold_back(struct compare_pair *p)
+{
+    double oa = p->a->others_cpu, ob = p->b->others_cpu;
+    if (p->unit == COMPARE_INTERLEAVED || !(fabs(oa - ob) > LOAD_DIFFERENT) ||
+        (p->q.verdict != VERDICT_FASTER && p->q.verdict != VERDICT_SLOWER))
+        return;
+    snprintf(p->why, sizeof p->why, "%s %.2fx, but they ran under clearly different load "
+             "(other processes took %.0f%% of the CPUs during A, %.0f%% during B)",
+             verdict_name(p->q.verdict), p->q.ratio, 100 * oa, 100 * ob);
+    p->q.verdict = VERDICT_UNDECIDED;
+}
+
+static void decide(const struct compare_result *r, struct compare_pair *p)
+{
+    p->p_value = NAN;
+    if (r->interleaved) {
+        p->unit = COMPARE_INTERLEAVED;
+        decide_paired(p, r->threshold, &p->q);
+    } else if (p->a->n_rounds >= 2 && p->b->n_rounds >= 2) {
+        p->unit = COMPARE_RUNS;
+        stats_unpaired(p->a->round_ms, (size_t)p->a->n_rounds, p->b->round_ms,
+                       (size_t)p->b->n_rounds, r->threshold, &p->q);
+    } else {
+        p->unit = COMPARE_EPOCHS;
+        decide_epochs(p, r->threshold);
+    }
+    hold_back(p);
+    if (p->a->blas[0] && p->b->blas[0] && strcmp(p->a->blas, p->b->blas) != 0)
+        snprintf(p->blas, sizeof p->blas, "%s vs %s", p->a->blas, p->b->blas);
+}
+
+double compare_median(const struct compare_point *p, enum compare_unit unit)
+{
+    if (unit == COMPARE_EPOCHS || p->n_rounds == 0)
+        return p->st.median;
+    double *m = malloc((size_t)p->n_rounds * sizeof *m), med = NAN;
+    if (m) {
+        memcpy(m, p->round_ms, (size_t)p->n_rounds * sizeof *m);
+        med = stats_median(m, (size_t)p->n_rounds);
+    }
+    free(m);
+    return med;
+}
+
+const char *compare_verdict_text(const struct compare_pair *p, char *buf, size_t n)
+{
+    const char *v = verdict_name(p->q.verdict);
+    if (p->unit == COMPARE_EPOCHS && p->q.verdict != VERDICT_UNDECIDED)
+        snprintf(buf, n, "%s within run noise; not interleaved", v);
+    else
+        snprintf(buf, n, "%s", v);
+    return buf;
+}
+
+static void note(struct compare_result *r, const char *fmt, const char *x, const char *y)
+{
+    if (r->n_notes < COMPARE_MAX_NOTES)
+        snprintf(r->notes[r->n_notes++], sizeof r->notes[0], fmt, x, y);
+}
+
+/* What the files say of themselves, and where they differ. */
+static void notes(struct compare_result *r)
+{
+    const struct compare_file *f[2] = {&r->a, &r->b};
+    static const char *const side[2] = {"A", "B"};
+    for (int s = 0; s < 2 && !r->interleaved; s++) {
+        if (f[s]->interrupted)
+            note(r, "%s (%s) was interrupted: its points may be cut short", side[s], f[s]->path);
+        const cJSON *w;
+        cJSON_ArrayForEach(w, f[s]->warnings)
+        if (cJSON_IsString(w))
+            note(r, "%s warns: %s", side[s], w->valuestring);
+    }
+    if (!r->interleaved && strcmp(r->a.machine, r->b.machine) != 0)
+        note(r, "A and B ran on different machines: %s vs %s", r->a.machine, r->b.machine);
+    if (!r->interleaved && strcmp(r->a.tool, r->b.tool) != 0)
+        note(r, "A and B come from different builds: %s vs %s", r->a.tool, r->b.tool);
+}
+
+static int pair_all(struct compare_result *r, struct error *e)
+{
     r->pairs = calloc((size_t)(r->a.n < r->b.n ? r->a.n : r->b.n), sizeof *r->pairs);
     if (!r->pairs)
         return error_set(e, "out of memory");
     r->n_pairs = match(&r->a, &r->b, r->pairs);
+    for (int i = 0; i < r->n_pairs; i++)
+        decide(r, &r->pairs[i]);
+    notes(r);
     return 0;
+}
+
+int compare_read(struct compare_result *r, const char *path_a, const char *path_b,
+                 double threshold, struct error *e)
+{
+    *r = (struct compare_result){.threshold = threshold};
+    if (compare_file_read(&r->a, path_a, e) || compare_file_read(&r->b, path_b, e))
+        return -1;
+    return pair_all(r, e);
+}
+
+int compare_interleaved(struct compare_result *r, struct cJSON *doc, const char *name_a,
+                        const char *name_b, double threshold, struct error *e)
+{
+    *r = (struct compare_result){.threshold = threshold, .interleaved = true};
+    r->a.doc = doc; // a frees it
+    if (compare_file_from(&r->a, doc, name_a, 0, e) || compare_file_from(&r->b, doc, name_b, 1, e))
+        return -1;
+    return pair_all(r, e);
 }
 
 void compare_free(struct compare_result *r)
 {
     free(r->pairs);
-    file_free(&r->a);
-    file_free(&r->b);
+    compare_file_free(&r->a);
+    compare_file_free(&r->b);
     memset(r, 0, sizeof *r);
 }

@@ -98,19 +98,21 @@ int report_summary_csv(FILE *f, const struct results *r)
 /* dpbench compare: one row per pair of points. */
 int report_compare_csv(FILE *f, const struct compare_result *c)
 {
-    fprintf(f, "point_a,point_b,a_epochs,b_epochs,a_median_ms,b_median_ms,ratio,ci95_low,"
-               "ci95_high,p_value,verdict\n");
+    fprintf(f, "point_a,point_b,unit,units,a_median_ms,b_median_ms,ratio,ci95_low,ci95_high,"
+               "p_value,verdict\n");
     for (int i = 0; i < c->n_pairs; i++) {
         const struct compare_pair *p = &c->pairs[i];
-        double v[] = {p->a->st.median, p->b->st.median, p->c.ratio, p->c.ci95[0], p->c.ci95[1],
-                      p->c.p_value};
-        fprintf(f, "\"%s\",\"%s\",%d,%d", p->a->label, p->b->label, p->a->n, p->b->n);
+        double v[] = {compare_median(p->a, p->unit), compare_median(p->b, p->unit), p->q.ratio,
+                      p->q.ci95[0], p->q.ci95[1], p->p_value};
+        char text[96];
+        fprintf(f, "\"%s\",\"%s\",%s,%d", p->a->label, p->b->label, compare_unit_name(p->unit),
+                p->q.units);
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
             if (isfinite(v[k]))
                 fprintf(f, ",%.9g", v[k]);
             else
                 fputc(',', f);
-        fprintf(f, ",%s\n", verdict_name(p->c.verdict));
+        fprintf(f, ",\"%s\"\n", compare_verdict_text(p, text, sizeof text));
     }
     return 0;
 }

@@ -388,14 +388,18 @@ int report_json_print(FILE *f, const struct results *r)
 
 /* ---- dpbench compare ------------------------------------------------------ */
 
-static cJSON *compare_point_json(const struct compare_file *f, const struct compare_point *p)
+static cJSON *compare_point_json(const struct compare_file *f, const struct compare_point *p,
+                                 enum compare_unit unit)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "file", f->path);
     cJSON_AddNumberToObject(o, "run", p->run);
     cJSON_AddStringToObject(o, "point", p->label);
     cJSON_AddNumberToObject(o, "epochs", p->n);
-    cJSON_AddNumberToObject(o, "median_ms", p->st.median);
+    cJSON_AddNumberToObject(o, "rounds", p->n_rounds);
+    cJSON_AddItemToObject(o, "median_ms", number_or_null(compare_median(p, unit)));
+    cJSON_AddItemToObject(o, "others_cpu", number_or_null(p->others_cpu));
+    cJSON_AddItemToObject(o, "blas", p->blas[0] ? cJSON_CreateString(p->blas) : cJSON_CreateNull());
     return o;
 }
 
@@ -404,10 +408,12 @@ static cJSON *compare_unmatched_json(const struct compare_file *f, const struct 
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; i < f->n; i++) {
         char why[320];
-        if (f->pts[i].paired)
+        if (f->pts[i].paired || (f->pts[i].n == 0 && f->pts[i].run < 0))
             continue;
+        if (!f->pts[i].workload)
+            continue; // a run of the document not read (compare -c reads two)
         compare_unmatched_why(&f->pts[i], other, why, sizeof why);
-        cJSON *o = compare_point_json(f, &f->pts[i]);
+        cJSON *o = compare_point_json(f, &f->pts[i], COMPARE_EPOCHS);
         cJSON_AddStringToObject(o, "why", why);
         cJSON_AddItemToArray(arr, o);
     }
@@ -416,24 +422,41 @@ static cJSON *compare_unmatched_json(const struct compare_file *f, const struct 
 
 static cJSON *compare_pair_json(const struct compare_result *c, const struct compare_pair *p)
 {
+    char v[96];
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "a", compare_point_json(&c->a, p->a));
-    cJSON_AddItemToObject(o, "b", compare_point_json(&c->b, p->b));
-    cJSON_AddItemToObject(o, "ratio", number_or_null(p->c.ratio));
-    cJSON_AddItemToObject(o, "ci95", pair_json(p->c.ci95));
-    cJSON_AddItemToObject(o, "p_value", number_or_null(p->c.p_value));
-    cJSON_AddStringToObject(o, "verdict", verdict_name(p->c.verdict));
+    cJSON_AddItemToObject(o, "a", compare_point_json(&c->a, p->a, p->unit));
+    cJSON_AddItemToObject(o, "b", compare_point_json(&c->b, p->b, p->unit));
+    cJSON_AddStringToObject(o, "unit", compare_unit_name(p->unit));
+    cJSON_AddItemToObject(o, "ratio", number_or_null(p->q.ratio));
+    cJSON_AddItemToObject(o, "ci95", pair_json(p->q.ci95));
+    cJSON_AddItemToObject(o, "p_value", number_or_null(p->p_value));
+    cJSON_AddStringToObject(o, "verdict", verdict_name(p->q.verdict));
+    cJSON_AddStringToObject(o, "verdict_text", compare_verdict_text(p, v, sizeof v));
+    cJSON_AddNumberToObject(o, "units", p->q.units);
+    cJSON_AddItemToObject(o, "units_needed", p->q.units_needed > 0
+                                                 ? cJSON_CreateNumber(p->q.units_needed)
+                                                 : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "held_back", p->why[0] ? cJSON_CreateString(p->why) : cJSON_CreateNull());
     cJSON *d = cJSON_AddArrayToObject(o, "settings_differ");
     for (int k = 0; k < p->n_diffs; k++)
         cJSON_AddItemToArray(d, cJSON_CreateString(p->diffs[k]));
+    cJSON_AddItemToObject(o, "blas_differ", p->blas[0] ? cJSON_CreateString(p->blas)
+                                                      : cJSON_CreateNull());
     return o;
 }
 
 int report_compare_json(FILE *f, const struct compare_result *c)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "test", "Mann-Whitney U, p < 0.05, and the 95% bootstrap "
-                                          "interval of median(B) / median(A) excluding 1");
+    cJSON_AddStringToObject(root, "test", "B / A on the best unit both files have (interleaved "
+                                          "rounds, rounds of separate runs, or one run's "
+                                          "epochs): faster / slower when the 95% interval lies "
+                                          "wholly beyond 1 -+ threshold, same when inside");
+    cJSON_AddNumberToObject(root, "threshold", c->threshold);
+    cJSON_AddBoolToObject(root, "interleaved", c->interleaved);
+    cJSON *notes = cJSON_AddArrayToObject(root, "warnings");
+    for (int i = 0; i < c->n_notes; i++)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(c->notes[i]));
     cJSON *arr = cJSON_AddArrayToObject(root, "pairs");
     for (int i = 0; i < c->n_pairs; i++)
         cJSON_AddItemToArray(arr, compare_pair_json(c, &c->pairs[i]));

@@ -62,18 +62,23 @@ int report_markdown(FILE *f, const struct results *r)
 
 int report_compare_markdown(FILE *f, const struct compare_result *c)
 {
-    fprintf(f, "A: %s `%s`; B: %s `%s`\n\n", c->a.tool, c->a.path, c->b.tool, c->b.path);
-    fprintf(f, "| point | A median (ms) | B median (ms) | B/A | 95%% CI | p | B vs A |\n");
-    fprintf(f, "|:---|---:|---:|---:|---:|---:|:---|\n");
+    fprintf(f, "A: %s `%s`; B: %s `%s`; noise threshold %.3g%%\n\n", c->a.tool, c->a.path,
+            c->b.tool, c->b.path, 100 * c->threshold);
+    for (int i = 0; i < c->n_notes; i++)
+        fprintf(f, "- %s\n", c->notes[i]);
+    fprintf(f, "%s| point | A median (ms) | B median (ms) | B/A | 95%% CI | unit | B vs A |\n",
+            c->n_notes ? "\n" : "");
+    fprintf(f, "|:---|---:|---:|---:|---:|:---|:---|\n");
     for (int i = 0; i < c->n_pairs; i++) {
         const struct compare_pair *p = &c->pairs[i];
-        fprintf(f, "| %s | %.4f | %.4f | %.3f |", compare_point_name(p->a), p->a->st.median,
-                p->b->st.median, p->c.ratio);
-        if (isfinite(p->c.ci95[0]))
-            fprintf(f, " %.3f-%.3f |", p->c.ci95[0], p->c.ci95[1]);
+        char v[96];
+        fprintf(f, "| %s | %.4f | %.4f | %.3f |", compare_point_name(p->a),
+                compare_median(p->a, p->unit), compare_median(p->b, p->unit), p->q.ratio);
+        if (isfinite(p->q.ci95[0]))
+            fprintf(f, " %.3f-%.3f |", p->q.ci95[0], p->q.ci95[1]);
         else
             fputs(" - |", f);
-        fprintf(f, " %.3g | %s |\n", p->c.p_value, verdict_name(p->c.verdict));
+        fprintf(f, " %s | %s |\n", compare_unit_name(p->unit), compare_verdict_text(p, v, sizeof v));
     }
     return 0;
 }

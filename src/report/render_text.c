@@ -523,30 +523,64 @@ static void compare_unmatched_text(FILE *f, const struct compare_file *file,
 static void compare_pair_text(FILE *f, int w, const struct compare_pair *p)
 {
     const char *name = compare_point_name(p->a);
-    char ci[48] = "-";
-    if (!isnan(p->c.ci95[0]))
-        snprintf(ci, sizeof ci, "%.3f-%.3f", p->c.ci95[0], p->c.ci95[1]);
-    fprintf(f, "%-*s %10.4f %10.4f %8.3f %17s %8.3g  %s\n", w, name, p->a->st.median,
-            p->b->st.median, p->c.ratio, ci, p->c.p_value, verdict_name(p->c.verdict));
+    char ci[48] = "-", pv[16] = "-", v[96];
+    if (!isnan(p->q.ci95[0]))
+        snprintf(ci, sizeof ci, "%.3f-%.3f", p->q.ci95[0], p->q.ci95[1]);
+    if (!isnan(p->p_value))
+        snprintf(pv, sizeof pv, "%.3g", p->p_value);
+    fprintf(f, "%-*s %10.4f %10.4f %8.3f %13s %8s %6d  %s\n", w, name,
+            compare_median(p->a, p->unit), compare_median(p->b, p->unit), p->q.ratio, ci, pv,
+            p->q.units, compare_verdict_text(p, v, sizeof v));
     if (strcmp(name, compare_point_name(p->b)) != 0)
         fprintf(f, "#   %s: B's point is %s\n", name, compare_point_name(p->b));
     for (int k = 0; k < p->n_diffs; k++)
         fprintf(f, "#   %s: settings differ: %s\n", name, p->diffs[k]);
-    if (p->a->n < 3 || p->b->n < 3)
-        fprintf(f, "#   %s: fewer than 3 epochs on a side: no test can decide, \"same\"\n", name);
+    if (p->blas[0])
+        fprintf(f, "#   %s: computed with different BLAS choices: %s\n", name, p->blas);
+    if (p->why[0])
+        fprintf(f, "#   %s: undecided: %s\n", name, p->why);
+    else if (p->q.verdict == VERDICT_UNDECIDED && p->q.units_needed > 0)
+        fprintf(f, "#   %s: undecided: about %d %s would decide it at this spread\n", name,
+                p->q.units_needed, p->unit == COMPARE_EPOCHS ? "epochs" : "rounds a side");
+    else if (p->q.verdict == VERDICT_UNDECIDED && isnan(p->q.ci95[0]))
+        fprintf(f, "#   %s: undecided: too few %s for a 95%% interval\n", name,
+                p->unit == COMPARE_EPOCHS ? "epochs" : "rounds");
+}
+
+/* How the pairs were decided, in one line. */
+static void compare_method_text(FILE *f, const struct compare_result *c)
+{
+    bool unit[3] = {false, false, false};
+    for (int i = 0; i < c->n_pairs; i++)
+        unit[c->pairs[i].unit] = true;
+    fprintf(f, "# ratio = B / A (below 1: B takes less time); noise threshold %.3g%%: faster / "
+               "slower only when the 95%% interval lies wholly beyond 1 -+ it, same when wholly "
+               "inside\n", 100 * c->threshold);
+    if (unit[COMPARE_INTERLEAVED])
+        fprintf(f, "# unit: interleaved rounds: A and B ran side by side in each round; the "
+                   "median of the per-round ratios, the sign test's interval\n");
+    if (unit[COMPARE_RUNS])
+        fprintf(f, "# unit: rounds of separate runs: each round's median epoch; the "
+                   "Hodges-Lehmann ratio, Moses' interval; not interleaved, so drift between "
+                   "the runs is in it\n");
+    if (unit[COMPARE_EPOCHS])
+        fprintf(f, "# unit: epochs of one run (a side has no rounds): the ratio of medians, a "
+                   "bootstrap interval and the Mann-Whitney test cover noise within one run "
+                   "only, never drift between runs\n");
 }
 
 int report_compare_text(FILE *f, const struct compare_result *c)
 {
     fprintf(f, "# A: %s  %s\n# B: %s  %s\n", c->a.tool, c->a.path, c->b.tool, c->b.path);
-    fprintf(f, "# ratio = median B / median A (below 1: B takes less time); verdict from the "
-               "Mann-Whitney U test (p < 0.05) and the ratio's 95%% bootstrap interval\n");
+    compare_method_text(f, c);
+    for (int i = 0; i < c->n_notes; i++)
+        fprintf(f, "# warning: %s\n", c->notes[i]);
     int w = 5;
     for (int i = 0; i < c->n_pairs; i++)
         w = (int)fmax(w, (double)strlen(compare_point_name(c->pairs[i].a)));
-    fprintf(f, "%-*s %10s %10s %8s %17s %8s  %s\n", w, "point", "A median", "B median", "ratio",
-            "95% CI", "p", "B vs A");
-    fprintf(f, "%-*s %10s %10s %8s %17s %8s\n", w, "", "ms", "ms", "B/A", "", "");
+    fprintf(f, "%-*s %10s %10s %8s %13s %8s %6s  %s\n", w, "point", "A median", "B median",
+            "ratio", "95% CI", "p", "units", "B vs A");
+    fprintf(f, "%-*s %10s %10s %8s %13s %8s %6s\n", w, "", "ms", "ms", "B/A", "", "", "");
     for (int i = 0; i < c->n_pairs; i++)
         compare_pair_text(f, w, &c->pairs[i]);
     compare_unmatched_text(f, &c->a, &c->b, "A");

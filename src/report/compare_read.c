@@ -1,0 +1,349 @@
+/* Reading result files for `dpbench compare`: every point's workload and
+ * settings, its epochs, its rounds' medians, the machine's load and its BLAS
+ * choice, and what the file says of itself (schema, machine, build,
+ * warnings, a stop). A file that is not a result dpbench can read is refused
+ * with its path and what is wrong, before anything is compared.
+ *
+ * A point's workload is what it computes: the data (seed, dataset, transform),
+ * the model and its loss, the batch and what makes the batches (shuffle,
+ * drop_last), the epochs and the learning rate. Its settings are how it
+ * computes them: the loader's other knobs, the parallel section, BLAS, the
+ * backend. */
+#include "compare.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* An epoch longer than this is no time dpbench measured (the statistics of
+ * such numbers would not be finite). */
+#define MAX_EPOCH_S 1e7
+/* The result files larger than this are refused before they are read. */
+#define MAX_FILE_BYTES ((off_t)1 << 30)
+
+/* keys of a config section that belong to the workload; NULL: all of them */
+static const struct {
+    const char *section;
+    const char *keys[4];
+} workload_keys[] = {
+    {"dataset", {NULL}},
+    {"transform", {NULL}},
+    {"model", {NULL}},
+    {"loader", {"batch_size", "shuffle", "drop_last", NULL}},
+    {"train", {"epochs", "lr", NULL}},
+};
+
+static bool is_workload(const char *section, const char *key)
+{
+    if (strcmp(section, "dataset") == 0 && strcmp(key, "drop_cache") == 0)
+        return false; // how the files are read, not what
+    for (size_t i = 0; i < sizeof workload_keys / sizeof workload_keys[0]; i++) {
+        if (strcmp(workload_keys[i].section, section) != 0)
+            continue;
+        if (!workload_keys[i].keys[0])
+            return true;
+        for (int k = 0; workload_keys[i].keys[k]; k++)
+            if (strcmp(workload_keys[i].keys[k], key) == 0)
+                return true;
+    }
+    return false;
+}
+
+/* Splits a run's config into its workload and its settings; the name, the
+ * report and bench sections and the sweep are neither. The backend stands for
+ * parallel.device ("torch-cpu" is the cpu: the PyTorch side of one setting). */
+static void split_config(const cJSON *cfg, const char *backend, cJSON *work, cJSON *set)
+{
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(cfg, "seed");
+    cJSON_AddItemToObject(work, "seed", seed ? cJSON_Duplicate(seed, 1) : cJSON_CreateNull());
+    const cJSON *sec;
+    cJSON_ArrayForEach(sec, cfg)
+    {
+        if (!cJSON_IsObject(sec) || strcmp(sec->string, "report") == 0 ||
+            strcmp(sec->string, "sweep") == 0 || strcmp(sec->string, "bench") == 0)
+            continue;
+        cJSON *w = cJSON_AddObjectToObject(work, sec->string);
+        cJSON *s = cJSON_AddObjectToObject(set, sec->string);
+        const cJSON *k;
+        cJSON_ArrayForEach(k, sec)
+        {
+            if (strcmp(sec->string, "parallel") == 0 && strcmp(k->string, "device") == 0)
+                continue;
+            cJSON_AddItemToObject(is_workload(sec->string, k->string) ? w : s, k->string,
+                                  cJSON_Duplicate(k, 1));
+        }
+    }
+    if (strncmp(backend, "torch-", 6) == 0)
+        backend += 6;
+    cJSON_AddStringToObject(set, "backend", backend);
+}
+
+/* "section.key: A vs B" for each leaf that differs, at most max. */
+int compare_diffs(const cJSON *a, const cJSON *b, const char *prefix, char diffs[][256],
+                        int n, int max)
+{
+    const cJSON *pair[2] = {a, b};
+    for (int side = 0; side < 2; side++) {
+        const cJSON *k;
+        cJSON_ArrayForEach(k, pair[side])
+        {
+            const cJSON *other = cJSON_GetObjectItemCaseSensitive(pair[1 - side], k->string);
+            if (side == 1 && other)
+                continue; // seen from a's side
+            char path[128];
+            snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", k->string);
+            if (other && cJSON_IsObject(k) && cJSON_IsObject(other)) {
+                n = compare_diffs(side ? other : k, side ? k : other, path, diffs, n, max);
+            } else if (!other || !cJSON_Compare(k, other, 1)) {
+                if (n >= max)
+                    return n;
+                char *vk = cJSON_PrintUnformatted(k);
+                char *vo = other ? cJSON_PrintUnformatted(other) : NULL;
+                const char *mine = vk ? vk : "?", *theirs = vo ? vo : "(absent)";
+                snprintf(diffs[n++], 256, "%s: %s vs %s", path, side ? theirs : mine,
+                         side ? mine : theirs); // always a's value, then b's
+                free(vk);
+                free(vo);
+            }
+        }
+    }
+    return n;
+}
+
+/* Run i's JSON object, following same_as to the run that holds its
+ * measurement. */
+static const cJSON *measured_run(const struct compare_file *f, const cJSON *runs, int i,
+                                 struct error *e)
+{
+    const cJSON *run = cJSON_GetArrayItem(runs, i);
+    const cJSON *same = cJSON_GetObjectItemCaseSensitive(run, "same_as");
+    if (!cJSON_IsNumber(same))
+        return run;
+    int k = same->valueint;
+    if (k < 0 || k >= i) {
+        error_set(e, "%s: run %d: same_as %d is not an earlier run", f->path, i, k);
+        return NULL;
+    }
+    return cJSON_GetArrayItem(runs, k);
+}
+
+/* One measured time (epoch seconds or a round's median ms, in `unit`s) as
+ * ms: finite, positive and below MAX_EPOCH_S. */
+static int time_ms(const struct compare_file *f, const cJSON *v, double unit, int i,
+                   const char *what, int k, double *ms, struct error *e)
+{
+    double x = cJSON_IsNumber(v) ? v->valuedouble * unit : NAN;
+    if (!(x > 0) || !(x < 1e3 * MAX_EPOCH_S))
+        return error_set(e, "%s: run %d, %s %d: not a time dpbench measured (a positive number "
+                            "of seconds below %g)", f->path, i, what, k + 1, MAX_EPOCH_S);
+    *ms = x;
+    return 0;
+}
+
+/* The measured epoch times of run (ms) and, where it ran in rounds, the
+ * rounds' medians and their round numbers. */
+static int run_times(const struct compare_file *f, const cJSON *run, int i,
+                     struct compare_point *p, struct error *e)
+{
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(run, "epochs");
+    const cJSON *rounds = cJSON_GetObjectItemCaseSensitive(run, "rounds"), *x;
+    if (!cJSON_IsArray(eps))
+        return error_set(e, "%s: run %d has no \"epochs\" array (per-epoch times)", f->path, i);
+    int n = cJSON_GetArraySize(eps), nr = cJSON_IsArray(rounds) ? cJSON_GetArraySize(rounds) : 0;
+    p->ms = malloc((size_t)(n ? n : 1) * sizeof *p->ms);
+    p->round_ms = malloc((size_t)(nr ? nr : 1) * sizeof *p->round_ms);
+    p->round_of = malloc((size_t)(nr ? nr : 1) * sizeof *p->round_of);
+    if (!p->ms || !p->round_ms || !p->round_of)
+        return error_set(e, "out of memory");
+    cJSON_ArrayForEach(x, eps)
+    if (time_ms(f, cJSON_GetObjectItemCaseSensitive(x, "seconds"), 1e3, i, "epoch", p->n,
+                &p->ms[p->n], e))
+        return -1;
+    else
+        p->n++;
+    cJSON_ArrayForEach(x, rounds)
+    {
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(x, "round");
+        if (time_ms(f, cJSON_GetObjectItemCaseSensitive(x, "median_ms"), 1, i, "round",
+                    p->n_rounds, &p->round_ms[p->n_rounds], e))
+            return -1;
+        p->round_of[p->n_rounds] = cJSON_IsNumber(r) ? r->valueint : p->n_rounds;
+        p->n_rounds++;
+    }
+    stats_compute(p->ms, (size_t)p->n, &p->st);
+    return 0;
+}
+
+/* The load others put on the machine while the run ran, and its BLAS choice. */
+static void run_context(const cJSON *run, struct compare_point *p)
+{
+    const cJSON *load = cJSON_GetObjectItemCaseSensitive(run, "load");
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(load, "others_cpu");
+    const cJSON *lib = cJSON_GetObjectItemCaseSensitive(run, "blas_library");
+    const cJSON *th = cJSON_GetObjectItemCaseSensitive(run, "blas_threads");
+    const cJSON *failed = cJSON_GetObjectItemCaseSensitive(run, "failed");
+    p->others_cpu = cJSON_IsNumber(o) ? o->valuedouble : NAN;
+    if (cJSON_IsString(lib) && cJSON_IsNumber(th))
+        snprintf(p->blas, sizeof p->blas, "%s, %d thread%s", lib->valuestring, th->valueint,
+                 th->valueint == 1 ? "" : "s");
+    p->failed = cJSON_IsTrue(failed);
+}
+
+static int read_point(struct compare_file *f, const cJSON *runs, int i, struct error *e)
+{
+    const cJSON *run = cJSON_GetArrayItem(runs, i);
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(run, "config");
+    const cJSON *label = cJSON_GetObjectItemCaseSensitive(run, "point");
+    const cJSON *backend = cJSON_GetObjectItemCaseSensitive(run, "backend");
+    if (!cJSON_IsObject(run) || !cJSON_IsObject(cfg))
+        return error_set(e, "%s: run %d has no \"config\" object", f->path, i);
+    struct compare_point *p = &f->pts[f->n++];
+    *p = (struct compare_point){.run = i, .label = cJSON_IsString(label) ? label->valuestring : "",
+                                .workload = cJSON_CreateObject(), .settings = cJSON_CreateObject(),
+                                .others_cpu = NAN};
+    if (!p->workload || !p->settings)
+        return error_set(e, "out of memory");
+    split_config(cfg, cJSON_IsString(backend) ? backend->valuestring : "?", p->workload,
+                 p->settings);
+    const cJSON *m = measured_run(f, runs, i, e);
+    if (!m)
+        return -1;
+    run_context(m, p);
+    return run_times(f, m, i, p, e);
+}
+
+/* The whole file as a string (caller frees): a regular file (not a FIFO, a
+ * device or a directory, whose reading could block or never end) of at most
+ * MAX_FILE_BYTES, checked before it is read. */
+static char *slurp(const char *path, size_t *len, struct error *e)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    char *buf = NULL;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        error_set(e, "%s: cannot read: %s", path, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        error_set(e, "%s: not a regular file (a result file of dpbench --format json or --out)",
+                  path);
+    } else if (st.st_size > MAX_FILE_BYTES) {
+        error_set(e, "%s: larger than 1 GiB: not a result file", path);
+    } else if (!(buf = malloc((size_t)st.st_size + 1))) {
+        error_set(e, "%s: out of memory", path);
+    } else {
+        ssize_t got = 0, r = 1;
+        while (got < st.st_size && (r = read(fd, buf + got, (size_t)(st.st_size - got))) > 0)
+            got += r;
+        if (r < 0) {
+            error_set(e, "%s: cannot read: %s", path, strerror(errno));
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[got] = '\0';
+            *len = (size_t)got;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return buf;
+}
+
+/* schema_version: the versions this binary reads, 1 (one run per point)
+ * and 2 (rounds); torch_reference.py writes 1. */
+static int file_schema(struct compare_file *f, const cJSON *doc, struct error *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "schema_version");
+    if (!v)
+        return error_set(e, "%s: no \"schema_version\": not a dpbench result (this dpbench "
+                            "reads versions 1 and 2)", f->path);
+    if (cJSON_IsString(v))
+        return error_set(e, "%s: schema_version \"%s\" is a string: this dpbench reads the "
+                            "versions 1 and 2, numbers", f->path, v->valuestring);
+    if (!cJSON_IsNumber(v) || (v->valuedouble != 1 && v->valuedouble != 2)) {
+        char *t = cJSON_PrintUnformatted(v);
+        error_set(e, "%s: schema_version %.40s: this dpbench reads versions 1 and 2", f->path,
+                  t ? t : "?");
+        free(t);
+        return -1;
+    }
+    f->schema = (int)v->valuedouble;
+    return 0;
+}
+
+/* A string field of an object, "" when absent. */
+static const char *field(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* What the file says of where and how it ran: the tool and build, the
+ * machine, a stop, its warnings. */
+static void file_context(struct compare_file *f, const cJSON *doc)
+{
+    const cJSON *tool = cJSON_GetObjectItemCaseSensitive(doc, "dpbench");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "machine");
+    const char *ver = field(tool, "version");
+    snprintf(f->tool, sizeof f->tool, "%s%s (%s)",
+             ver[0] && strncmp(ver, "torch-", 6) ? "dpbench " : "", ver[0] ? ver : "?",
+             field(tool, "git_commit")[0] ? field(tool, "git_commit") : "?");
+    snprintf(f->machine, sizeof f->machine, "%s; %s; BLAS core %s; %s", field(m, "cpu"),
+             field(m, "kernel"), field(m, "openblas_core"), field(m, "compiler"));
+    f->interrupted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "interrupted"));
+    f->warnings = cJSON_GetObjectItemCaseSensitive(doc, "warnings");
+}
+
+int compare_file_from(struct compare_file *f, const cJSON *doc, const char *path, int only,
+                      struct error *e)
+{
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(doc, "runs");
+    f->path = path;
+    if (file_schema(f, doc, e))
+        return -1;
+    if (!cJSON_IsArray(runs) || cJSON_GetArraySize(runs) <= (only > 0 ? only : 0))
+        return error_set(e, "%s: not a dpbench result (no \"runs\" with at least one run)",
+                         path);
+    file_context(f, doc);
+    int n = cJSON_GetArraySize(runs);
+    f->pts = calloc((size_t)n, sizeof *f->pts);
+    if (!f->pts)
+        return error_set(e, "out of memory");
+    for (int i = 0; i < n; i++)
+        if ((only < 0 || i == only) && read_point(f, runs, i, e))
+            return -1;
+    return 0;
+}
+
+int compare_file_read(struct compare_file *f, const char *path, struct error *e)
+{
+    *f = (struct compare_file){.path = path};
+    size_t len = 0;
+    char *text = slurp(path, &len, e);
+    if (!text)
+        return -1;
+    f->doc = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!f->doc)
+        return error_set(e, "%s: not valid JSON (a result of dpbench --format json or --out)",
+                         path);
+    return compare_file_from(f, f->doc, path, -1, e);
+}
+
+void compare_file_free(struct compare_file *f)
+{
+    for (int i = 0; f->pts && i < f->n; i++) {
+        cJSON_Delete(f->pts[i].workload);
+        cJSON_Delete(f->pts[i].settings);
+        free(f->pts[i].ms);
+        free(f->pts[i].round_ms);
+        free(f->pts[i].round_of);
+    }
+    free(f->pts);
+    cJSON_Delete(f->doc);
+    memset(f, 0, sizeof *f);
+}
