@@ -48,10 +48,10 @@ int rounds_run(const struct rounds_plan *plan, rounds_measure_fn measure, rounds
     log->order = calloc((size_t)(cap + 1) * (size_t)plan->points, sizeof *log->order);
     if (!log->order)
         return error_set(e, "out of memory");
-    double t0 = now_seconds();
+    double t0 = plan->clock ? plan->clock(ctx) : now_seconds();
     for (int r = 0; r < cap; r++) {
         int rc = one_round(plan, measure, ctx, r, log->order + (size_t)r * plan->points, e);
-        log->seconds = now_seconds() - t0;
+        log->seconds = (plan->clock ? plan->clock(ctx) : now_seconds()) - t0;
         if (rc) {
             log->end = rc > 0 ? ROUNDS_STOPPED : ROUNDS_FAILED;
             return rc < 0 ? -1 : 0;

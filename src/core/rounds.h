@@ -24,6 +24,9 @@ struct rounds_plan {
      * after each round, every one's wish to stop goes in and rank 0's comes
      * out. NULL for one process. */
     bool (*agree)(void *ctx, bool stop);
+    /* The clock the budget is counted on, seconds; NULL: now_seconds (a
+     * simulation passes its own). */
+    double (*clock)(void *ctx);
 };
 
 /* Measures point p as the k-th of round r: 0, or -1 with e set (the rounds

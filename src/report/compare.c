@@ -108,16 +108,26 @@ static void decide_epochs(struct compare_pair *p, double threshold)
     p->p_value = c.p_value;
 }
 
-/* A verdict held back: the two sides ran under clearly different load. */
-static void hold_back(struct compare_pair *p)
+/* A verdict of separate runs held back: they ran under clearly different
+ * load, or too briefly to hold the machine's drift between runs. */
+static void hold_back(const struct compare_result *r, struct compare_pair *p)
 {
     double oa = p->a->others_cpu, ob = p->b->others_cpu;
-    if (p->unit == COMPARE_INTERLEAVED || !(fabs(oa - ob) > LOAD_DIFFERENT) ||
+    if (p->unit == COMPARE_INTERLEAVED ||
         (p->q.verdict != VERDICT_FASTER && p->q.verdict != VERDICT_SLOWER))
         return;
-    snprintf(p->why, sizeof p->why, "%s %.2fx, but they ran under clearly different load "
-             "(other processes took %.0f%% of the CPUs during A, %.0f%% during B)",
-             verdict_name(p->q.verdict), p->q.ratio, 100 * oa, 100 * ob);
+    if (fabs(oa - ob) > LOAD_DIFFERENT)
+        snprintf(p->why, sizeof p->why, "%s %.2fx, but they ran under clearly different load "
+                 "(other processes took %.0f%% of the CPUs during A, %.0f%% during B)",
+                 verdict_name(p->q.verdict), p->q.ratio, 100 * oa, 100 * ob);
+    else if (p->unit == COMPARE_RUNS && fmin(r->a.span_s, r->b.span_s) < COMPARE_MIN_SPAN_S)
+        snprintf(p->why, sizeof p->why, "%s %.2fx, but the runs measured for %.0f s and %.0f s, "
+                 "too short to hold the machine's drift between runs (%.0f s each at least); "
+                 "run them interleaved: dpbench compare -c A.yaml -c B.yaml",
+                 verdict_name(p->q.verdict), p->q.ratio, r->a.span_s, r->b.span_s,
+                 COMPARE_MIN_SPAN_S);
+    else
+        return;
     p->q.verdict = VERDICT_UNDECIDED;
 }
 
@@ -135,7 +145,7 @@ static void decide(const struct compare_result *r, struct compare_pair *p)
         p->unit = COMPARE_EPOCHS;
         decide_epochs(p, r->threshold);
     }
-    hold_back(p);
+    hold_back(r, p);
     if (p->a->blas[0] && p->b->blas[0] && strcmp(p->a->blas, p->b->blas) != 0)
         snprintf(p->blas, sizeof p->blas, "%s vs %s", p->a->blas, p->b->blas);
 }
@@ -205,6 +215,15 @@ int compare_read(struct compare_result *r, const char *path_a, const char *path_
 {
     *r = (struct compare_result){.threshold = threshold};
     if (compare_file_read(&r->a, path_a, e) || compare_file_read(&r->b, path_b, e))
+        return -1;
+    return pair_all(r, e);
+}
+
+int compare_docs(struct compare_result *r, const cJSON *a, const cJSON *b, const char *name_a,
+                 const char *name_b, double threshold, struct error *e)
+{
+    *r = (struct compare_result){.threshold = threshold};
+    if (compare_file_from(&r->a, a, name_a, -1, e) || compare_file_from(&r->b, b, name_b, -1, e))
         return -1;
     return pair_all(r, e);
 }

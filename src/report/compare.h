@@ -41,10 +41,16 @@ struct compare_file {
     char tool[160];             // "dpbench 0.1.0 (0fa7ea6)" or "torch-1.13.1 (...)"
     char machine[512];          // "cpu; kernel; BLAS core; compiler"
     bool interrupted;
+    double span_s;              // seconds its rounds measured, all points (schema 2)
     const struct cJSON *warnings; // the file's own "warnings" (borrowed), NULL: none
     struct compare_point *pts;  // (n)
     int n;
 };
+
+/* Two separate runs' rounds show the machine's drift between runs only when
+ * each run measured for at least this long; shorter runs' verdicts are held
+ * back (compare -c interleaves them instead). */
+#define COMPARE_MIN_SPAN_S 30.0
 
 /* The unit a pair was decided on. */
 enum compare_unit {
@@ -81,6 +87,9 @@ struct compare_result {
  * e set on a file that cannot be used. */
 int compare_read(struct compare_result *r, const char *path_a, const char *path_b,
                  double threshold, struct error *e);
+/* The same for two parsed documents (the caller keeps them). */
+int compare_docs(struct compare_result *r, const struct cJSON *a, const struct cJSON *b,
+                 const char *name_a, const char *name_b, double threshold, struct error *e);
 /* The same for a document of one run whose first two points are A and B,
  * measured in interleaved rounds (compare -c); doc is owned by r after. */
 int compare_interleaved(struct compare_result *r, struct cJSON *doc, const char *name_a,

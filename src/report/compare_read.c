@@ -296,6 +296,14 @@ static void file_context(struct compare_file *f, const cJSON *doc)
              field(m, "kernel"), field(m, "openblas_core"), field(m, "compiler"));
     f->interrupted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "interrupted"));
     f->warnings = cJSON_GetObjectItemCaseSensitive(doc, "warnings");
+    const cJSON *run, *rd;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(doc, "runs"))
+    cJSON_ArrayForEach(rd, cJSON_GetObjectItemCaseSensitive(run, "rounds"))
+    {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(rd, "load"), "seconds");
+        f->span_s += cJSON_IsNumber(s) && s->valuedouble > 0 ? s->valuedouble : 0;
+    }
 }
 
 int compare_file_from(struct compare_file *f, const cJSON *doc, const char *path, int only,
