@@ -169,15 +169,24 @@ else bad "compare with no epochs: exit $rc: $(cat "$TMP/cmp.txt" "$TMP/err")"; f
 rm -f "$TMP/noepochs.json"
 # files with rounds: the unit is each file's rounds; a verdict under clearly
 # different load is held back; another machine is named
-bad_doc rounds-a.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 10 + 0.01 * k} for k in range(8)]; d["runs"][0]["load"] = dict(d["runs"][0]["load"] or {}, others_cpu=0.05)'
-bad_doc rounds-b.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 12.5 + 0.01 * k} for k in range(8)]; d["runs"][0]["load"] = dict(d["runs"][0]["load"] or {}, others_cpu=0.08)'
-bad_doc rounds-busy.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 12.5 + 0.01 * k} for k in range(8)]; d["runs"][0]["load"] = dict(d["runs"][0]["load"] or {}, others_cpu=0.60); d["machine"]["cpu"] = "Other CPU"'
+# (each round measured for 5 s: 40 s a run, long enough to hold the drift between runs)
+bad_doc rounds-a.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 10 + 0.01 * k, "load": {"seconds": 5}} for k in range(8)]; d["runs"][0]["load"] = dict(d["runs"][0]["load"] or {}, others_cpu=0.05)'
+bad_doc rounds-b.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 12.5 + 0.01 * k, "load": {"seconds": 5}} for k in range(8)]; d["runs"][0]["load"] = dict(d["runs"][0]["load"] or {}, others_cpu=0.08)'
+bad_doc rounds-busy.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 12.5 + 0.01 * k, "load": {"seconds": 5}} for k in range(8)]; d["runs"][0]["load"] = dict(d["runs"][0]["load"] or {}, others_cpu=0.60); d["machine"]["cpu"] = "Other CPU"'
 if "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" --format json >"$TMP/cmp.json" 2>"$TMP/err" &&
     python3 -c 'import json,sys; p, = json.load(open(sys.argv[1]))["pairs"]; assert p["unit"] == "rounds of separate runs" and p["verdict"] == "slower" and p["units"] == 8, p' "$TMP/cmp.json" &&
     "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-busy.json" >"$TMP/cmp.txt" 2>"$TMP/err" &&
     grep -q "undecided: slower 1.25x, but they ran under clearly different load (other processes took 5% of the CPUs during A, 60% during B)" "$TMP/cmp.txt" &&
     grep -q "^# warning: A and B ran on different machines: " "$TMP/cmp.txt"; then ok
 else bad "compare by rounds: $(cat "$TMP/cmp.json" "$TMP/cmp.txt" "$TMP/err")"; fi
+# runs too short to hold the drift between them: held back, compare -c advised
+bad_doc short-a.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 10, "load": {"seconds": 0.5}} for k in range(8)]'
+bad_doc short-b.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 12.5, "load": {"seconds": 0.5}} for k in range(8)]'
+"$BIN" compare "$TMP/short-a.json" "$TMP/short-b.json" >"$TMP/cmp.txt" 2>&1
+if grep -q "undecided: slower 1.25x, but the runs measured for 4 s and 4 s, too short" "$TMP/cmp.txt" &&
+    grep -q "dpbench compare -c A.yaml -c B.yaml" "$TMP/cmp.txt"; then ok
+else bad "compare of short runs: $(cat "$TMP/cmp.txt")"; fi
+rm -f "$TMP"/short-*.json
 # --fail-on: its own exit status when B is slower beyond the margin
 "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" --fail-on slower=5% >/dev/null 2>"$TMP/err"
 r1=$?
