@@ -5,9 +5,12 @@
 
 `time`: median epoch time per sweep point, min-max as error bars, one bar
 per result file (dpbench next to PyTorch, say). `breakdown`: for each file,
-stacked bars of the mean per-epoch wait / copy / compute / other time per
-point ("other" is what the epoch spent outside the three, e.g. starting
-loader workers). `both` (the default) draws the two in one PNG.
+stacked bars of where the mean epoch went: compute, the copies not hidden
+behind it, waiting for data (only as much as the epoch has left once the
+first two are counted: time that overlapped is stacked once), and other
+(what the epoch spent outside them, e.g. starting loader workers), so a
+bar is never taller than its epoch. `both` (the default) draws the two in
+one PNG.
 
 Needs matplotlib (Debian: python3-matplotlib, i.e. run it with /usr/bin/python3).
 """
@@ -24,9 +27,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 PROG = "plot"
-PARTS = [("wait_seconds", "wait (loader)", "#d95f02"),
-         ("copy_seconds", "copy (to device)", "#7570b3"),
-         ("compute_seconds", "compute (fwd+bwd+step)", "#1b9e77"),
+PARTS = [("compute", "compute (fwd+bwd+step)", "#1b9e77"),
+         ("copy", "copy to device, not hidden", "#7570b3"),
+         ("wait", "wait (loader), not overlapped", "#d95f02"),
          (None, "other", "#bdbdbd")]
 SERIES_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
 
@@ -114,14 +117,24 @@ def draw_time(ax, series, points, log):
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
+def exposed(epoch):
+    """An epoch's parts as they add up: compute, the copies' time not hidden
+    behind compute, and the wait for data the epoch had left after both."""
+    seconds = epoch.get("seconds") or 0.0
+    compute = min(epoch.get("compute_seconds") or 0.0, seconds)
+    copy = (epoch.get("copy_seconds") or 0.0) * (1 - (epoch.get("overlap") or 0.0))
+    copy = min(copy, seconds - compute)
+    wait = min(epoch.get("wait_seconds") or 0.0, seconds - compute - copy)
+    return {"compute": compute, "copy": copy, "wait": wait, "seconds": seconds}
+
+
 def draw_breakdown(ax, name, runs, points):
-    """Stacked bars of the mean per-epoch wait / copy / compute / other time."""
+    """Stacked bars of where the mean epoch went, each part counted once."""
     by_label = {point_label(r): r for r in runs}
     totals = {}
     for p in points:
-        eps = (by_label.get(p) or {}).get("epochs") or []
-        totals[p] = {k: mean([e.get(k) or 0.0 for e in eps]) for k, _, _ in PARTS if k}
-        totals[p]["seconds"] = mean([e.get("seconds") or 0.0 for e in eps])
+        eps = [exposed(e) for e in (by_label.get(p) or {}).get("epochs") or []]
+        totals[p] = {k: mean([e[k] for e in eps]) for k in ("compute", "copy", "wait", "seconds")}
     scale, unit = pick_unit(max([t["seconds"] for t in totals.values()] + [1e-9]))
     bottom = [0.0] * len(points)
     for key, label, color in PARTS:

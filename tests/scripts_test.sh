@@ -221,6 +221,19 @@ else bad "compare.py on a non-JSON file: exit $rc, $(cat "$TMP/err")"; fi
 if "$PY" scripts/plot.py "$TMP/replicas.t.json" "$TMP/replicas.d.json" -o "$TMP/p.png" 2>"$TMP/err" &&
     [ "$(head -c 8 "$TMP/p.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; then ok
 else bad "plot.py: $(cat "$TMP/err")"; fi
+# the breakdown stacks each part once: a device's wait that overlapped its
+# compute (wait + copy + compute over the epoch) never makes a bar taller
+# than its epoch
+if (cd scripts && "$PY" - <<'PY'
+import plot
+e = plot.exposed({"seconds": 1.0, "wait_seconds": 0.89, "copy_seconds": 0.2, "overlap": 0.5,
+                  "compute_seconds": 0.7})
+assert abs(e["compute"] - 0.7) < 1e-12 and abs(e["copy"] - 0.1) < 1e-12, e
+assert abs(e["compute"] + e["copy"] + e["wait"] - 1.0) < 1e-12, e
+e = plot.exposed({"seconds": 1.0, "wait_seconds": 0.3, "copy_seconds": 0, "compute_seconds": 0.5})
+assert e["wait"] == 0.3 and e["compute"] == 0.5, e
+PY
+); then ok; else bad "plot.py: a bar taller than its epoch"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
