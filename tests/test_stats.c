@@ -187,8 +187,17 @@ static void test_median_interval_scales(void **state)
     free(x);
 }
 
-/* Paired rounds: the median of the log ratios with the sign test's interval;
- * the verdict against the noise threshold in four words. */
+static int cmp_doubles(const void *x, const void *y)
+{
+    double u = *(const double *)x, v = *(const double *)y;
+    return (u > v) - (u < v);
+}
+
+/* Paired rounds: the Hodges-Lehmann estimate of the log ratios with the
+ * Wilcoxon signed-rank interval; the verdict against the noise threshold in
+ * four words. Ten rounds: the table's two-sided 5% critical value is T <= 8
+ * (by enumeration of the 1024 sign patterns), so the interval is the 9th
+ * smallest and largest of the 55 Walsh averages. */
 static void test_paired_verdicts(void **state)
 {
     (void)state;
@@ -196,25 +205,36 @@ static void test_paired_verdicts(void **state)
     struct ratio q;
     for (int i = 0; i < 8; i++)
         b[i] = 10 * (1.20 + 0.01 * (i % 3)); // 20-22% slower every round
-    stats_paired(a, b, 8, 0.03, &q);
+    stats_paired(a, b, 8, 0.03, 0.05, &q);
     assert_int_equal(q.verdict, VERDICT_SLOWER);
     assert_true(q.ratio > 1.19 && q.ratio < 1.23 && q.ci95[0] > 1.03);
     assert_int_equal(q.units_needed, 0);
     for (int i = 0; i < 8; i++)
         b[i] = 10 * (1 + 0.002 * (i % 5 - 2)); // within 0.4%: no measurable effect
-    stats_paired(a, b, 8, 0.03, &q);
+    stats_paired(a, b, 8, 0.03, 0.05, &q);
     assert_int_equal(q.verdict, VERDICT_SAME);
     for (int i = 0; i < 8; i++)
         b[i] = 10 * (i % 2 ? 1.06 : 0.97); // between: the interval spans the threshold
-    stats_paired(a, b, 8, 0.03, &q);
+    stats_paired(a, b, 8, 0.03, 0.05, &q);
     assert_int_equal(q.verdict, VERDICT_UNDECIDED);
     assert_true(q.units_needed != 0);
-    stats_paired(a, b, 5, 0.03, &q); // five rounds: no interval reaches 95%
+    double c[10], d[10], w[55];
+    for (int i = 0; i < 10; i++)
+        c[i] = 1, d[i] = exp(0.01 * (i + 1)); // log ratios 0.01 .. 0.10
+    stats_paired(c, d, 10, 0.03, 0.05, &q);
+    for (int i = 0, k = 0; i < 10; i++)
+        for (int j = i; j < 10; j++)
+            w[k++] = 0.005 * (i + j + 2);
+    qsort(w, 55, sizeof w[0], cmp_doubles);
+    assert_float_equal(log(q.ci95[0]), w[8], 1e-12);
+    assert_float_equal(log(q.ci95[1]), w[46], 1e-12);
+    assert_float_equal(log(q.ratio), 0.055, 1e-12);
+    stats_paired(a, b, 5, 0.03, 0.05, &q); // five rounds: no interval reaches 95%
     assert_int_equal(q.verdict, VERDICT_UNDECIDED);
     assert_true(isnan(q.ci95[0]) && q.units_needed >= 6);
     for (int i = 0; i < 8; i++)
         b[i] = 10 * 0.5;
-    stats_paired(a, b, 6, 0.03, &q); // six rounds: [min, max] of the log ratios
+    stats_paired(a, b, 6, 0.03, 0.05, &q); // six rounds: the extreme Walsh averages
     assert_int_equal(q.verdict, VERDICT_FASTER);
     assert_float_equal(q.ratio, 0.5, 1e-12);
     assert_string_equal(verdict_name(VERDICT_UNDECIDED), "undecided");

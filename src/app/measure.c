@@ -93,7 +93,7 @@ static int points_begin(struct measure *m, const struct backends *bes, struct er
             break;
         }
         pt->be = backends_get(bes, pt->cfg.parallel.device);
-        eff[p] = effect_config(&pt->cfg, pt->be);
+        eff[p] = m->points->each ? NULL : effect_config(&pt->cfg, pt->be);
         int k = same_as_earlier(res, (int)p, eff);
         if ((rc = run_begin(&res->runs[p], pt, label, k, e)))
             break;
@@ -224,10 +224,11 @@ static int measure_point(void *ctx, int i, int r, int k, struct error *e)
 
 /* After each round from min_rounds: every verdict the result prints decided
  * (and each point's precision reached). */
-static bool measure_done(void *ctx, int rounds)
+static bool measure_done(void *ctx, int rounds, double alpha)
 {
     struct measure *m = ctx;
     (void)rounds;
+    m->res->alpha = alpha;
     bool done = report_decided(m->res);
     char why[800];
     if (!m->quiet && !done)
@@ -313,6 +314,8 @@ int sweep_run(const struct config *c, const struct points *pts, const struct bac
                         plan.budget_s);
         rc = rounds_run(&plan, measure_point, measure_done, &m, &log, e);
         res->rounds = log.rounds;
+        res->alpha = log.alpha; // the printed verdicts' level: the last look's
+        res->looks = log.looks;
         res->rounds_end = plan.min_rounds == plan.max_rounds ? "fixed" : rounds_end_name(log.end);
     }
     progress_done();

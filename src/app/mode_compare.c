@@ -288,6 +288,7 @@ static int compare_configs(int argc, char **argv)
     if (rc == 0 && (points_add(&a.points, &a.res.cfg, paths[0], &e) ||
                     points_add(&a.points, &cb, paths[1], &e)))
         rc = -1;
+    a.points.each = true; // A against itself is a fair question
     int status = rc > 0 ? EXIT_OK : rc ? EXIT_USAGE : EXIT_OK;
     if (rc < 0)
         fprintf(stderr, "dpbench: %s\n", e.msg);

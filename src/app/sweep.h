@@ -26,6 +26,8 @@ struct points {
     long n;
     struct config *cfg;  // (n) the sweep's keys kept for the labels in results
     char (*label)[512];  // (n) "key=value ..." ("" without a sweep)
+    bool each;           // measure every point, even one that does an earlier one's work
+                         // (compare -c's A and B); else such a point is not run again
 };
 /* The points of c's sweep (one without a sweep), each checked by its rules;
  * -1 with e naming the point. */

@@ -164,8 +164,9 @@ static const struct key keys[] = {
     {"bench.budget_s", KEY_FLOAT, OFF(bench.budget_s), "480", 0, 1e7, NULL, 0,
      "seconds the rounds may take before undecided verdicts are reported as such; 0 = no "
      "limit (--budget)"},
-    {"bench.min_rounds", KEY_INT, OFF(bench.min_rounds), "6", 1, 10000, NULL, 0,
-     "rounds before a sweep may stop (6: the fewest whose interval reaches 95%)"},
+    {"bench.min_rounds", KEY_INT, OFF(bench.min_rounds), "9", 1, 10000, NULL, 0,
+     "rounds before a sweep first looks at its verdicts (9: the fewest whose interval can "
+     "decide at the looks' level, 0.05 over about 10 looks)"},
     {"bench.max_rounds", KEY_INT, OFF(bench.max_rounds), "100", 1, 10000, NULL, 0,
      "rounds at most (--repeat N runs exactly N)"},
 };

@@ -2,6 +2,7 @@
  * measured in that order, and the end: decided, the cap, the budget. */
 #include "rounds.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,47 @@ void rounds_order(unsigned long seed, int points, int r, int *order)
     }
 }
 
+#define LEVEL 0.05   // of every verdict, over all its looks together
+#define Z975 1.959964 // the standard normal's 0.975 quantile
+
+static int cap_of(const struct rounds_plan *plan)
+{
+    return plan->max_rounds > plan->min_rounds ? plan->max_rounds : plan->min_rounds;
+}
+
+/* The level spent by the time a fraction t of the rounds has run: an
+ * O'Brien-Fleming-like spending function (Lan and DeMets), 2 - 2 Phi(z / sqrt
+ * t) = erfc(z / sqrt(2 t)): next to nothing at the first looks, most at the
+ * end, LEVEL at t = 1. */
+static double spent_by(double t)
+{
+    return t <= 0 ? 0 : t >= 1 ? LEVEL : erfc(Z975 / sqrt(2 * t));
+}
+
+/* Whether `rounds` is a look before the last round `last`: min_rounds, then
+ * each about 1.3 times the one before. */
+static bool is_look(const struct rounds_plan *plan, int rounds, int last)
+{
+    for (int look = plan->min_rounds > 0 ? plan->min_rounds : 1; look < last;) {
+        if (look == rounds)
+            return true;
+        int next = (int)ceil(1.3 * look);
+        look = next > look ? next : look + 1;
+    }
+    return false;
+}
+
+/* The rounds the budget allows at the first round's pace (the cap without a
+ * budget), at least min_rounds: the information fraction's denominator. */
+static int last_round(const struct rounds_plan *plan, double first_round_s)
+{
+    int cap = cap_of(plan);
+    if (plan->budget_s <= 0 || !(first_round_s > 0))
+        return cap;
+    double n = floor(plan->budget_s / first_round_s);
+    return n < plan->min_rounds ? plan->min_rounds : n > cap ? cap : (int)n;
+}
+
 /* One round: every point in the round's order. 0, 1 (stopped) or -1. */
 static int one_round(const struct rounds_plan *plan, rounds_measure_fn measure, void *ctx,
                      int r, int *order, struct error *e)
@@ -40,40 +82,73 @@ static int one_round(const struct rounds_plan *plan, rounds_measure_fn measure, 
     return 0;
 }
 
+/* The verdicts printed when the rounds end are one more look, with the level
+ * left; a decided look's level stands. */
+static void finish(struct rounds_log *log)
+{
+    if (log->end == ROUNDS_DECIDED)
+        return;
+    log->looks++;
+    log->alpha = LEVEL - log->spent;
+}
+
+/* A look after log->rounds: the level it may spend, and whether it decided. */
+static bool look(rounds_done_fn done, void *ctx, struct rounds_log *log)
+{
+    double now = spent_by((double)log->rounds / log->last);
+    log->alpha = now - log->spent;
+    log->spent = now;
+    log->looks++;
+    return done && done(ctx, log->rounds, log->alpha);
+}
+
+/* After round r: whether the rounds end, and why (log->end). */
+static bool round_ends(const struct rounds_plan *plan, rounds_done_fn done, void *ctx,
+                       struct rounds_log *log)
+{
+    int cap = cap_of(plan);
+    if (log->rounds == 1)
+        log->last = last_round(plan, log->seconds);
+    if (log->rounds >= log->last) {
+        log->end = log->last < cap ? ROUNDS_BUDGET : ROUNDS_CAP;
+        return true;
+    }
+    double per_round = log->seconds / log->rounds;
+    enum rounds_end end = ROUNDS_CAP; // not yet
+    if (is_look(plan, log->rounds, log->last) && look(done, ctx, log))
+        end = ROUNDS_DECIDED;
+    else if (plan->budget_s > 0 && log->seconds + per_round > plan->budget_s)
+        end = ROUNDS_BUDGET;
+    bool stop = end != ROUNDS_CAP;
+    if (plan->agree)
+        stop = plan->agree(ctx, stop);
+    if (stop)
+        log->end = end == ROUNDS_CAP ? ROUNDS_DECIDED : end; // rank 0 decided it
+    return stop;
+}
+
 int rounds_run(const struct rounds_plan *plan, rounds_measure_fn measure, rounds_done_fn done,
                void *ctx, struct rounds_log *log, struct error *e)
 {
-    int cap = plan->max_rounds > plan->min_rounds ? plan->max_rounds : plan->min_rounds;
-    *log = (struct rounds_log){.end = ROUNDS_CAP};
+    int cap = cap_of(plan), rc = 0;
+    *log = (struct rounds_log){.end = ROUNDS_CAP, .last = cap};
     log->order = calloc((size_t)(cap + 1) * (size_t)plan->points, sizeof *log->order);
     if (!log->order)
         return error_set(e, "out of memory");
     double t0 = plan->clock ? plan->clock(ctx) : now_seconds();
     for (int r = 0; r < cap; r++) {
-        int rc = one_round(plan, measure, ctx, r, log->order + (size_t)r * plan->points, e);
+        rc = one_round(plan, measure, ctx, r, log->order + (size_t)r * plan->points, e);
         log->seconds = (plan->clock ? plan->clock(ctx) : now_seconds()) - t0;
         if (rc) {
             log->end = rc > 0 ? ROUNDS_STOPPED : ROUNDS_FAILED;
-            return rc < 0 ? -1 : 0;
+            break;
         }
         log->rounds = r + 1;
-        if (r + 1 == cap)
+        if (round_ends(plan, done, ctx, log))
             break;
-        double per_round = log->seconds / log->rounds;
-        enum rounds_end end = ROUNDS_CAP; // not yet
-        if (log->rounds >= plan->min_rounds && done && done(ctx, log->rounds))
-            end = ROUNDS_DECIDED;
-        else if (plan->budget_s > 0 && log->seconds + per_round > plan->budget_s)
-            end = ROUNDS_BUDGET;
-        bool stop = end != ROUNDS_CAP;
-        if (plan->agree)
-            stop = plan->agree(ctx, stop);
-        if (stop) {
-            log->end = end == ROUNDS_CAP ? ROUNDS_DECIDED : end; // rank 0 decided it
-            break;
-        }
     }
-    return 0;
+    finish(log);
+    return rc < 0 ? -1 : 0;
 }
 
 void rounds_log_free(struct rounds_log *log)

@@ -15,7 +15,7 @@
 
 struct rounds_plan {
     int points;          // measured each round (>= 1)
-    int min_rounds;      // rounds run before done() is asked (>= 1)
+    int min_rounds;      // rounds before the first look at the decision (>= 1)
     int max_rounds;      // rounds at most
     double budget_s;     // wall seconds the rounds may take; 0 = no limit. A round is
                          // not started when the mean round so far would pass it.
@@ -32,9 +32,21 @@ struct rounds_plan {
 /* Measures point p as the k-th of round r: 0, or -1 with e set (the rounds
  * end; the error is the caller's), or 1 to end the rounds quietly (a stop). */
 typedef int (*rounds_measure_fn)(void *ctx, int p, int r, int k, struct error *e);
-/* After `rounds` complete rounds (>= min_rounds): whether the caller's
- * decision is made. */
-typedef bool (*rounds_done_fn)(void *ctx, int rounds);
+
+/* After `rounds` complete rounds, at a look: whether the caller's decision
+ * is made, each verdict's interval taken at level alpha.
+ *
+ * The looks come at min_rounds, then each about 1.3 times the one before,
+ * below the last round the budget allows at the first round's pace (or the
+ * cap); the verdicts printed when the rounds end are one more look. A verdict
+ * must hold over all its looks together: each look spends a share of 0.05 by
+ * an O'Brien-Fleming-like function of the rounds run over the last round
+ * (Lan and DeMets), almost nothing early and most at the end, and the shares
+ * add up to 0.05 at most (Bonferroni over the looks). So A against itself is
+ * called different at any look with a chance of 5% at most, however long the
+ * rounds go on; checking a 95% interval after every round would not keep
+ * that, each look being another chance for noise to cross. */
+typedef bool (*rounds_done_fn)(void *ctx, int rounds, double alpha);
 
 /* Why the rounds ended. */
 enum rounds_end { ROUNDS_DECIDED, ROUNDS_CAP, ROUNDS_BUDGET, ROUNDS_STOPPED, ROUNDS_FAILED };
@@ -42,6 +54,10 @@ const char *rounds_end_name(enum rounds_end e); // "decided", "round cap", ...
 
 struct rounds_log {
     int rounds;          // complete rounds
+    int last;            // the last round the budget allowed at the first round's pace
+    int looks;           // at the verdicts, the last one (when the rounds ended) included
+    double spent;        // the level the looks spent
+    double alpha;        // the last look's level: the printed verdicts' (0.05 with one look)
     int *order;          // (rounds + 1, points) point indices, each round's order (the last
                          // row: a round cut short, when one was)
     double seconds;      // wall time of all rounds

@@ -63,7 +63,7 @@ struct comparison {
 struct ratio {
     double ratio;         // B / A: exp of the mean log ratio (below 1: B takes less time)
     double ci95[2];       // its 95% interval, on the log scale (never negative); NAN with
-                          // too few units (6 rounds paired, 4 runs a side unpaired)
+                          // too few units (6 rounds paired at 95%, 4 runs a side unpaired)
     int units;            // rounds (paired), or the smaller side's runs (unpaired)
     double threshold;     // the noise threshold the verdict used (0.03 = 3%)
     enum verdict verdict; // stats_decide(ci95, threshold); undecided with fewer than 2 units
@@ -71,8 +71,11 @@ struct ratio {
                           // -1: none would, the ratio sits on the threshold)
 };
 /* a[k], b[k]: unit k's medians of A and B (n units, same round each): the
- * median of the log ratios, with the sign test's interval. */
-void stats_paired(const double *a, const double *b, size_t n, double threshold,
+ * Hodges-Lehmann estimate of the log ratios, with the Wilcoxon signed-rank
+ * interval at level alpha
+ * (0.05: 95%; smaller at each of several looks at growing rounds, whose
+ * levels add up to 0.05: rounds.h). */
+void stats_paired(const double *a, const double *b, size_t n, double threshold, double alpha,
                   struct ratio *out);
 /* a[0..na-1], b[0..nb-1]: the medians of A's and B's units: the
  * Hodges-Lehmann shift of the logs, with Moses' (Mann-Whitney's) interval. */

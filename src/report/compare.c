@@ -72,7 +72,8 @@ void compare_unmatched_why(const struct compare_point *p, const struct compare_f
 }
 
 /* Pair p over the rounds both ran (interleaved), matched by round number. */
-static void decide_paired(const struct compare_pair *p, double threshold, struct ratio *q)
+static void decide_paired(const struct compare_pair *p, double threshold, double alpha,
+                          struct ratio *q)
 {
     const struct compare_point *a = p->a, *b = p->b;
     int n = a->n_rounds < b->n_rounds ? a->n_rounds : b->n_rounds, k = 0;
@@ -87,7 +88,7 @@ static void decide_paired(const struct compare_pair *p, double threshold, struct
             y[k++] = b->round_ms[j++];
         }
     }
-    stats_paired(x ? x : (double[1]){0}, y ? y : (double[1]){0}, (size_t)k, threshold, q);
+    stats_paired(x ? x : (double[1]){0}, y ? y : (double[1]){0}, (size_t)k, threshold, alpha, q);
     free(x);
     free(y);
 }
@@ -136,7 +137,7 @@ static void decide(const struct compare_result *r, struct compare_pair *p)
     p->p_value = NAN;
     if (r->interleaved) {
         p->unit = COMPARE_INTERLEAVED;
-        decide_paired(p, r->threshold, &p->q);
+        decide_paired(p, r->threshold, r->alpha, &p->q);
     } else if (p->a->n_rounds >= 2 && p->b->n_rounds >= 2) {
         p->unit = COMPARE_RUNS;
         stats_unpaired(p->a->round_ms, (size_t)p->a->n_rounds, p->b->round_ms,
@@ -231,8 +232,11 @@ int compare_docs(struct compare_result *r, const cJSON *a, const cJSON *b, const
 int compare_interleaved(struct compare_result *r, struct cJSON *doc, const char *name_a,
                         const char *name_b, double threshold, struct error *e)
 {
-    *r = (struct compare_result){.threshold = threshold, .interleaved = true};
+    *r = (struct compare_result){.threshold = threshold, .interleaved = true, .alpha = 0.05};
     r->a.doc = doc; // a frees it
+    const cJSON *alpha = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "rounds"), "alpha");
+    if (cJSON_IsNumber(alpha) && alpha->valuedouble > 0 && alpha->valuedouble <= 0.05)
+        r->alpha = alpha->valuedouble; // the run looked at its verdicts that often
     if (compare_file_from(&r->a, doc, name_a, 0, e) || compare_file_from(&r->b, doc, name_b, 1, e))
         return -1;
     return pair_all(r, e);

@@ -76,6 +76,7 @@ struct compare_result {
     struct compare_file a, b;
     bool interleaved;           // A and B are two points of one run (compare -c)
     double threshold;           // the noise threshold the verdicts used
+    double alpha;               // interleaved: the run's level over its looks (0.05 / looks)
     struct compare_pair *pairs; // (n_pairs)
     int n_pairs;
     char notes[COMPARE_MAX_NOTES][400]; // (n_notes) warnings about the two files

@@ -256,6 +256,8 @@ static cJSON *rounds_plan_json(const struct results *r)
     cJSON_AddNumberToObject(o, "threshold", r->cfg.bench.threshold);
     cJSON_AddNumberToObject(o, "precision", r->cfg.bench.precision);
     cJSON_AddNumberToObject(o, "budget_seconds", r->cfg.bench.budget_s);
+    cJSON_AddNumberToObject(o, "looks", r->looks > 0 ? r->looks : 1);
+    cJSON_AddNumberToObject(o, "alpha", r->alpha > 0 ? r->alpha : 0.05);
     cJSON *order = cJSON_AddArrayToObject(o, "order");
     for (int rd = 0; rd <= r->rounds; rd++) {
         cJSON *row = cJSON_CreateArray();

@@ -45,6 +45,9 @@ struct results {
     int label_width;         // the longest point label of the whole sweep (the table's first column)
     int rounds;              // complete rounds: each measured point once a round (--repeat
                              // N: N); each run's rounds say where it stood in each order
+    double alpha;            // the level of the rounds' verdicts: the last look's share of
+                             // 0.05 (rounds.h); 0 = 0.05
+    int looks;               // times the verdicts were looked at, the last one included
     const char *rounds_end;  // why the rounds ended: "decided", "round cap", "time budget",
                              // "stopped", "failed", "fixed" (--repeat, or one point)
     char command[1024];      // the command line that produced the result

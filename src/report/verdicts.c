@@ -57,7 +57,7 @@ void report_pair(const struct results *r, int a, int b, struct ratio *out)
         }
     }
     stats_paired(x ? x : (double[1]){0}, y ? y : (double[1]){0}, (size_t)k,
-                 r->cfg.bench.threshold, out);
+                 r->cfg.bench.threshold, r->alpha > 0 ? r->alpha : 0.05, out);
     free(x);
     free(y);
 }
