@@ -98,7 +98,7 @@ LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-tsan \
         test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
-        test-docs test-tune test-fresh test-same-output bench bench-data bench-tune clean
+        test-docs test-tune test-fresh test-same-output bench bench-data bench-tune bench-verdicts clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -385,6 +385,12 @@ bench-data: dpbench
 bench-tune: dpbench
 	@scripts/install-deps.sh make bench
 	scripts/bench-tune.sh
+
+# the verdicts' error rates measured for real, under busy loops that come
+# and go, into bench_results/verdicts/ (15 to 80 minutes)
+bench-verdicts: dpbench
+	@scripts/install-deps.sh make bench
+	scripts/bench-verdicts.sh
 
 clean:
 	rm -rf $(B) dpbench

@@ -20,8 +20,11 @@ const char *compare_unit_name(enum compare_unit u)
 }
 
 /* Pairs the points: one each of one workload whatever their settings, else
- * by workload and settings, each point at most once. Returns the pairs. */
-static int match(struct compare_file *a, struct compare_file *b, struct compare_pair *pairs)
+ * by workload and settings, each point at most once; the two points a user
+ * chose (compare -c) whatever they differ in (the differences listed).
+ * Returns the pairs. */
+static int match(struct compare_file *a, struct compare_file *b, struct compare_pair *pairs,
+                 bool chosen)
 {
     int n = 0;
     bool single = a->n == 1 && b->n == 1;
@@ -30,14 +33,17 @@ static int match(struct compare_file *a, struct compare_file *b, struct compare_
         for (int j = 0; j < b->n && !pa->paired; j++) {
             struct compare_point *pb = &b->pts[j];
             if (pb->paired || pa->n == 0 || pb->n == 0 ||
-                !cJSON_Compare(pa->workload, pb->workload, 1) ||
+                (!chosen && !cJSON_Compare(pa->workload, pb->workload, 1)) ||
                 (!single && !cJSON_Compare(pa->settings, pb->settings, 1)))
                 continue;
             pa->paired = pb->paired = true;
             struct compare_pair *p = &pairs[n++];
             p->a = pa;
             p->b = pb;
-            p->n_diffs = compare_diffs(pa->settings, pb->settings, "", p->diffs, 0,
+            p->n_workload_diffs = compare_diffs(pa->workload, pb->workload, "", p->diffs, 0,
+                                                COMPARE_MAX_DIFFS);
+            p->n_diffs = p->n_workload_diffs;
+            p->n_diffs = compare_diffs(pa->settings, pb->settings, "", p->diffs, p->n_diffs,
                                        COMPARE_MAX_DIFFS);
         }
     }
@@ -204,7 +210,7 @@ static int pair_all(struct compare_result *r, struct error *e)
     r->pairs = calloc((size_t)(r->a.n < r->b.n ? r->a.n : r->b.n), sizeof *r->pairs);
     if (!r->pairs)
         return error_set(e, "out of memory");
-    r->n_pairs = match(&r->a, &r->b, r->pairs);
+    r->n_pairs = match(&r->a, &r->b, r->pairs, r->interleaved);
     for (int i = 0; i < r->n_pairs; i++)
         decide(r, &r->pairs[i]);
     notes(r);

@@ -67,8 +67,11 @@ struct compare_pair {
     struct ratio q;                     // B / A, its interval and verdict
     double p_value;                     // COMPARE_EPOCHS: Mann-Whitney's; NAN otherwise
     char why[256];                      // why the verdict was held back, "" if it was not
-    char diffs[COMPARE_MAX_DIFFS][256]; // settings that differ (one point each)
+    char diffs[COMPARE_MAX_DIFFS][256]; // what differs: the workload's keys first (only
+                                        // where the user chose the two, compare -c), then
+                                        // the settings
     int n_diffs;
+    int n_workload_diffs;               // of diffs, the workload's
     char blas[160];                     // "OpenBLAS, 1 thread vs libxsmm, 1 thread" or ""
 };
 

@@ -440,8 +440,9 @@ static cJSON *compare_pair_json(const struct compare_result *c, const struct com
                                                  : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "held_back", p->why[0] ? cJSON_CreateString(p->why) : cJSON_CreateNull());
     cJSON *d = cJSON_AddArrayToObject(o, "settings_differ");
+    cJSON *w = cJSON_AddArrayToObject(o, "workloads_differ");
     for (int k = 0; k < p->n_diffs; k++)
-        cJSON_AddItemToArray(d, cJSON_CreateString(p->diffs[k]));
+        cJSON_AddItemToArray(k < p->n_workload_diffs ? w : d, cJSON_CreateString(p->diffs[k]));
     cJSON_AddItemToObject(o, "blas_differ", p->blas[0] ? cJSON_CreateString(p->blas)
                                                       : cJSON_CreateNull());
     return o;

@@ -534,14 +534,16 @@ static void compare_pair_text(FILE *f, int w, const struct compare_pair *p)
     if (strcmp(name, compare_point_name(p->b)) != 0)
         fprintf(f, "#   %s: B's point is %s\n", name, compare_point_name(p->b));
     for (int k = 0; k < p->n_diffs; k++)
-        fprintf(f, "#   %s: settings differ: %s\n", name, p->diffs[k]);
+        fprintf(f, "#   %s: %s differ: %s\n", name,
+                k < p->n_workload_diffs ? "workloads" : "settings", p->diffs[k]);
     if (p->blas[0])
         fprintf(f, "#   %s: computed with different BLAS choices: %s\n", name, p->blas);
     if (p->why[0])
         fprintf(f, "#   %s: undecided: %s\n", name, p->why);
     else if (p->q.verdict == VERDICT_UNDECIDED && p->q.units_needed > 0)
         fprintf(f, "#   %s: undecided: about %d %s would decide it at this spread\n", name,
-                p->q.units_needed, p->unit == COMPARE_EPOCHS ? "epochs" : "rounds a side");
+                p->q.units_needed, p->unit == COMPARE_EPOCHS ? "epochs"
+                                   : p->unit == COMPARE_RUNS ? "rounds a side" : "rounds");
     else if (p->q.verdict == VERDICT_UNDECIDED && isnan(p->q.ci95[0]))
         fprintf(f, "#   %s: undecided: too few %s for a 95%% interval\n", name,
                 p->unit == COMPARE_EPOCHS ? "epochs" : "rounds");
