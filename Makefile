@@ -72,18 +72,25 @@ else
 MPI_MSG  := $(if $(strip $(MPI_CFLAGS)),MPI=0,no MPI (mpicc or pkg-config ompi-c)): no comm engine
 endif
 
-# NCCL (parallel.comm: nccl) comes with the CUDA toolkit; it needs MPI to
-# bootstrap. Opened with dlopen by ddp runs on cuda only.
-NCCL ?= $(if $(and $(filter 1,$(CUDA)),$(filter 1,$(MPI)),$(wildcard $(CUDA_HOME)/include/nccl.h)),1,0)
+# NCCL (parallel.comm: nccl) is a library of its own, not part of the CUDA
+# toolkit: NVIDIA's libnccl-dev installs nccl.h in /usr/include, some
+# toolkit installs carry it under CUDA_HOME, NCCL_HOME names any other
+# place. It needs MPI to bootstrap; opened with dlopen by ddp runs on cuda.
+NCCL_H   := $(firstword $(wildcard $(foreach d,$(NCCL_HOME) $(CUDA_HOME) /usr,$(d)/include/nccl.h)))
+NCCL_INC := $(filter-out -I/usr/include,$(patsubst %/,-I%,$(dir $(NCCL_H))))
+NCCL ?= $(if $(and $(filter 1,$(CUDA)),$(filter 1,$(MPI)),$(NCCL_H)),1,0)
 ifeq ($(NCCL),1)
 SRC      += comm_nccl.c
 CPPFLAGS += -DDPBENCH_HAVE_NCCL
-MPI_MSG  += nccl
+MPI_MSG  += nccl ($(NCCL_H))
+else ifeq ($(CUDA)$(MPI),11)
+MPI_MSG  += (no nccl.h in $(CUDA_HOME)/include or /usr/include: install libnccl-dev or set NCCL_HOME for comm nccl)
 endif
 
 B    := build
 OBJ  := $(SRC:%.c=$(B)/%.o)
 $(B)/comm_mpi.o: CPPFLAGS += $(MPI_CFLAGS)
+$(B)/comm_nccl.o: CPPFLAGS += $(NCCL_INC)
 # the image resize's integer loops vectorise at -O3 (-O2 leaves them scalar), and
 # transform.c picks AVX2 clones of them at run time where the CPU has it
 $(B)/transform.o: CFLAGS += -O3
@@ -313,17 +320,21 @@ endif
 EMU := $(B)/emu
 # With NCCL: the emulation's NCCL calls run over MPI, and the emulated dpbench
 # has its comm engines, so that ddp with comm nccl runs under mpirun here.
+FAKE_SRC := tests/fakecuda.c tests/fakecublas.c tests/fakedriver.c
 ifeq ($(NCCL),1)
-EMU_NCCL_FAKE := -DFAKE_NCCL $(MPI_CFLAGS)
-EMU_NCCL_LIBS := $(shell mpicc --showme:link 2>/dev/null || pkg-config --libs ompi-c)
-EMU_COMM      := -DDPBENCH_HAVE_MPI -DDPBENCH_HAVE_NCCL $(MPI_CFLAGS) $(call src_path,comm_mpi.c comm_nccl.c)
+FAKE_SRC      += tests/fakenccl.c
+EMU_COMM      := -DDPBENCH_HAVE_MPI -DDPBENCH_HAVE_NCCL $(MPI_CFLAGS) $(NCCL_INC) \
+                 $(call src_path,comm_mpi.c comm_nccl.c)
 endif
 ifneq ($(wildcard $(CUDA_HOME)/include/cublas_v2.h),)
-$(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h tests/fakecuda.c $(call src_path,$(SRC)) $(call src_path,backend_cuda.c cuda_dl.c) \
-                 $(B)/deps.stamp
+$(EMU)/libfakecuda.so: $(FAKE_SRC) tests/fakecuda.h src/backends/cuda_kernels.h
 	@mkdir -p $(EMU)
-	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include \
-	    -Wno-unused-parameter $(EMU_NCCL_FAKE) tests/fakecuda.c $(EMU_NCCL_LIBS) -o $(EMU)/libfakecuda.so
+	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include $(NCCL_INC) \
+	    -Isrc/backends -Wall -Wextra -Werror -Wno-unused-parameter $(FAKE_SRC) -lm -lrt -o $@
+
+$(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h $(EMU)/libfakecuda.so $(call src_path,$(SRC)) \
+                 $(call src_path,backend_cuda.c cuda_dl.c) $(B)/deps.stamp
+	@mkdir -p $(EMU)
 	$(CC) $(SRC_INC) $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
 	    $< $(call src_path,$(CPU_SRC)) $(call src_path,backend_cuda.c cuda_dl.c) \
