@@ -40,6 +40,8 @@ export PYTHON
 
 CUDA_HOME ?= /usr/local/cuda
 CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
+# the cuda backend's files (cuda_backend.h says which does what)
+CUDA_SRC  := backend_cuda.c cuda_ring.c cuda_step.c cuda_probe.c cuda_bandwidth.c cuda_dl.c
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c report.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c dataset_kinds.c files.c kind_random.c \
@@ -49,7 +51,7 @@ CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backen
            tune.c tune_run.c staging.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
-SRC      += backend_cuda.c cuda_dl.c
+SRC      += $(CUDA_SRC)
 CPPFLAGS += -DDPBENCH_HAVE_CUDA -I$(CUDA_HOME)/include
 LDFLAGS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS   += -ldl
@@ -333,19 +335,18 @@ $(EMU)/libfakecuda.so: $(FAKE_SRC) tests/fakecuda.h src/backends/cuda_kernels.h
 	    -Isrc/backends -Wall -Wextra -Werror -Wno-unused-parameter $(FAKE_SRC) -lm -lrt -o $@
 
 $(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h $(EMU)/libfakecuda.so $(call src_path,$(SRC)) \
-                 $(call src_path,backend_cuda.c cuda_dl.c) $(B)/deps.stamp
+                 $(call src_path,$(CUDA_SRC)) $(B)/deps.stamp
 	@mkdir -p $(EMU)
 	$(CC) $(SRC_INC) $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    $< $(call src_path,$(CPU_SRC)) $(call src_path,backend_cuda.c cuda_dl.c) \
+	    $< $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC)) \
 	    $(PC_LIBS) -lm -pthread -ldl $(CMOCKA_LIBS) -o $@
 
 # dpbench itself on the emulation: the command line's cuda path
-$(EMU)/dpbench: src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,backend_cuda.c cuda_dl.c comm_mpi.c \
-                comm_nccl.c) $(EMU)/gpu_test
+$(EMU)/dpbench: src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC) comm_mpi.c comm_nccl.c) $(EMU)/gpu_test
 	$(CC) $(SRC_INC) $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
 	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,backend_cuda.c cuda_dl.c) $(EMU_COMM) \
+	    src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC)) $(EMU_COMM) \
 	    $(PC_LIBS) -lm -pthread -ldl -o $@
 
 # dpbench opens cudart and cuBLAS on first use; here both names point at the emulation

@@ -1,0 +1,130 @@
+/* The CUDA backend's own header, included by its files only (training code
+ * never sees a CUDA type): the check macros, the backend's state, and what
+ * its files call across. The files, by job:
+ *
+ *   backend_cuda.c   setup and teardown, the epoch, the backend's table
+ *   cuda_ring.c      the copy ring's device side (devpipe.h's primitives)
+ *                    and the per-batch events of the epoch's timeline
+ *   cuda_step.c      the primitives of step.c's steps (struct device_ops)
+ *   cuda_probe.c     whether CUDA can run here, and the device line
+ *   cuda_bandwidth.c dpbench --h2d-bandwidth
+ *   cuda_dl.c        cudart and cuBLAS, opened on first use */
+#ifndef DPBENCH_CUDA_BACKEND_H
+#define DPBENCH_CUDA_BACKEND_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "devpipe.h"
+
+/* ---- error checks ------------------------------------------------------- */
+
+/* Sets e to "file:line: call: the library's message", returns -1. */
+int cuda_fail(struct error *e, cudaError_t err, const char *call, const char *file, int line);
+int cublas_fail(struct error *e, cublasStatus_t st, const char *call, const char *file, int line);
+
+/* In functions that return int and have `struct error *e` in scope. */
+#define CUDA_CHECK(call)                                                                     \
+    do {                                                                                     \
+        cudaError_t err_ = (call);                                                           \
+        if (err_ != cudaSuccess)                                                             \
+            return cuda_fail(e, err_, #call, __FILE__, __LINE__);                           \
+    } while (0)
+
+#define CUBLAS_CHECK(call)                                                                   \
+    do {                                                                                     \
+        cublasStatus_t st_ = (call);                                                         \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                    \
+            return cublas_fail(e, st_, #call, __FILE__, __LINE__);                          \
+    } while (0)
+
+/* In teardown, where nothing can be returned: say so on stderr and go on. */
+#define CUDA_WARN(call)                                                                      \
+    do {                                                                                     \
+        cudaError_t err_ = (call);                                                           \
+        if (err_ != cudaSuccess)                                                             \
+            fprintf(stderr, "dpbench: warning: %s:%d: %s: %s (%s)\n", __FILE__, __LINE__,   \
+                    #call, cudaGetErrorString(err_), cudaGetErrorName(err_));               \
+    } while (0)
+
+/* ---- state -------------------------------------------------------------- */
+
+/* The device buffers of one slot of devpipe's ring: a batch's chunks on
+ * their replicas' devices and its targets on the output device. */
+struct slot {
+    float **x;             // (n) x[r]: (chunk_max, F) replica r's chunk, on its device
+    float *y;              // (batch_max, O) targets, on device 0
+    cudaEvent_t consumed;  // device 0: the step that read this slot is done
+};
+
+/* One distinct device among the replicas'. */
+struct gpu {
+    int id;
+    cudaStream_t copy;     // host-to-device copies to this device
+    cudaEvent_t base;      // epoch start: zero of this device's timeline
+    bool begun;            // slot_fill: the batch's copies to this device have begun
+};
+
+struct replica {
+    int dev;               // CUDA device id
+    int g;                 // index of dev in cuda_dp.gpus
+    cudaStream_t stream;   // this replica's compute
+    cublasHandle_t blas;   // bound to `stream`
+    float *ones;           // (batch_max) all 1: bias add and bias gradient
+    cudaEvent_t joined;    // join: this stream's work so far
+};
+
+/* Per-batch events of one epoch, created once and reused every epoch. */
+struct timeline {
+    long cap;                           // batches the arrays hold
+    cudaEvent_t *start, *end;           // (cap) step k on replica 0's stream
+    cudaEvent_t *copy_begin, *copy_end; // (cap, G) copies of batch k to device g
+    float *loss;                        // (cap) device 0: sum of squared errors of batch k
+    float *loss_host;                   // (cap)
+    double *t;                          // (2 * cap) host scratch: interval ends, ms
+};
+
+struct cuda_dp {
+    int F, O, n, G;        // features, out_features, replicas, distinct devices
+    long batch_max, chunk_max;
+    size_t P;              // O * F + O parameters
+    struct replica *reps;  // (n)
+    struct gpu *gpus;      // (G) gpus[0] is replica 0's device, the output device
+    cudaEvent_t forked;    // fork: replica 0's stream's work so far
+    const struct loss_fn *loss; // the loss of this epoch's steps (for epoch_end)
+    float *scratch;        // (3 batch_max O) host: losses without a device path
+    bool classify;         // count correct predictions (labelled data): loss on the host
+    long correct;          // this epoch's correct predictions so far
+    double step_t0;        // begin: host clock, waits excluded
+    struct timeline tl;
+    /* the copy ring */
+    struct devpipe pipe;   // slots' host side, copy thread, run-ahead
+    struct slot *slots;    // (pipe.depth) device buffers of slot k
+    long stepped;          // batches stepped this epoch (in order)
+    double host_s;         // this epoch's host time issuing steps (epoch_stats.host_s)
+};
+
+/* backend_cuda.c */
+/* Waits for everything queued on every stream, all of them even after an
+ * error (teardown frees what they use); returns the first error. */
+int cuda_sync_all(struct cuda_dp *dp, struct error *e);
+
+/* cuda_ring.c */
+extern const struct devpipe_ops cuda_pipe_ops;
+/* Events and loss slots for n batches per epoch (kept when they suffice). */
+int cuda_timeline_reserve(struct cuda_dp *dp, long n, struct error *e);
+void cuda_timeline_free(struct cuda_dp *dp);
+
+/* cuda_step.c */
+extern const struct device_ops cuda_ops;
+
+/* cuda_probe.c */
+int cuda_probe(struct error *e);
+void cuda_describe(char *buf, size_t n);
+
+/* cuda_bandwidth.c */
+int cuda_bandwidth(FILE *out, struct h2d_profile *prof, struct error *e);
+
+#endif
