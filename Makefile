@@ -39,9 +39,21 @@ PYTHON ?= /usr/bin/python3
 export PYTHON
 
 CUDA_HOME ?= /usr/local/cuda
-CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CUDA_HDR  := $(wildcard $(CUDA_HOME)/include/cuda_runtime.h)
+CUDA      ?= $(if $(and $(CUDA_HDR),$(wildcard $(NVCC))),1,0)
 # the cuda backend's files (cuda_backend.h says which does what)
-CUDA_SRC  := backend_cuda.c cuda_ring.c cuda_step.c cuda_probe.c cuda_bandwidth.c cuda_dl.c
+CUDA_SRC  := backend_cuda.c cuda_ring.c cuda_step.c cuda_probe.c cuda_bandwidth.c cuda_module.c cuda_dl.c
+# dpbench's own kernels (src/backends/cuda_kernels.cu), built by nvcc into a
+# fatbin that cuda_module.c embeds: machine code for each GPU generation of
+# CUDA_ARCHS that this nvcc knows (sm_90: H100, H200), and PTX of the newest
+# for later GPUs (a driver at least as new as nvcc compiles it).
+CUDA_ARCHS ?= 75 80 86 89 90 100 120
+ifeq ($(CUDA),1)
+NVCC_ARCHS := $(filter $(CUDA_ARCHS),$(patsubst compute_%,%,$(shell $(NVCC) --list-gpu-arch 2>/dev/null)))
+NVCC_GENCODE := $(foreach a,$(NVCC_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+                $(foreach a,$(lastword $(NVCC_ARCHS)),-gencode arch=compute_$(a),code=compute_$(a))
+endif
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c report.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c dataset_kinds.c files.c kind_random.c \
@@ -55,9 +67,9 @@ SRC      += $(CUDA_SRC)
 CPPFLAGS += -DDPBENCH_HAVE_CUDA -I$(CUDA_HOME)/include
 LDFLAGS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS   += -ldl
-BUILD_MSG := CUDA toolkit found in $(CUDA_HOME): building backends cpu cuda
+BUILD_MSG := CUDA toolkit found in $(CUDA_HOME): building backends cpu cuda (kernels for sm_$(subst $() ,/,$(NVCC_ARCHS)))
 else
-BUILD_MSG := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),CUDA=0,no CUDA toolkit in $(CUDA_HOME)): building backend cpu only
+BUILD_MSG := $(if $(CUDA_HDR),$(if $(wildcard $(NVCC)),CUDA=0,CUDA headers but no $(NVCC)),no CUDA toolkit in $(CUDA_HOME)): building backend cpu only
 endif
 
 # Open MPI for ddp runs (parallel.comm: mpi), found by mpicc or pkg-config's
@@ -93,6 +105,13 @@ B    := build
 OBJ  := $(SRC:%.c=$(B)/%.o)
 $(B)/comm_mpi.o: CPPFLAGS += $(MPI_CFLAGS)
 $(B)/comm_nccl.o: CPPFLAGS += $(NCCL_INC)
+# the kernels' fatbin, rebuilt when the architectures change
+FATBIN := $(abspath $(B))/cuda_kernels.fatbin
+$(shell mkdir -p $(B); [ "$$(cat $(B)/cuda-archs 2>/dev/null)" = "$(NVCC_ARCHS)" ] || echo "$(NVCC_ARCHS)" >$(B)/cuda-archs)
+$(FATBIN): src/backends/cuda_kernels.cu src/backends/cuda_kernels.h $(B)/cuda-archs
+	$(NVCC) -fatbin -O3 -Isrc/backends $(NVCC_GENCODE) -o $@ $<
+$(B)/cuda_module.o: $(FATBIN)
+$(B)/cuda_module.o: CPPFLAGS += -DDPBENCH_FATBIN='"$(FATBIN)"'
 # the image resize's integer loops vectorise at -O3 (-O2 leaves them scalar), and
 # transform.c picks AVX2 clones of them at run time where the CPU has it
 $(B)/transform.o: CFLAGS += -O3
@@ -335,23 +354,26 @@ $(EMU)/libfakecuda.so: $(FAKE_SRC) tests/fakecuda.h src/backends/cuda_kernels.h
 	    -Isrc/backends -Wall -Wextra -Werror -Wno-unused-parameter $(FAKE_SRC) -lm -lrt -o $@
 
 $(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h $(EMU)/libfakecuda.so $(call src_path,$(SRC)) \
-                 $(call src_path,$(CUDA_SRC)) $(B)/deps.stamp
+                 $(call src_path,$(CUDA_SRC)) $(FATBIN) $(B)/deps.stamp
 	@mkdir -p $(EMU)
 	$(CC) $(SRC_INC) $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
-	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    $< $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC)) \
+	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' -DDPBENCH_FATBIN='"$(FATBIN)"' \
+	    $(filter-out -MMD -MP,$(CFLAGS)) $< $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC)) \
 	    $(PC_LIBS) -lm -pthread -ldl $(CMOCKA_LIBS) -o $@
 
 # dpbench itself on the emulation: the command line's cuda path
 $(EMU)/dpbench: src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC) comm_mpi.c comm_nccl.c) $(EMU)/gpu_test
 	$(CC) $(SRC_INC) $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
-	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC)) $(EMU_COMM) \
+	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' -DDPBENCH_FATBIN='"$(FATBIN)"' \
+	    $(filter-out -MMD -MP,$(CFLAGS)) src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC)) $(EMU_COMM) \
 	    $(PC_LIBS) -lm -pthread -ldl -o $@
 
-# dpbench opens cudart and cuBLAS on first use; here both names point at the emulation
+# dpbench opens cudart, cuBLAS, the driver and NCCL on first use; here every
+# name points at the emulation
 test-cuda-emulated: export DPBENCH_CUDART = $(abspath $(EMU))/libfakecuda.so
 test-cuda-emulated: export DPBENCH_CUBLAS = $(abspath $(EMU))/libfakecuda.so
+test-cuda-emulated: export DPBENCH_LIBCUDA = $(abspath $(EMU))/libfakecuda.so
+test-cuda-emulated: export DPBENCH_NCCL = $(abspath $(EMU))/libfakecuda.so
 test-cuda-emulated: $(EMU)/gpu_test $(EMU)/dpbench
 	@LABEL=cuda-emulated-1gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=1 tests/run_unit.sh $<
 	@LABEL=cuda-emulated-3gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=3 tests/run_unit.sh $<

@@ -14,10 +14,10 @@ if ! command -v mpirun >/dev/null || ! "$BIN" --version | grep -q '^comm:.*nccl'
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-export DPBENCH_NCCL=$DPBENCH_CUDART FAKE_CUDA_DEVICES=2 FAKE_ABORT=1
+export FAKE_CUDA_DEVICES=2 FAKE_ABORT=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --oversubscribe --mca btl self,vader -np 2 -x DPBENCH_NCCL -x DPBENCH_CUDART
-        -x DPBENCH_CUBLAS -x FAKE_CUDA_DEVICES -x FAKE_ABORT)
+        -x DPBENCH_CUBLAS -x DPBENCH_LIBCUDA -x FAKE_CUDA_DEVICES -x FAKE_ABORT)
 C=(--config configs/ddp.yaml --set dataset.length=240 --set dataset.features=16 --set train.epochs=3
    --set train.warmup_epochs=0 --format json)
 "${MPIRUN[@]}" "$BIN" "${C[@]}" --set parallel.device=cuda --set parallel.comm=nccl >"$TMP/gpu.json" 2>"$TMP/err"

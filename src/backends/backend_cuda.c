@@ -250,7 +250,10 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
         CUDA_CHECK(cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking));
         CUDA_CHECK(cudaEventCreate(&d->base));
     }
-    return ring_setup(dp, e);
+    if (ring_setup(dp, e) || cuda_kernels_load(&dp->k, dp->reps[0].dev, e))
+        return -1;
+    CUDA_CHECK(cudaMalloc((void **)&dp->correct, sizeof *dp->correct));
+    return 0;
 }
 
 int cuda_sync_all(struct cuda_dp *dp, struct error *e)
@@ -306,7 +309,13 @@ static void cuda_free(void *ctx)
     }
     if (dp->forked)
         CUDA_WARN(cudaEventDestroy(dp->forked));
-    free(dp->scratch);
+    if (dp->reps) {
+        CUDA_WARN(cudaSetDevice(dp->reps[0].dev));
+        CUDA_WARN(cudaFree(dp->correct));
+        if (dp->scratch)
+            CUDA_WARN(cudaFreeHost(dp->scratch));
+    }
+    cuda_kernels_free(&dp->k);
     free(dp->slots);
     free(dp->reps);
     free(dp->gpus);
@@ -343,6 +352,8 @@ static int cuda_epoch_begin(void *ctx, struct loader *l, struct error *e)
         CUDA_CHECK(cudaSetDevice(dp->gpus[g].id));
         CUDA_CHECK(cudaEventRecord(dp->gpus[g].base, dp->gpus[g].copy));
     }
+    CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
+    CUDA_CHECK(cudaMemsetAsync(dp->correct, 0, sizeof *dp->correct, dp->reps[0].stream));
     if (devpipe_epoch_begin(&dp->pipe, l, e))
         return error_wrap(e, "cuda backend");
     return 0;
@@ -397,11 +408,12 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
         return error_wrap(e, "cuda backend, end of epoch");
     long m = dp->stepped, G = dp->G;
     st->host_s += dp->host_s;
-    st->correct += dp->correct;
-    dp->correct = 0;
     if (m == 0)
         return 0;
+    unsigned long long correct = 0;
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
+    CUDA_CHECK(cudaMemcpy(&correct, dp->correct, sizeof correct, cudaMemcpyDeviceToHost));
+    st->correct += (long)correct;
     CUDA_CHECK(cudaMemcpy(t->loss_host, t->loss, (size_t)m * sizeof(float),
                           cudaMemcpyDeviceToHost));
     for (long k = 0; k < m && dp->loss; k++) // raw sums -> sum of (mean loss * rows)

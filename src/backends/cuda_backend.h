@@ -8,11 +8,13 @@
  *   cuda_step.c      the primitives of step.c's steps (struct device_ops)
  *   cuda_probe.c     whether CUDA can run here, and the device line
  *   cuda_bandwidth.c dpbench --h2d-bandwidth
- *   cuda_dl.c        cudart and cuBLAS, opened on first use */
+ *   cuda_module.c    dpbench's own kernels (cuda_kernels.cu): loaded, launched
+ *   cuda_dl.c        cudart, cuBLAS and the driver, opened on first use */
 #ifndef DPBENCH_CUDA_BACKEND_H
 #define DPBENCH_CUDA_BACKEND_H
 
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 
@@ -24,6 +26,7 @@
 /* Sets e to "file:line: call: the library's message", returns -1. */
 int cuda_fail(struct error *e, cudaError_t err, const char *call, const char *file, int line);
 int cublas_fail(struct error *e, cublasStatus_t st, const char *call, const char *file, int line);
+int cu_fail(struct error *e, CUresult rc, const char *call, const char *file, int line);
 
 /* In functions that return int and have `struct error *e` in scope. */
 #define CUDA_CHECK(call)                                                                     \
@@ -38,6 +41,13 @@ int cublas_fail(struct error *e, cublasStatus_t st, const char *call, const char
         cublasStatus_t st_ = (call);                                                         \
         if (st_ != CUBLAS_STATUS_SUCCESS)                                                    \
             return cublas_fail(e, st_, #call, __FILE__, __LINE__);                          \
+    } while (0)
+
+#define CU_CHECK(call)                                                                       \
+    do {                                                                                     \
+        CUresult rc_ = (call);                                                               \
+        if (rc_ != CUDA_SUCCESS)                                                             \
+            return cu_fail(e, rc_, #call, __FILE__, __LINE__);                              \
     } while (0)
 
 /* In teardown, where nothing can be returned: say so on stderr and go on. */
@@ -81,9 +91,18 @@ struct timeline {
     long cap;                           // batches the arrays hold
     cudaEvent_t *start, *end;           // (cap) step k on replica 0's stream
     cudaEvent_t *copy_begin, *copy_end; // (cap, G) copies of batch k to device g
-    float *loss;                        // (cap) device 0: sum of squared errors of batch k
+    float *loss;                        // (cap) device 0: the raw loss sum of batch k
     float *loss_host;                   // (cap)
     double *t;                          // (2 * cap) host scratch: interval ends, ms
+};
+
+/* dpbench's kernels in the output device's context (cuda_module.c). */
+struct cuda_kernels {
+    CUmodule mod;          // NULL until loaded
+    int dev;               // the device it was loaded on
+    CUfunction correct;    // dpbench_count_correct
+    const struct loss_fn *loss; // the loss whose kernel `loss_kernel` is
+    CUfunction loss_kernel;
 };
 
 struct cuda_dp {
@@ -94,16 +113,16 @@ struct cuda_dp {
     struct gpu *gpus;      // (G) gpus[0] is replica 0's device, the output device
     cudaEvent_t forked;    // fork: replica 0's stream's work so far
     const struct loss_fn *loss; // the loss of this epoch's steps (for epoch_end)
-    float *scratch;        // (3 batch_max O) host: losses without a device path
-    bool classify;         // count correct predictions (labelled data): loss on the host
-    long correct;          // this epoch's correct predictions so far
-    double step_t0;        // begin: host clock, waits excluded
+    float *scratch;        // (3 batch_max O) pinned host: a loss without a kernel
+    bool classify;         // count correct predictions (labelled data), on device 0
+    unsigned long long *correct; // device 0: this epoch's correct predictions
+    struct cuda_kernels k;
     struct timeline tl;
     /* the copy ring */
     struct devpipe pipe;   // slots' host side, copy thread, run-ahead
     struct slot *slots;    // (pipe.depth) device buffers of slot k
     long stepped;          // batches stepped this epoch (in order)
-    double host_s;         // this epoch's host time issuing steps (epoch_stats.host_s)
+    double host_s;         // this epoch's host time in release (step.c times the steps)
 };
 
 /* backend_cuda.c */
@@ -123,6 +142,14 @@ extern const struct device_ops cuda_ops;
 /* cuda_probe.c */
 int cuda_probe(struct error *e);
 void cuda_describe(char *buf, size_t n);
+
+/* cuda_module.c */
+/* Loads the kernels into device dev's context (made current). */
+int cuda_kernels_load(struct cuda_kernels *k, int dev, struct error *e);
+void cuda_kernels_free(struct cuda_kernels *k);
+int cuda_kernel_find(struct cuda_kernels *k, const char *name, CUfunction *f, struct error *e);
+/* Queues f on stream s as one block (cuda_kernels.h): args as cuLaunchKernel's. */
+int cuda_kernel_launch(CUfunction f, cudaStream_t s, void **args, struct error *e);
 
 /* cuda_bandwidth.c */
 int cuda_bandwidth(FILE *out, struct h2d_profile *prof, struct error *e);

@@ -126,49 +126,55 @@ static int cuda_join(void *ctx, int n, struct error *e)
     return 0;
 }
 
-/* A loss without a device path: its host function on copies, with the
- * stream waited for (slow, but any loss of loss.h runs on the GPU too). */
+/* A loss without a kernel (a loss.h entry whose device_kernel is NULL):
+ * its host function on copies in pinned scratch, with the stream waited for
+ * twice: slow, but any loss runs on the GPU too. */
 static int loss_on_host(struct cuda_dp *dp, const struct loss_fn *fn, long k, const float *out,
                         const float *y, long rows, float *d, struct error *e)
 {
     size_t n = (size_t)rows * (size_t)dp->O;
-    if (!dp->scratch && !(dp->scratch = malloc(3 * (size_t)dp->batch_max * dp->O * sizeof(float))))
-        return error_set(e, "out of memory");
-    float *h_out = dp->scratch, *h_y = h_out + n, *h_d = h_y + n;
+    if (!dp->scratch)
+        CUDA_CHECK(cudaHostAlloc((void **)&dp->scratch,
+                                 (3 * (size_t)dp->batch_max * dp->O + 1) * sizeof(float),
+                                 cudaHostAllocDefault));
+    float *h_out = dp->scratch, *h_y = h_out + n, *h_d = h_y + n, *raw = h_d + n;
     cudaStream_t s0 = dp->reps[0].stream;
     CUDA_CHECK(cudaMemcpyAsync(h_out, out, n * sizeof(float), cudaMemcpyDeviceToHost, s0));
     CUDA_CHECK(cudaMemcpyAsync(h_y, y, n * sizeof(float), cudaMemcpyDeviceToHost, s0));
     CUDA_CHECK(cudaStreamSynchronize(s0));
-    float raw = (float)fn->host(h_out, h_y, rows, dp->O, h_d);
-    if (dp->classify)
-        dp->correct += loss_correct(h_out, h_y, rows, dp->O);
+    *raw = (float)fn->host(h_out, h_y, rows, dp->O, h_d);
     CUDA_CHECK(cudaMemcpyAsync(d, h_d, n * sizeof(float), cudaMemcpyHostToDevice, s0));
-    CUDA_CHECK(cudaMemcpyAsync(dp->tl.loss + k, &raw, sizeof raw, cudaMemcpyHostToDevice, s0));
-    CUDA_CHECK(cudaStreamSynchronize(s0)); // the sources are on this stack and in scratch
+    CUDA_CHECK(cudaMemcpyAsync(dp->tl.loss + k, raw, sizeof *raw, cudaMemcpyHostToDevice, s0));
+    CUDA_CHECK(cudaStreamSynchronize(s0)); // the next step reuses the scratch
     return 0;
 }
 
-/* The loss on device 0; its raw sum stays there, in the epoch's loss slot
- * k, until epoch_end. MSE: d = out - y in one geam, raw = d·d. */
+/* The loss on device 0 by its kernel (loss_fn.device_kernel), queued: d,
+ * and its raw sum in the epoch's loss slot k until epoch_end; on labelled
+ * data the correct predictions too, into the epoch's count. The host waits
+ * for nothing here. */
 static int cuda_loss(void *ctx, const struct loss_fn *fn, long k, const float *out,
                      const float *y, long rows, float *d, struct error *e)
 {
     struct cuda_dp *dp = ctx;
     struct replica *r0 = on(dp, 0, e);
+    int n = (int)rows, O = dp->O;
     if (!r0)
         return -1;
     dp->loss = fn;
-    if (fn != &loss_mse || dp->classify) // accuracy needs the outputs on the host
+    if (dp->classify) {
+        void *args[] = {&out, &y, &n, &O, &dp->correct};
+        if (cuda_kernel_launch(dp->k.correct, r0->stream, args, e))
+            return error_wrap(e, "the accuracy count");
+    }
+    if (!fn->device_kernel)
         return loss_on_host(dp, fn, k, out, y, rows, d, e);
-    int O = dp->O, n_out = (int)rows * O;
-    const float one = 1.0f, minus_one = -1.0f;
-    CUBLAS_CHECK(cublasSgeam(r0->blas, CUBLAS_OP_N, CUBLAS_OP_N, O, (int)rows, &one, out, O,
-                             &minus_one, y, O, d, O));
-    CUBLAS_CHECK(cublasSetPointerMode(r0->blas, CUBLAS_POINTER_MODE_DEVICE));
-    cublasStatus_t dot = cublasSdot(r0->blas, n_out, d, 1, d, 1, dp->tl.loss + k);
-    CUBLAS_CHECK(cublasSetPointerMode(r0->blas, CUBLAS_POINTER_MODE_HOST));
-    CUBLAS_CHECK(dot);
-    return 0;
+    if (dp->k.loss != fn && cuda_kernel_find(&dp->k, fn->device_kernel, &dp->k.loss_kernel, e))
+        return error_wrap(e, "the %s loss's kernel", fn->name);
+    dp->k.loss = fn;
+    float *raw = dp->tl.loss + k;
+    void *args[] = {&out, &y, &n, &O, &d, &raw};
+    return cuda_kernel_launch(dp->k.loss_kernel, r0->stream, args, e);
 }
 
 /* Before a step: at most `depth` steps stay queued (the host waits here, on
@@ -180,7 +186,6 @@ static int cuda_begin(void *ctx, const struct step_batch *b, struct error *e)
     long k = b->index;
     if (devpipe_begin(&dp->pipe, k, e))
         return -1;
-    dp->step_t0 = now_seconds(); // waiting for the device is not host overhead
     cudaStream_t s0 = dp->reps[0].stream;
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
     for (int g = 0; g < dp->G; g++)
@@ -198,7 +203,6 @@ static int cuda_end(void *ctx, const struct step_batch *b, struct epoch_stats *s
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
     CUDA_CHECK(cudaEventRecord(dp->tl.end[b->index], dp->reps[0].stream));
     dp->stepped = b->index + 1;
-    dp->host_s += now_seconds() - dp->step_t0;
     return 0;
 }
 
