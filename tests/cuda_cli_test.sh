@@ -70,6 +70,35 @@ FAKE_CUDA_DEVICES=0 expect_error "no CUDA device" "${small[@]}"
 if FAKE_CUDA_DEVICES=0 "$BIN" "${small[@]}" --set parallel.device=auto >"$TMP/out" 2>"$TMP/err" &&
     grep -q "cpu" "$TMP/err"; then ok; else bad "device auto without a device: $(cat "$TMP/err")"; fi
 
+# a context only on the devices the run uses: none opened by the probe, the
+# pinned pool pinned through the run's device (not device 0)
+rm -f "$TMP/report"
+if FAKE_CUDA_DEVICES=2 FAKE_REPORT=$TMP/report "$BIN" "${small[@]}" --set 'parallel.devices=[1]' \
+    --set loader.pin_memory=true --set loader.async_copy=true >/dev/null 2>"$TMP/err" &&
+    grep -qx "ctx1 1" "$TMP/report" && ! grep -q "^ctx0 " "$TMP/report"; then ok
+else bad "devices [1] opened contexts: $(tr '\n' ' ' <"$TMP/report") $(head -c 300 "$TMP/err")"; fi
+# a device that another process holds (EXCLUSIVE_PROCESS): named, exit 1
+mkdir -p "$TMP/excl"
+exec 9>"$TMP/excl/dev0"
+flock -n 9
+FAKE_EXCLUSIVE_DIR=$TMP/excl expect_error "device 0 will not open a context" "${small[@]}"
+exec 9>&-
+
+# the driver and runtime versions, checked before any device is touched: a
+# driver one CUDA major older than the headers dpbench was built with (the
+# emulation's runtime reports that version, as the device line shows)
+major=$("$BIN" "${small[@]}" --set train.epochs=1 --format json 2>/dev/null |
+        sed -n 's/.*runtime \([0-9]*\)\.[0-9]*.*/\1/p' | head -1)
+old=$((major - 1))
+branch=$([ "$major" -ge 13 ] && echo 580 || echo 525)
+FAKE_DRIVER_VERSION=${old}040 expect_error "the NVIDIA driver supports CUDA $old.4, this dpbench was built with CUDA $major." "${small[@]}"
+FAKE_DRIVER_VERSION=${old}040 expect_error "(R$branch or later)" "${small[@]}"
+FAKE_RUNTIME_VERSION=${old}080 expect_error "the CUDA runtime loaded is $old.8" "${small[@]}"
+FAKE_DRIVER_VERSION=0 expect_error "no CUDA device: no NVIDIA driver" "${small[@]}"
+if FAKE_DRIVER_VERSION=${old}040 "$BIN" "${small[@]}" --set parallel.device=auto >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "using cpu (.*driver supports CUDA $old.4" "$TMP/err"; then ok
+else bad "device auto with an old driver: $(cat "$TMP/err")"; fi
+
 # the CUDA libraries are opened only by runs that use them
 FAKE_CUDA_LOADED=$TMP/loaded "$BIN" --config configs/tutorial.yaml >/dev/null 2>&1
 FAKE_CUDA_LOADED=$TMP/loaded "$BIN" --version >/dev/null 2>&1

@@ -50,9 +50,9 @@ static void *cuda_host_alloc(size_t bytes, bool pinned, struct error *e)
         }
         return p;
     }
-    /* Runs before init (the loader's pool comes first) and creates the
-     * context itself. Portable: page-locked for every device, not only the
-     * current one. */
+    /* Runs after init, which left the run's output device current (train.c
+     * sets the backend up before the loader), so the pool is pinned through
+     * that device's context. Portable: page-locked for every device. */
     cudaError_t err = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
     if (err != cudaSuccess) {
         cuda_fail(e, err, "cudaHostAlloc(&p, bytes, cudaHostAllocPortable)", __FILE__, __LINE__);
@@ -107,7 +107,14 @@ static int check_devices(const struct backend_setup *s, struct error *e)
     }
     for (int i = 0; i < s->replicas; i++) {
         size_t free_b = 0, total = 0, need = bytes_on(s, s->device_ids[i]);
-        CUDA_CHECK(cudaSetDevice((int)s->device_ids[i]));
+        cudaError_t err = cudaSetDevice((int)s->device_ids[i]); // opens its context
+        if (err == cudaErrorDevicesUnavailable)
+            return error_set(e, "device %ld will not open a context (cudaErrorDevicesUnavailable):"
+                                " another process holds it in EXCLUSIVE_PROCESS mode, or its "
+                                "compute mode is PROHIBITED (nvidia-smi -q -d COMPUTE)",
+                             s->device_ids[i]);
+        if (err != cudaSuccess)
+            return cuda_fail(e, err, "cudaSetDevice(device_ids[i])", __FILE__, __LINE__);
         CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
         if (need > free_b)
             return error_set(e, "device %ld: the run needs about %.2f GiB of device memory, "
@@ -252,8 +259,9 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
     }
     if (ring_setup(dp, e) || cuda_kernels_load(&dp->k, dp->reps[0].dev, e))
         return -1;
+    CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
     CUDA_CHECK(cudaMalloc((void **)&dp->correct, sizeof *dp->correct));
-    return 0;
+    return 0; // with the output device current
 }
 
 int cuda_sync_all(struct cuda_dp *dp, struct error *e)
@@ -333,7 +341,7 @@ static int cuda_init(void **ctx, const struct backend_setup *s, struct error *e)
         cuda_free(dp);
         return error_wrap(e, "cuda backend");
     }
-    *ctx = dp;
+    *ctx = dp; // the output device current: the loader's pinned pool comes next
     return 0;
 }
 

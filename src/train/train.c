@@ -302,21 +302,24 @@ static int measure_floor(struct train *t, struct error *e)
 }
 
 /* Everything before the first epoch: the result's description, the initial
- * parameters, the loader, the BLAS choice, the floor, the backend's replicas
- * and the result's buffers. */
+ * parameters, the BLAS choice, the backend's replicas, the loader, the floor
+ * and the result's buffers. The backend comes before the loader: a device
+ * backend's init makes the run's device current, so that the loader's
+ * pinned pool belongs to that device's context (pinned first, it would open
+ * a context on device 0 of every process). */
 static int train_setup(struct train *t, struct error *e)
 {
     if (result_begin(t, e) || initial_params(t, e))
         return -1;
     describe_setup(t);
+    if (t->be->host_math && tune_host_blas(t, e)) // the step's math runs on this host
+        return -1;
+    if (step_init(&t->s, t->be, &t->setup, t->loss, e))
+        return -1;
     if (loader_init(&t->l, t->d, &t->lo, e))
         return -1;
     t->have_loader = true;
-    if (t->be->host_math && tune_host_blas(t, e)) // the step's math runs on this host
-        return -1;
     if (t->c->report.floor && measure_floor(t, e))
-        return -1;
-    if (step_init(&t->s, t->be, &t->setup, t->loss, e))
         return -1;
     if (t->cm && t->be->ops->queue) // a device collective runs on the rank's queue
         t->cm->stream = t->be->ops->queue(t->s.ctx, 0);
