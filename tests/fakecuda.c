@@ -754,6 +754,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *pe, unsigned flags)
     struct CUevent_st *e = calloc(1, sizeof *e);
     e->dev = cur_dev;
     e->flags = flags;
+    stat_add("events_created", 1);
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     *pe = e;

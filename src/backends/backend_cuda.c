@@ -38,6 +38,74 @@ int cublas_fail(struct error *e, cublasStatus_t st, const char *call, const char
     return error_set(e, "%s:%d: %s: %s", file, line, call, cublasGetStatusString(st));
 }
 
+/* ---- memory and waiting ------------------------------------------------- */
+
+static long buffers_live; // device buffers and pinned host blocks allocated, not freed
+
+long cuda_buffers_live(void) { return __atomic_load_n(&buffers_live, __ATOMIC_SEQ_CST); }
+
+cudaError_t cuda_mem_alloc(void **p, size_t bytes)
+{
+    cudaError_t err = cudaMalloc(p, bytes);
+    if (err == cudaSuccess)
+        __atomic_add_fetch(&buffers_live, 1, __ATOMIC_SEQ_CST);
+    return err;
+}
+
+/* NULL is no call at all: cudaFree(NULL) would open a context on the
+ * current device (device 0 after a setup that failed early). */
+cudaError_t cuda_mem_free(void *p)
+{
+    if (!p)
+        return cudaSuccess;
+    __atomic_sub_fetch(&buffers_live, 1, __ATOMIC_SEQ_CST);
+    return cudaFree(p);
+}
+
+cudaError_t cuda_pin_alloc(void **p, size_t bytes, unsigned flags)
+{
+    cudaError_t err = cudaHostAlloc(p, bytes, flags);
+    if (err == cudaSuccess)
+        __atomic_add_fetch(&buffers_live, 1, __ATOMIC_SEQ_CST);
+    return err;
+}
+
+cudaError_t cuda_pin_free(void *p)
+{
+    if (!p)
+        return cudaSuccess;
+    __atomic_sub_fetch(&buffers_live, 1, __ATOMIC_SEQ_CST);
+    return cudaFreeHost(p);
+}
+
+/* Blocking sleeps a waiting thread until the device signals: the copy
+ * thread, the training thread and an epoch's end would otherwise each spin
+ * on a core that the loader's workers need. "spin" is there to measure what
+ * the wake-up costs (scripts/gpu-bench.sh runs both). */
+bool cuda_blocking(void)
+{
+    const char *v = getenv("DPBENCH_CUDA_SYNC");
+    return !v || strcmp(v, "spin") != 0;
+}
+
+/* Makes dev current (opening its context) with the waiting policy above. A
+ * driver that refuses the flags on an open context leaves the device's
+ * default; the events the host waits on still block. */
+static int use_device(int dev, struct error *e)
+{
+    cudaError_t err = cudaSetDevice(dev);
+    if (err == cudaErrorDevicesUnavailable)
+        return error_set(e, "device %d will not open a context (cudaErrorDevicesUnavailable): "
+                            "another process holds it in EXCLUSIVE_PROCESS mode, or its compute "
+                            "mode is PROHIBITED (nvidia-smi -q -d COMPUTE)", dev);
+    if (err != cudaSuccess)
+        return cuda_fail(e, err, "cudaSetDevice(dev)", __FILE__, __LINE__);
+    unsigned flags = cuda_blocking() ? cudaDeviceScheduleBlockingSync : cudaDeviceScheduleSpin;
+    if (cudaSetDeviceFlags(flags) != cudaSuccess)
+        cudaGetLastError(); // cleared: not an error of the run
+    return 0;
+}
+
 /* ---- host memory -------------------------------------------------------- */
 
 static void *cuda_host_alloc(size_t bytes, bool pinned, struct error *e)
@@ -53,7 +121,7 @@ static void *cuda_host_alloc(size_t bytes, bool pinned, struct error *e)
     /* Runs after init, which left the run's output device current (train.c
      * sets the backend up before the loader), so the pool is pinned through
      * that device's context. Portable: page-locked for every device. */
-    cudaError_t err = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
+    cudaError_t err = cuda_pin_alloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
     if (err != cudaSuccess) {
         cuda_fail(e, err, "cudaHostAlloc(&p, bytes, cudaHostAllocPortable)", __FILE__, __LINE__);
         error_wrap(e, "pinned host memory (%zu bytes)", bytes);
@@ -67,7 +135,7 @@ static void cuda_host_free(void *p, bool pinned)
     if (!pinned)
         free(p);
     else if (p)
-        CUDA_WARN(cudaFreeHost(p));
+        CUDA_WARN(cuda_pin_free(p));
 }
 
 /* ---- setup -------------------------------------------------------------- */
@@ -107,14 +175,8 @@ static int check_devices(const struct backend_setup *s, struct error *e)
     }
     for (int i = 0; i < s->replicas; i++) {
         size_t free_b = 0, total = 0, need = bytes_on(s, s->device_ids[i]);
-        cudaError_t err = cudaSetDevice((int)s->device_ids[i]); // opens its context
-        if (err == cudaErrorDevicesUnavailable)
-            return error_set(e, "device %ld will not open a context (cudaErrorDevicesUnavailable):"
-                                " another process holds it in EXCLUSIVE_PROCESS mode, or its "
-                                "compute mode is PROHIBITED (nvidia-smi -q -d COMPUTE)",
-                             s->device_ids[i]);
-        if (err != cudaSuccess)
-            return cuda_fail(e, err, "cudaSetDevice(device_ids[i])", __FILE__, __LINE__);
+        if (use_device((int)s->device_ids[i], e)) // its context, the first one there
+            return -1;
         CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
         if (need > free_b)
             return error_set(e, "device %ld: the run needs about %.2f GiB of device memory, "
@@ -156,7 +218,7 @@ static int replica_setup(struct cuda_dp *dp, struct replica *r, const float *one
     CUBLAS_CHECK(cublasSetMathMode(r->blas, CUBLAS_DEFAULT_MATH));
     CUDA_CHECK(cudaEventCreateWithFlags(&r->joined, cudaEventDisableTiming));
     /* batch_max, not chunk_max: replica 0 runs whole batches in a DDP step */
-    CUDA_CHECK(cudaMalloc((void **)&r->ones, B * sizeof(float)));
+    CUDA_CHECK(cuda_mem_alloc((void **)&r->ones, B * sizeof(float)));
     CUDA_CHECK(cudaMemcpy(r->ones, ones_host, B * sizeof(float), cudaMemcpyHostToDevice));
     return 0;
 }
@@ -195,11 +257,11 @@ static int ring_setup(struct cuda_dp *dp, struct error *e)
             return error_set(e, "out of memory");
         for (int i = 0; i < dp->n; i++) {
             CUDA_CHECK(cudaSetDevice(dp->reps[i].dev));
-            CUDA_CHECK(cudaMalloc((void **)&sl->x[i],
+            CUDA_CHECK(cuda_mem_alloc((void **)&sl->x[i],
                                   (size_t)dp->chunk_max * (size_t)dp->F * sizeof(float)));
         }
         CUDA_CHECK(cudaSetDevice(dev0));
-        CUDA_CHECK(cudaMalloc((void **)&sl->y, BO * sizeof(float)));
+        CUDA_CHECK(cuda_mem_alloc((void **)&sl->y, BO * sizeof(float)));
         CUDA_CHECK(cudaEventCreateWithFlags(&sl->consumed, cudaEventDisableTiming));
     }
     /* cudaMemcpy from pageable memory may return before the bytes land, and
@@ -260,7 +322,7 @@ static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct er
     if (ring_setup(dp, e) || cuda_kernels_load(&dp->k, dp->reps[0].dev, e))
         return -1;
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
-    CUDA_CHECK(cudaMalloc((void **)&dp->correct, sizeof *dp->correct));
+    CUDA_CHECK(cuda_mem_alloc((void **)&dp->correct, sizeof *dp->correct));
     return 0; // with the output device current
 }
 
@@ -291,8 +353,8 @@ static void cuda_free(void *ctx)
     for (int k = 0; dp->slots && k < dp->pipe.depth; k++) {
         struct slot *sl = &dp->slots[k];
         for (int i = 0; sl->x && i < dp->n; i++)
-            CUDA_WARN(cudaFree(sl->x[i]));
-        CUDA_WARN(cudaFree(sl->y));
+            CUDA_WARN(cuda_mem_free(sl->x[i]));
+        CUDA_WARN(cuda_mem_free(sl->y));
         if (sl->consumed)
             CUDA_WARN(cudaEventDestroy(sl->consumed));
         free(sl->x);
@@ -307,7 +369,7 @@ static void cuda_free(void *ctx)
             CUDA_WARN(cudaStreamDestroy(r->stream));
         if (r->joined)
             CUDA_WARN(cudaEventDestroy(r->joined));
-        CUDA_WARN(cudaFree(r->ones));
+        CUDA_WARN(cuda_mem_free(r->ones));
     }
     for (int g = 0; dp->gpus && g < dp->G; g++) {
         if (dp->gpus[g].copy)
@@ -319,9 +381,9 @@ static void cuda_free(void *ctx)
         CUDA_WARN(cudaEventDestroy(dp->forked));
     if (dp->reps) {
         CUDA_WARN(cudaSetDevice(dp->reps[0].dev));
-        CUDA_WARN(cudaFree(dp->correct));
+        CUDA_WARN(cuda_mem_free(dp->correct));
         if (dp->scratch)
-            CUDA_WARN(cudaFreeHost(dp->scratch));
+            CUDA_WARN(cuda_pin_free(dp->scratch));
     }
     cuda_kernels_free(&dp->k);
     free(dp->slots);
@@ -383,30 +445,8 @@ static void cuda_release(void *ctx, struct loader *l, struct step_batch *b)
     dp->host_s += now_seconds() - t0;
 }
 
-/* Milliseconds from a to b, two completed events of one device. */
-static int elapsed_ms(cudaEvent_t a, cudaEvent_t b, double *ms, struct error *e)
-{
-    float t = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    *ms = t;
-    return 0;
-}
-
-/* Interval [from, to] on device g's timeline, into iv[0..1]. The length is
- * read from the pair itself: float milliseconds from the epoch's base lose
- * microseconds late in a long epoch. */
-static int interval_ms(struct cuda_dp *dp, int g, cudaEvent_t from, cudaEvent_t to, double *iv,
-                       struct error *e)
-{
-    double len = 0;
-    if (elapsed_ms(dp->gpus[g].base, from, &iv[0], e) || elapsed_ms(from, to, &len, e))
-        return -1;
-    iv[1] = iv[0] + len;
-    return 0;
-}
-
 /* Stops the copy thread (early stop included), waits for the queued work,
- * then reads the epoch's events and losses. */
+ * then reads the epoch's losses, count and the intervals not read yet. */
 static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
 {
     struct cuda_dp *dp = ctx;
@@ -414,7 +454,7 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
     devpipe_stop(&dp->pipe);
     if (cuda_sync_all(dp, e))
         return error_wrap(e, "cuda backend, end of epoch");
-    long m = dp->stepped, G = dp->G;
+    long m = dp->stepped;
     st->host_s += dp->host_s;
     if (m == 0)
         return 0;
@@ -426,33 +466,21 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
                           cudaMemcpyDeviceToHost));
     for (long k = 0; k < m && dp->loss; k++) // raw sums -> sum of (mean loss * rows)
         st->loss_sum += dp->loss->sample_sum((double)t->loss_host[k], dp->O);
-
-    /* step intervals on device 0's timeline; they are disjoint (one stream) */
-    double *steps = malloc(2 * (size_t)m * sizeof(double));
-    if (!steps)
-        return error_set(e, "out of memory");
-    int rc = 0;
-    for (long k = 0; k < m && !rc; k++) {
-        rc = interval_ms(dp, 0, t->start[k], t->end[k], &steps[2 * k], e);
-        if (!rc)
-            st->compute_s += 1e-3 * (steps[2 * k + 1] - steps[2 * k]);
+    if (cuda_timeline_read(dp, m, e))
+        return error_wrap(e, "cuda backend, epoch timings");
+    /* the steps, on device 0's timeline, are disjoint (one stream); so are
+     * each device's copies (one copy stream): their overlap is the copy time
+     * hidden behind compute */
+    for (long k = 0; k < m; k++)
+        st->compute_s += 1e-3 * (t->steps[2 * k + 1] - t->steps[2 * k]);
+    for (int g = 0; g < dp->G; g++) {
+        const double *iv = &t->copies[2 * (size_t)g * (size_t)t->cap];
+        for (long k = 0; k < m; k++)
+            st->copy_s += 1e-3 * (iv[2 * k + 1] - iv[2 * k]);
+        st->hidden_s += 1e-3 * devpipe_overlap(iv, m, t->steps, m);
     }
-    /* copy intervals per device (one copy stream each, so disjoint too),
-     * against the steps: the overlap is copy time hidden behind compute */
-    for (int g = 0; g < G && !rc; g++) {
-        for (long k = 0; k < m && !rc; k++) {
-            rc = interval_ms(dp, g, t->copy_begin[k * G + g], t->copy_end[k * G + g],
-                             &t->t[2 * k], e);
-            if (!rc)
-                st->copy_s += 1e-3 * (t->t[2 * k + 1] - t->t[2 * k]);
-        }
-        if (!rc)
-            st->hidden_s += 1e-3 * devpipe_overlap(t->t, m, steps, m);
-    }
-    free(steps);
-    return rc ? error_wrap(e, "cuda backend, epoch timings") : 0;
+    return 0;
 }
-
 
 const struct backend backend_cuda = {
     .name = "cuda",

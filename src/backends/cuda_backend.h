@@ -86,14 +86,18 @@ struct replica {
     cudaEvent_t joined;    // join: this stream's work so far
 };
 
-/* Per-batch events of one epoch, created once and reused every epoch. */
+/* The epoch's timeline: a ring of event sets (batch k records into set
+ * k % ring), and what is read off them. */
 struct timeline {
-    long cap;                           // batches the arrays hold
-    cudaEvent_t *start, *end;           // (cap) step k on replica 0's stream
-    cudaEvent_t *copy_begin, *copy_end; // (cap, G) copies of batch k to device g
+    int ring;                           // event sets: 2 x the copy ring's depth
+    cudaEvent_t *start, *end;           // (ring) a step, on replica 0's stream
+    cudaEvent_t *copy_begin, *copy_end; // (ring, G) its batch's copies to device g
+    long cap;                           // batches the arrays below hold
+    long read;                          // batches whose intervals are read, in order
+    double *steps;                      // (2 cap) step k's interval on device 0's timeline, ms
+    double *copies;                     // (G, 2 cap) batch k's copies to device g, ms
     float *loss;                        // (cap) device 0: the raw loss sum of batch k
     float *loss_host;                   // (cap)
-    double *t;                          // (2 * cap) host scratch: interval ends, ms
 };
 
 /* dpbench's kernels in the output device's context (cuda_module.c). */
@@ -129,12 +133,27 @@ struct cuda_dp {
 /* Waits for everything queued on every stream, all of them even after an
  * error (teardown frees what they use); returns the first error. */
 int cuda_sync_all(struct cuda_dp *dp, struct error *e);
+/* Whether host threads sleep while they wait for a device (DPBENCH_CUDA_SYNC
+ * is not "spin"): the device's schedule flag and the waited-on events'. */
+bool cuda_blocking(void);
+/* cudaMalloc / cudaFree, counted: the backend's buffers live now
+ * (cuda_buffers_live, 0 after every teardown). */
+cudaError_t cuda_mem_alloc(void **p, size_t bytes);
+cudaError_t cuda_mem_free(void *p);
+cudaError_t cuda_pin_alloc(void **p, size_t bytes, unsigned flags); // cudaHostAlloc
+cudaError_t cuda_pin_free(void *p);
+long cuda_buffers_live(void);
 
 /* cuda_ring.c */
 extern const struct devpipe_ops cuda_pipe_ops;
-/* Events and loss slots for n batches per epoch (kept when they suffice). */
+/* The event ring (made once), the intervals and loss slots for n batches
+ * per epoch (kept when they suffice); no batch read yet. */
 int cuda_timeline_reserve(struct cuda_dp *dp, long n, struct error *e);
+/* Reads the intervals of batches read..upto-1, whose steps have ended. */
+int cuda_timeline_read(struct cuda_dp *dp, long upto, struct error *e);
 void cuda_timeline_free(struct cuda_dp *dp);
+/* Batch k's event set. */
+int cuda_set(const struct cuda_dp *dp, long k);
 
 /* cuda_step.c */
 extern const struct device_ops cuda_ops;

@@ -89,12 +89,12 @@ static int bw_table(struct bw *bw, FILE *out, struct h2d_profile *prof, struct e
 static int bw_setup(struct bw *bw, struct error *e)
 {
     CUDA_CHECK(cudaSetDevice(0));
-    CUDA_CHECK(cudaHostAlloc(&bw->pinned, bw->max, cudaHostAllocDefault));
-    CUDA_CHECK(cudaHostAlloc(&bw->check, bw->max, cudaHostAllocDefault));
-    CUDA_CHECK(cudaMalloc(&bw->dev, bw->max));
+    CUDA_CHECK(cuda_pin_alloc(&bw->pinned, bw->max, cudaHostAllocDefault));
+    CUDA_CHECK(cuda_pin_alloc(&bw->check, bw->max, cudaHostAllocDefault));
+    CUDA_CHECK(cuda_mem_alloc(&bw->dev, bw->max));
     CUDA_CHECK(cudaStreamCreateWithFlags(&bw->stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreate(&bw->t0));
-    CUDA_CHECK(cudaEventCreate(&bw->t1));
+    CUDA_CHECK(cudaEventCreateWithFlags(&bw->t1, cuda_blocking() ? cudaEventBlockingSync : 0));
     if (!(bw->pageable = malloc(bw->max)))
         return error_set(e, "out of memory (%zu bytes)", bw->max);
     unsigned *p = bw->pinned, *q = bw->pageable;
@@ -123,10 +123,10 @@ int cuda_bandwidth(FILE *out, struct h2d_profile *prof, struct error *e)
     if (bw.stream)
         CUDA_WARN(cudaStreamDestroy(bw.stream));
     if (bw.pinned)
-        CUDA_WARN(cudaFreeHost(bw.pinned));
+        CUDA_WARN(cuda_pin_free(bw.pinned));
     if (bw.check)
-        CUDA_WARN(cudaFreeHost(bw.check));
-    CUDA_WARN(cudaFree(bw.dev));
+        CUDA_WARN(cuda_pin_free(bw.check));
+    CUDA_WARN(cuda_mem_free(bw.dev));
     free(bw.pageable);
     fflush(out);
     return rc;

@@ -134,9 +134,9 @@ static int loss_on_host(struct cuda_dp *dp, const struct loss_fn *fn, long k, co
 {
     size_t n = (size_t)rows * (size_t)dp->O;
     if (!dp->scratch)
-        CUDA_CHECK(cudaHostAlloc((void **)&dp->scratch,
+        CUDA_CHECK(cuda_pin_alloc((void **)&dp->scratch,
                                  (3 * (size_t)dp->batch_max * dp->O + 1) * sizeof(float),
-                                 cudaHostAllocDefault));
+                                  cudaHostAllocDefault));
     float *h_out = dp->scratch, *h_y = h_out + n, *h_d = h_y + n, *raw = h_d + n;
     cudaStream_t s0 = dp->reps[0].stream;
     CUDA_CHECK(cudaMemcpyAsync(h_out, out, n * sizeof(float), cudaMemcpyDeviceToHost, s0));
@@ -184,13 +184,15 @@ static int cuda_begin(void *ctx, const struct step_batch *b, struct error *e)
 {
     struct cuda_dp *dp = ctx;
     long k = b->index;
-    if (devpipe_begin(&dp->pipe, k, e))
+    if (devpipe_begin(&dp->pipe, k, e)) // step k - depth has ended: its times can be read
         return -1;
+    if (cuda_timeline_read(dp, k - dp->pipe.depth + 1, e))
+        return error_wrap(e, "cuda backend, step %ld's times", k - dp->pipe.depth);
     cudaStream_t s0 = dp->reps[0].stream;
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
     for (int g = 0; g < dp->G; g++)
-        CUDA_CHECK(cudaStreamWaitEvent(s0, dp->tl.copy_end[k * dp->G + g], 0));
-    CUDA_CHECK(cudaEventRecord(dp->tl.start[k], s0)); // data here, last SGD done
+        CUDA_CHECK(cudaStreamWaitEvent(s0, dp->tl.copy_end[cuda_set(dp, k) * dp->G + g], 0));
+    CUDA_CHECK(cudaEventRecord(dp->tl.start[cuda_set(dp, k)], s0)); // data here, last SGD done
     return 0;
 }
 
@@ -201,7 +203,7 @@ static int cuda_end(void *ctx, const struct step_batch *b, struct epoch_stats *s
     (void)st;
     struct cuda_dp *dp = ctx;
     CUDA_CHECK(cudaSetDevice(dp->reps[0].dev));
-    CUDA_CHECK(cudaEventRecord(dp->tl.end[b->index], dp->reps[0].stream));
+    CUDA_CHECK(cudaEventRecord(dp->tl.end[cuda_set(dp, b->index)], dp->reps[0].stream));
     dp->stepped = b->index + 1;
     return 0;
 }
@@ -212,7 +214,7 @@ static float *cuda_alloc(void *ctx, int r, size_t n, struct error *e)
     float *p = NULL;
     cudaError_t err = cudaSetDevice(dp->reps[r].dev);
     if (err == cudaSuccess)
-        err = cudaMalloc((void **)&p, (n ? n : 1) * sizeof(float));
+        err = cuda_mem_alloc((void **)&p, (n ? n : 1) * sizeof(float));
     if (err != cudaSuccess) {
         cuda_fail(e, err, "cudaMalloc(&p, n * sizeof(float))", __FILE__, __LINE__);
         error_wrap(e, "replica %d (device %d)", r, dp->reps[r].dev);
@@ -225,7 +227,7 @@ static void cuda_release_mem(void *ctx, int r, float *p)
 {
     struct cuda_dp *dp = ctx;
     CUDA_WARN(cudaSetDevice(dp->reps[r].dev));
-    CUDA_WARN(cudaFree(p));
+    CUDA_WARN(cuda_mem_free(p));
 }
 
 /* Host to device: a blocking copy, then the device waited for (from pageable
