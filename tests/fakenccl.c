@@ -13,7 +13,8 @@
  *   rank's ncclCommGetAsyncError say ncclRemoteError (its calls end too).
  *
  * FAKE_NCCL_HANG_RANK=R: rank R's allreduces never arrive (a hung peer);
- * only an abort ends them. */
+ * only an abort ends them. FAKE_NCCL_INIT_US: ncclCommInitRank takes that
+ * long. */
 #include <errno.h>
 #include <fcntl.h>
 #include <nccl.h>
@@ -101,8 +102,11 @@ static struct seg *attach(const char *name, int nranks, size_t *bytes)
         close(fd);
         return NULL;
     }
-    for (int i = 0; !creator && i < 6000 && (fstat(fd, &st) != 0 || (size_t)st.st_size < *bytes); i++)
+    for (int i = 0; !creator && i < 6000; i++) {
+        if (fstat(fd, &st) == 0 && (size_t)st.st_size >= *bytes)
+            break;
         usleep(10000);
+    }
     struct seg *s = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (s == MAP_FAILED)
@@ -157,6 +161,9 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
     }
     if (need_ctx())
         return ncclUnhandledCudaError;
+    const char *slow = getenv("FAKE_NCCL_INIT_US"); // a slow bootstrap, to see where it is paid
+    if (slow)
+        usleep((useconds_t)atol(slow));
     size_t bytes;
     struct seg *s = attach(id.internal, nranks, &bytes);
     if (!s)
@@ -200,7 +207,8 @@ static void op_allreduce(struct op *o)
         if (s->arrived == 0)
             s->count = n;
         else if (s->count != n)
-            complain("ncclAllReduce: rank %d sums %zu floats, another rank %zu", c->rank, n, s->count);
+            complain("ncclAllReduce: rank %d sums %zu floats, another rank %zu", c->rank, n,
+                     s->count);
         if (++s->arrived == s->nranks) {
             float *out = slot(s, s->nranks + (int)(gen % 2));
             for (size_t i = 0; i < n; i++) {

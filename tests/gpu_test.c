@@ -369,8 +369,8 @@ static void test_waits_block(void **state)
         drive(&o);
         long spun = fake.stat("max_spin_us");
         if (spin ? spun == 0 : spun > 0)
-            fail_msg("DPBENCH_CUDA_SYNC=%s: the longest wait spun %ld us", spin ? "spin" : "(block)",
-                     spun);
+            fail_msg("DPBENCH_CUDA_SYNC=%s: the longest wait spun %ld us",
+                     spin ? "spin" : "(block)", spun);
     }
     fake.set("kernel_us", 0);
 }

@@ -162,7 +162,8 @@ static void lib_open(struct lib *lib, const struct dl_sym *syms, size_t n)
                  err.missing);
     else if (lib == &driver)
         snprintf(lib->why, sizeof lib->why, "cannot load %s, the NVIDIA driver's library (is "
-                 "the driver installed? %s names another file): %s", err.path, lib->env, err.reason);
+                 "the driver installed? %s names another file): %s", err.path, lib->env,
+                 err.reason);
     else if (strcmp(err.path, soname) == 0) // the toolkit's major: a machine with another lacks it
         snprintf(lib->why, sizeof lib->why, "cannot load %s: this dpbench was built with CUDA "
                  "%d.%d's headers and needs its runtime (and a driver for CUDA %d); rebuild it "

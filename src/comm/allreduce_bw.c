@@ -2,7 +2,9 @@
  * buffers of growing size across the ranks, timed and checked the way
  * nccl-tests' all_reduce_perf prints it: size, count, time per call, algbw =
  * size / time, busbw = algbw x 2(W-1)/W, and #wrong, the elements that differ
- * from the expected sum on any rank. */
+ * from the expected sum on any rank. The buffers are in the memory the
+ * engine sums (comm_buffer): the host's for mpi, the rank's GPU for nccl
+ * (its device bound by ddp_open, its calls on the engine's own stream). */
 #include "allreduce_bw.h"
 
 #include <math.h>
@@ -17,62 +19,98 @@
 /* Element i of rank r's buffer: small integers, so every sum is exact. */
 static float value(int rank, size_t i) { return (float)((rank + 1) * (long)(i % 7 + 1)); }
 
-int allreduce_bandwidth(struct comm *c, FILE *out, struct error *e)
+static void header(struct comm *c, FILE *out)
 {
-    size_t max_n = MAX_BYTES / sizeof(float);
-    float *buf = malloc(max_n * sizeof(float));
-    if (!buf)
-        return error_set(e, "out of memory (%zu bytes)", MAX_BYTES);
     int W = c->world;
-    double ranks_sum = (double)W * (W + 1) / 2;
+    char memory[64] = "host memory";
+    if (c->device >= 0 && comm_engine_device_memory(c->name))
+        snprintf(memory, sizeof memory, "device memory (GPU %d)", c->device);
     fprintf(out, "# dpbench %s allreduce-bandwidth: engine %s, %d rank%s, float sum in place, "
-                 "host memory\n",
-            DPBENCH_VERSION, c->name, W, W == 1 ? "" : "s");
+                 "%s\n", DPBENCH_VERSION, c->name, W, W == 1 ? "" : "s", memory);
     fprintf(out, "# time: mean over the ranks of the mean call over `iters` calls after 5 "
                  "warm-up calls; #wrong: elements off the expected sum, all ranks\n");
     fprintf(out, "#%12s %12s %6s %6s %7s %11s %10s %10s %7s\n", "size", "count", "type",
             "redop", "iters", "time", "algbw", "busbw", "#wrong");
     fprintf(out, "#%12s %12s %6s %6s %7s %11s %10s %10s %7s\n", "(B)", "(elements)", "", "",
             "", "(us)", "(GB/s)", "(GB/s)", "");
-    int rc = 0;
+}
+
+/* On rank 0: the ranks' mean of *sec and total of *wrong (a gather: a
+ * device engine's sum takes device memory only). */
+static int across(struct comm *c, double *sec, double *wrong, struct error *e)
+{
+    double mine[2] = {*sec, *wrong}, *all = NULL;
+    if (c->rank == 0 && !(all = calloc(2 * (size_t)c->world, sizeof *all)))
+        return error_set(e, "out of memory");
+    int rc = comm_gather(c, mine, sizeof mine, all, e);
+    for (int r = 1; c->rank == 0 && !rc && r < c->world; r++) {
+        mine[0] += all[2 * r];
+        mine[1] += all[2 * r + 1];
+    }
+    *sec = mine[0] / c->world;
+    *wrong = mine[1];
+    free(all);
+    return rc;
+}
+
+/* One size: seconds per call and elements off the expected sum, through
+ * the engine's buffer buf and the host's h. */
+static int one_size(struct comm *c, float *buf, float *h, size_t n, long iters, double *sec,
+                    double *wrong, struct error *e)
+{
+    double ranks_sum = (double)c->world * (c->world + 1) / 2;
+    long ready = 0;
+    memset(h, 0, n * sizeof(float)); // sums of zeros while timing: the values stay finite
+    int rc = comm_buffer_put(c, buf, h, n, e);
+    for (int k = 0; k < 5 && !rc; k++)
+        rc = comm_sum(c, buf, n, e);
+    rc = rc ? rc : comm_max(c, 0, &ready, e); // all ranks start together
+    double t0 = now_seconds();
+    for (long k = 0; k < iters && !rc; k++)
+        rc = comm_sum(c, buf, n, e);
+    *sec = (now_seconds() - t0) / (double)iters;
+    for (size_t i = 0; i < n; i++) // the checked call
+        h[i] = value(c->rank, i);
+    if (rc || comm_buffer_put(c, buf, h, n, e) || comm_sum(c, buf, n, e) ||
+        comm_buffer_get(c, h, buf, n, e))
+        return -1;
+    *wrong = 0;
+    for (size_t i = 0; i < n; i++)
+        *wrong += h[i] != (float)((double)(i % 7 + 1) * ranks_sum);
+    return across(c, sec, wrong, e);
+}
+
+int allreduce_bandwidth(struct comm *c, FILE *out, struct error *e)
+{
+    size_t max_n = MAX_BYTES / sizeof(float);
+    float *h = malloc(max_n * sizeof(float)), *buf = h ? comm_buffer(c, max_n, e) : NULL;
+    if (!h || !buf) {
+        free(h);
+        return h ? -1 : error_set(e, "out of memory (%zu bytes)", MAX_BYTES);
+    }
+    header(c, out);
+    int rc = 0, W = c->world;
     double best = 0;
     size_t best_size = 0;
     for (size_t n = 1; n <= max_n && !rc; n *= 4) {
         size_t bytes = n * sizeof(float);
         long iters = (long)((1 << 24) / bytes);
         iters = iters < 10 ? 10 : iters > 1000 ? 1000 : iters;
-        memset(buf, 0, bytes); // sums of zeros while timing: the values stay finite
-        for (int k = 0; k < 5 && !rc; k++)
-            rc = comm_sum(c, buf, n, e);
-        float t[1] = {0};
-        rc = rc ? rc : comm_sum(c, t, 1, e); // all ranks start together
-        double t0 = now_seconds();
-        for (long k = 0; k < iters && !rc; k++)
-            rc = comm_sum(c, buf, n, e);
-        t[0] = (float)((now_seconds() - t0) / (double)iters);
-        /* the checked call */
-        for (size_t i = 0; i < n; i++)
-            buf[i] = value(c->rank, i);
-        rc = rc ? rc : comm_sum(c, buf, n, e);
-        float wrong[1] = {0};
-        for (size_t i = 0; i < n && !rc; i++)
-            wrong[0] += buf[i] != (float)((double)(i % 7 + 1) * ranks_sum);
-        rc = rc ? rc : comm_sum(c, t, 1, e);
-        rc = rc ? rc : comm_sum(c, wrong, 1, e);
-        if (rc)
+        double sec = 0, wrong = 0;
+        if ((rc = one_size(c, buf, h, n, iters, &sec, &wrong, e)))
             break;
-        double sec = t[0] / W, algbw = (double)bytes / sec / 1e9;
-        double busbw = algbw * 2.0 * (W - 1) / W;
+        double algbw = (double)bytes / sec / 1e9, busbw = algbw * 2.0 * (W - 1) / W;
         if (busbw > best) {
             best = busbw;
             best_size = bytes;
         }
         fprintf(out, " %12zu %12zu %6s %6s %7ld %11.2f %10.3f %10.3f %7.0f\n", bytes, n, "float",
-                "sum", iters, 1e6 * sec, algbw, busbw, wrong[0]);
+                "sum", iters, 1e6 * sec, algbw, busbw, wrong);
     }
     if (!rc)
         fprintf(out, "# best busbw %.3f GB/s at %zu B\n", best, best_size);
-    free(buf);
+    comm_buffer_free(c, buf);
+    free(h);
     fflush(out);
     return rc;
 }
