@@ -12,9 +12,9 @@
  * - ncclCommAbort ends this rank's calls in progress and makes every other
  *   rank's ncclCommGetAsyncError say ncclRemoteError (its calls end too).
  *
- * FAKE_NCCL_HANG_RANK=R: rank R's allreduces never arrive (a hung peer);
- * only an abort ends them. FAKE_NCCL_INIT_US: ncclCommInitRank takes that
- * long. */
+ * FAKE_NCCL_HANG_RANK=R: rank R's allreduces never arrive (a hung peer),
+ * from its FAKE_NCCL_HANG_AFTER-th on (0 unless set); only an abort ends
+ * them. FAKE_NCCL_INIT_US: ncclCommInitRank takes that long. */
 #include <errno.h>
 #include <fcntl.h>
 #include <nccl.h>
@@ -52,6 +52,7 @@ struct ncclComm {
     size_t bytes;            // of the mapping
     int rank, nranks, dev;
     bool hang;               // FAKE_NCCL_HANG_RANK
+    long hang_after, calls;  // FAKE_NCCL_HANG_AFTER; allreduces queued so far
     bool aborted;            // this rank aborted
     long pending;            // allreduces queued, not yet run (atomic)
 };
@@ -183,8 +184,10 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
         return rc;
     }
     struct ncclComm *c = calloc(1, sizeof *c);
-    const char *hang = getenv("FAKE_NCCL_HANG_RANK");
-    *c = (struct ncclComm){s, bytes, rank, nranks, cur_dev, hang && atoi(hang) == rank, false, 0};
+    const char *hang = getenv("FAKE_NCCL_HANG_RANK"), *after = getenv("FAKE_NCCL_HANG_AFTER");
+    *c = (struct ncclComm){.seg = s, .bytes = bytes, .rank = rank, .nranks = nranks,
+                           .dev = cur_dev, .hang = hang && atoi(hang) == rank,
+                           .hang_after = after ? atol(after) : 0};
     *comm = c;
     return ncclSuccess;
 }
@@ -199,7 +202,7 @@ static void op_allreduce(struct op *o)
     struct seg *s = c->seg;
     size_t n = o->n[0];
     pthread_mutex_lock(&s->mu);
-    while (c->hang && !s->aborted)
+    while (o->l[0] && !s->aborted)
         seg_wait(s, 0.1);
     if (!s->aborted) {
         memcpy(slot(s, c->rank), o->p[0], n * sizeof(float));
@@ -245,6 +248,7 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataT
         return ncclInvalidUsage;
     struct op *o = op_new(op_allreduce);
     o->p[0] = dmem(send), o->p[1] = dmem(recv), o->n[0] = count, o->arg = comm;
+    o->l[0] = comm->hang && comm->calls++ >= comm->hang_after; // this call never arrives
     __atomic_add_fetch(&comm->pending, 1, __ATOMIC_SEQ_CST);
     stat_add("nccl_allreduces", 1);
     enqueue(s, o);

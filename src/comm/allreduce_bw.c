@@ -4,7 +4,8 @@
  * size / time, busbw = algbw x 2(W-1)/W, and #wrong, the elements that differ
  * from the expected sum on any rank. The buffers are in the memory the
  * engine sums (comm_buffer): the host's for mpi, the rank's GPU for nccl
- * (its device bound by ddp_open, its calls on the engine's own stream). */
+ * (its local rank's, or its entry of parallel.devices; the calls on the
+ * engine's own stream). */
 #include "allreduce_bw.h"
 
 #include <math.h>
@@ -117,6 +118,8 @@ int allreduce_bandwidth(struct comm *c, FILE *out, struct error *e)
 
 int allreduce_bandwidth_emit(struct comm *c, const struct config *cfg, struct error *e)
 {
+    if (comm_bind(c, comm_device(c, cfg->parallel.devices, cfg->parallel.n_devices), NULL, e))
+        return -1; // the rank's device, for a device engine
     if (!cfg->report.out[0] || c->rank > 0)
         return allreduce_bandwidth(c, stdout, e);
     char *text = NULL, stamp[32], path[4400];

@@ -93,6 +93,15 @@ static double timeout_s(void)
 
 /* ---- the watchdog --------------------------------------------------------- */
 
+/* Why NCCL's asynchronous error st ends the call (a peer's abort included:
+ * its call did not complete in its time, or it failed). */
+static void remote(ncclResult_t st)
+{
+    snprintf(nccl.aborted, sizeof nccl.aborted, "failed: %s%s", nccl.ncclGetErrorString(st),
+             st == ncclRemoteError ? " (a peer rank failed, or aborted a call that did not "
+                                     "complete in its DPBENCH_NCCL_TIMEOUT_S)" : "");
+}
+
 /* Every 100 ms while a call is in flight: NCCL's asynchronous error, and
  * the deadline. Either ends the communicator (its kernels end, and with
  * them the host's wait). */
@@ -122,7 +131,7 @@ static void *watchdog(void *arg)
             snprintf(nccl.aborted, sizeof nccl.aborted, "did not complete in %g s "
                      "(DPBENCH_NCCL_TIMEOUT_S): a peer rank is gone or hung", timeout_s());
         else
-            snprintf(nccl.aborted, sizeof nccl.aborted, "failed: %s", nccl.ncclGetErrorString(st));
+            remote(st);
         nccl.ncclCommAbort(nccl.comm);
         nccl.comm = NULL;
         nccl.deadline = 0;
@@ -161,7 +170,7 @@ static int allreduce_on(struct comm *c, float *buf, size_t n, cudaStream_t s, do
     if (!nccl.aborted[0] && nccl.comm &&
         nccl.ncclCommGetAsyncError(nccl.comm, &st) == ncclSuccess && st != ncclSuccess &&
         st != ncclInProgress)
-        snprintf(nccl.aborted, sizeof nccl.aborted, "failed: %s", nccl.ncclGetErrorString(st));
+        remote(st);
     bool aborted = nccl.aborted[0] != '\0';
     pthread_mutex_unlock(&nccl.mu);
     if (aborted)

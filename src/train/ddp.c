@@ -140,8 +140,6 @@ int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struc
                        c->world, cfg->dataset.length);
     else
         rc = ddp_check_config(c, cfg, e);
-    if (!rc && be->has_devices) // a device engine's communicator, before anything is timed
-        rc = comm_bind(c, comm_device(c, cfg->parallel.devices, cfg->parallel.n_devices), NULL, e);
     if (rc) {
         /* rank 0 says it, once, and before MPI_Finalize: the other ranks wait
          * there for it, so its line is out before any rank exits (non-zero)

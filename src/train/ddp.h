@@ -29,11 +29,10 @@ void ddp_trace(FILE *f, const struct run_result *run, int F, int O);
 struct backend;
 /* Opens the run's communicator (parallel.comm; auto = nccl on cuda, mpi on
  * the cpu) and checks the world: at most one rank per sample, the same
- * config everywhere; on a backend with devices it binds the communicator to
- * this rank's device (comm_bind: NCCL's communicator is made here, before
- * anything is timed). Ranks other than 0 then print nothing on stdout and
+ * config everywhere. Ranks other than 0 then print nothing on stdout and
  * write no result files. On failure every rank has the same message and
- * the communicator is closed (exit 2 material). */
+ * the communicator is closed (exit 2 material). The communicator is bound
+ * to the rank's device by the runs (comm_bind). */
 int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struct error *e);
 
 #endif
