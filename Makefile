@@ -1,10 +1,12 @@
 # dpbench build. `make` builds ./dpbench (objects under build/); `make run`
-# runs the tutorial config; `make test` runs the test suite; `make test-gpu`
-# checks the cuda backend against the cpu (skips without a GPU); `make bench`
-# writes benchmark results into bench_results/.
+# runs the tutorial config; `make test` runs the test suite (its last stage,
+# test-gpu, checks the cuda backend against the cpu on this machine's GPU,
+# and is skipped without one); `make bench` writes benchmark results into
+# bench_results/.
 #
 # The CUDA backend is built when the toolkit is found (CUDA_HOME, default
-# /usr/local/cuda) unless CUDA=0; the CPU tool is built either way.
+# /usr/local/cuda, with its nvcc for dpbench's kernels) unless CUDA=0; the
+# CPU tool is built either way.
 
 ifeq ($(origin CC),default)
 CC       := gcc
@@ -308,7 +310,8 @@ test-multinode: dpbench
 # `make test`: every stage, even after a failure, then one table and the total
 # (tests/run_stages.sh). A new stage is one more word here.
 TEST_STAGES := test-unit test-kernels test-cli test-results test-data-cli test-docs test-asan test-tsan \
-               test-ubsan test-fuzz test-valgrind test-scripts test-tune test-ddp test-limits test-cuda-emulated
+               test-ubsan test-fuzz test-valgrind test-scripts test-tune test-ddp test-limits test-cuda-emulated \
+               test-gpu
 test:
 	@MAKE='$(MAKE)' tests/run_stages.sh $(TEST_STAGES)
 
@@ -319,8 +322,8 @@ LOOP_STAGES ?= test-ddp test-cli test-results test-data-cli test-limits $(B)/tes
 test-loop: dpbench $(B)/tests/test_loader
 	@MAKE='$(MAKE)' tests/loop_stages.sh $(N) $(LOOP_STAGES)
 
-# GPU tests stay out of TESTS so `make test` needs no GPU; without a usable
-# device the binary prints why and exits 0.
+# The GPU tests on the machine's own GPU (a stage of `make test`); without a
+# usable device the binary prints why and the stage counts as skipped.
 GPU_TEST := $(B)/tests/gpu_test
 ifeq ($(CUDA),1)
 $(GPU_TEST): tests/gpu_test.c tests/testutil.h $(LIB)
@@ -328,16 +331,18 @@ $(GPU_TEST): tests/gpu_test.c tests/testutil.h $(LIB)
 	$(CC) $(CPPFLAGS) $(CMOCKA_CFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
 test-gpu: $(GPU_TEST)
-	@$(GPU_TEST)
+	@LABEL=gpu tests/run_unit.sh $(GPU_TEST)
 else
 test-gpu:
 	@echo "skipped: no CUDA device (dpbench was built without the CUDA toolkit)"
 endif
 
-# The GPU tests against tests/fakecuda.c, a host-only emulation of the CUDA
-# runtime and cuBLAS: checks the cuda backend's logic (CPU agreement, splits,
-# virtual replicas, sync/async, pinned/pageable, teardown) where no GPU is.
-# Needs only the toolkit's headers.
+# The GPU tests against tests/fakecuda.c and its siblings, a host-only
+# emulation of the CUDA runtime, driver, cuBLAS and NCCL: checks the cuda
+# backend's logic (CPU agreement, splits, virtual replicas, sync/async,
+# pinned/pageable, teardown, the classes of misuse fakecuda.h lists), ddp on
+# it, and scripts/gpu-bench.sh end to end, where no GPU is. Needs the
+# toolkit's headers and nvcc.
 EMU := $(B)/emu
 # With NCCL: the emulation's NCCL calls run over MPI, and the emulated dpbench
 # has its comm engines, so that ddp with comm nccl runs under mpirun here.
@@ -379,6 +384,7 @@ test-cuda-emulated: $(EMU)/gpu_test $(EMU)/dpbench
 	@LABEL=cuda-emulated-3gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=3 tests/run_unit.sh $<
 	@printf 'cuda-emulated-cli: '; tests/cuda_cli_test.sh $(EMU)/dpbench
 	@printf 'cuda-emulated-nccl: '; tests/nccl_emulated_test.sh $(EMU)/dpbench
+	@printf 'cuda-emulated-bench: '; tests/gpu_bench_test.sh $(EMU)
 else
 test-cuda-emulated:
 	@echo "skipped: no CUDA headers in $(CUDA_HOME)"

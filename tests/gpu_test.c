@@ -1,9 +1,12 @@
 /* GPU tests: the cuda backend learns what the cpu backend learns from the same
  * seed (1 replica, virtual replicas, real devices when there are several),
  * with pinned or pageable memory and sync or async copies; splits are
- * identical; an epoch stopped early drains cleanly; runs leave no device
- * memory behind. Not part of `make test`: run by `make test-gpu`, which
- * skips cleanly on a machine without a usable CUDA device. */
+ * identical; an epoch stopped early drains cleanly; the loss and accuracy
+ * kernels agree with the host's; runs leave no buffer behind. On the host
+ * emulation (make test-cuda-emulated) also the classes of misuse it counts:
+ * waits for the device inside a step, spinning waits, events per batch.
+ * `make test-gpu` (a stage of `make test`) runs it on a real GPU, and skips
+ * cleanly on a machine without a usable CUDA device. */
 #include "testutil.h"
 
 #include <cuda_runtime_api.h>
@@ -435,9 +438,26 @@ static void test_no_leak(void **state)
     }
 }
 
-int main(void)
+/* gpu_test --count: the devices CUDA can see (CUDA_VISIBLE_DEVICES and
+ * MIG as the runtime applies them), 0 with why on stderr; for
+ * scripts/gpu-bench.sh. */
+static int count_devices(void)
 {
     struct error e;
+    int n = 0;
+    if (backend_cuda.probe(&e))
+        fprintf(stderr, "%s\n", e.msg);
+    else if (cudaGetDeviceCount(&n) != cudaSuccess)
+        n = 0;
+    printf("%d\n", n);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct error e;
+    if (argc > 1 && strcmp(argv[1], "--count") == 0)
+        return count_devices();
     if (backend_cuda.probe(&e)) {
         const char *why = e.msg;
         if (strncmp(why, "no CUDA device: ", 16) == 0)
