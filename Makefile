@@ -1,10 +1,12 @@
 # dpbench build. `make` builds ./dpbench (objects under build/); `make run`
-# runs the tutorial config; `make test` runs the test suite; `make test-gpu`
-# checks the cuda backend against the cpu (skips without a GPU); `make bench`
-# writes benchmark results into bench_results/.
+# runs the tutorial config; `make test` runs the test suite (its last stage,
+# test-gpu, checks the cuda backend against the cpu on this machine's GPU,
+# and is skipped without one); `make bench` writes benchmark results into
+# bench_results/.
 #
 # The CUDA backend is built when the toolkit is found (CUDA_HOME, default
-# /usr/local/cuda) unless CUDA=0; the CPU tool is built either way.
+# /usr/local/cuda, with its nvcc for dpbench's kernels) unless CUDA=0; the
+# CPU tool is built either way.
 
 ifeq ($(origin CC),default)
 CC       := gcc
@@ -39,7 +41,21 @@ PYTHON ?= /usr/bin/python3
 export PYTHON
 
 CUDA_HOME ?= /usr/local/cuda
-CUDA      ?= $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),1,0)
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CUDA_HDR  := $(wildcard $(CUDA_HOME)/include/cuda_runtime.h)
+CUDA      ?= $(if $(and $(CUDA_HDR),$(wildcard $(NVCC))),1,0)
+# the cuda backend's files (cuda_backend.h says which does what)
+CUDA_SRC  := backend_cuda.c cuda_ring.c cuda_step.c cuda_probe.c cuda_bandwidth.c cuda_module.c cuda_dl.c
+# dpbench's own kernels (src/backends/cuda_kernels.cu), built by nvcc into a
+# fatbin that cuda_module.c embeds: machine code for each GPU generation of
+# CUDA_ARCHS that this nvcc knows (sm_90: H100, H200), and PTX of the newest
+# for later GPUs (a driver at least as new as nvcc compiles it).
+CUDA_ARCHS ?= 75 80 86 89 90 100 120
+ifeq ($(CUDA),1)
+NVCC_ARCHS := $(filter $(CUDA_ARCHS),$(patsubst compute_%,%,$(shell $(NVCC) --list-gpu-arch 2>/dev/null)))
+NVCC_GENCODE := $(foreach a,$(NVCC_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+                $(foreach a,$(lastword $(NVCC_ARCHS)),-gencode arch=compute_$(a),code=compute_$(a))
+endif
 
 CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c dataset_kinds.c files.c kind_random.c \
@@ -53,13 +69,13 @@ CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backen
            mode_allreduce.c mode_compare.c mode_make_dataset.c
 SRC      := $(CPU_SRC)
 ifeq ($(CUDA),1)
-SRC      += backend_cuda.c cuda_dl.c
+SRC      += $(CUDA_SRC)
 CPPFLAGS += -DDPBENCH_HAVE_CUDA -I$(CUDA_HOME)/include
 LDFLAGS  += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 LDLIBS   += -ldl
-BUILD_MSG := CUDA toolkit found in $(CUDA_HOME): building backends cpu cuda
+BUILD_MSG := CUDA toolkit found in $(CUDA_HOME): building backends cpu cuda (kernels for sm_$(subst $() ,/,$(NVCC_ARCHS)))
 else
-BUILD_MSG := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),CUDA=0,no CUDA toolkit in $(CUDA_HOME)): building backend cpu only
+BUILD_MSG := $(if $(CUDA_HDR),$(if $(wildcard $(NVCC)),CUDA=0,CUDA headers but no $(NVCC)),no CUDA toolkit in $(CUDA_HOME)): building backend cpu only
 endif
 
 # Open MPI for ddp runs (parallel.comm: mpi), found by mpicc or pkg-config's
@@ -76,18 +92,32 @@ else
 MPI_MSG  := $(if $(strip $(MPI_CFLAGS)),MPI=0,no MPI (mpicc or pkg-config ompi-c)): no comm engine
 endif
 
-# NCCL (parallel.comm: nccl) comes with the CUDA toolkit; it needs MPI to
-# bootstrap. Opened with dlopen by ddp runs on cuda only.
-NCCL ?= $(if $(and $(filter 1,$(CUDA)),$(filter 1,$(MPI)),$(wildcard $(CUDA_HOME)/include/nccl.h)),1,0)
+# NCCL (parallel.comm: nccl) is a library of its own, not part of the CUDA
+# toolkit: NVIDIA's libnccl-dev installs nccl.h in /usr/include, some
+# toolkit installs carry it under CUDA_HOME, NCCL_HOME names any other
+# place. It needs MPI to bootstrap; opened with dlopen by ddp runs on cuda.
+NCCL_H   := $(firstword $(wildcard $(foreach d,$(NCCL_HOME) $(CUDA_HOME) /usr,$(d)/include/nccl.h)))
+NCCL_INC := $(filter-out -I/usr/include,$(patsubst %/,-I%,$(dir $(NCCL_H))))
+NCCL ?= $(if $(and $(filter 1,$(CUDA)),$(filter 1,$(MPI)),$(NCCL_H)),1,0)
 ifeq ($(NCCL),1)
 SRC      += comm_nccl.c
 CPPFLAGS += -DDPBENCH_HAVE_NCCL
-MPI_MSG  += nccl
+MPI_MSG  += nccl ($(NCCL_H))
+else ifeq ($(CUDA)$(MPI),11)
+MPI_MSG  += (no nccl.h in $(CUDA_HOME)/include or /usr/include: install libnccl-dev or set NCCL_HOME for comm nccl)
 endif
 
 B    := build
 OBJ  := $(SRC:%.c=$(B)/%.o)
 $(B)/comm_mpi.o: CPPFLAGS += $(MPI_CFLAGS)
+$(B)/comm_nccl.o: CPPFLAGS += $(NCCL_INC)
+# the kernels' fatbin, rebuilt when the architectures change
+FATBIN := $(abspath $(B))/cuda_kernels.fatbin
+$(shell mkdir -p $(B); [ "$$(cat $(B)/cuda-archs 2>/dev/null)" = "$(NVCC_ARCHS)" ] || echo "$(NVCC_ARCHS)" >$(B)/cuda-archs)
+$(FATBIN): src/backends/cuda_kernels.cu src/backends/cuda_kernels.h $(B)/cuda-archs
+	$(NVCC) -fatbin -O3 -Isrc/backends $(NVCC_GENCODE) -o $@ $<
+$(B)/cuda_module.o: $(FATBIN)
+$(B)/cuda_module.o: CPPFLAGS += -DDPBENCH_FATBIN='"$(FATBIN)"'
 # the image resize's integer loops vectorise at -O3 (-O2 leaves them scalar), and
 # transform.c picks AVX2 clones of them at run time where the CPU has it
 $(B)/transform.o: CFLAGS += -O3
@@ -286,7 +316,8 @@ test-multinode: dpbench
 # `make test`: every stage, even after a failure, then one table and the total
 # (tests/run_stages.sh). A new stage is one more word here.
 TEST_STAGES := test-unit test-kernels test-cli test-results test-data-cli test-docs test-asan test-tsan \
-               test-ubsan test-fuzz test-valgrind test-scripts test-tune test-ddp test-limits test-cuda-emulated
+               test-ubsan test-fuzz test-valgrind test-scripts test-tune test-ddp test-limits test-cuda-emulated \
+               test-gpu
 test:
 	@MAKE='$(MAKE)' tests/run_stages.sh $(TEST_STAGES)
 
@@ -297,8 +328,8 @@ LOOP_STAGES ?= test-ddp test-cli test-results test-data-cli test-limits $(B)/tes
 test-loop: dpbench $(B)/tests/test_loader
 	@MAKE='$(MAKE)' tests/loop_stages.sh $(N) $(LOOP_STAGES)
 
-# GPU tests stay out of TESTS so `make test` needs no GPU; without a usable
-# device the binary prints why and exits 0.
+# The GPU tests on the machine's own GPU (a stage of `make test`); without a
+# usable device the binary prints why and the stage counts as skipped.
 GPU_TEST := $(B)/tests/gpu_test
 ifeq ($(CUDA),1)
 $(GPU_TEST): tests/gpu_test.c tests/testutil.h $(LIB)
@@ -306,51 +337,60 @@ $(GPU_TEST): tests/gpu_test.c tests/testutil.h $(LIB)
 	$(CC) $(CPPFLAGS) $(CMOCKA_CFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
 test-gpu: $(GPU_TEST)
-	@$(GPU_TEST)
+	@LABEL=gpu tests/run_unit.sh $(GPU_TEST)
 else
 test-gpu:
 	@echo "skipped: no CUDA device (dpbench was built without the CUDA toolkit)"
 endif
 
-# The GPU tests against tests/fakecuda.c, a host-only emulation of the CUDA
-# runtime and cuBLAS: checks the cuda backend's logic (CPU agreement, splits,
-# virtual replicas, sync/async, pinned/pageable, teardown) where no GPU is.
-# Needs only the toolkit's headers.
+# The GPU tests against tests/fakecuda.c and its siblings, a host-only
+# emulation of the CUDA runtime, driver, cuBLAS and NCCL: checks the cuda
+# backend's logic (CPU agreement, splits, virtual replicas, sync/async,
+# pinned/pageable, teardown, the classes of misuse fakecuda.h lists), ddp on
+# it, and scripts/gpu-bench.sh end to end, where no GPU is. Needs the
+# toolkit's headers and nvcc.
 EMU := $(B)/emu
 # With NCCL: the emulation's NCCL calls run over MPI, and the emulated dpbench
 # has its comm engines, so that ddp with comm nccl runs under mpirun here.
+FAKE_SRC := tests/fakecuda.c tests/fakecublas.c tests/fakedriver.c
 ifeq ($(NCCL),1)
-EMU_NCCL_FAKE := -DFAKE_NCCL $(MPI_CFLAGS)
-EMU_NCCL_LIBS := $(shell mpicc --showme:link 2>/dev/null || pkg-config --libs ompi-c)
-EMU_COMM      := -DDPBENCH_HAVE_MPI -DDPBENCH_HAVE_NCCL $(MPI_CFLAGS) $(call src_path,comm_mpi.c comm_nccl.c)
+FAKE_SRC      += tests/fakenccl.c
+EMU_COMM      := -DDPBENCH_HAVE_MPI -DDPBENCH_HAVE_NCCL $(MPI_CFLAGS) $(NCCL_INC) \
+                 $(call src_path,comm_mpi.c comm_nccl.c)
 endif
 ifneq ($(wildcard $(CUDA_HOME)/include/cublas_v2.h),)
-$(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h tests/fakecuda.c $(call src_path,$(SRC)) $(call src_path,backend_cuda.c cuda_dl.c) \
-                 $(B)/deps.stamp
+$(EMU)/libfakecuda.so: $(FAKE_SRC) tests/fakecuda.h src/backends/cuda_kernels.h
 	@mkdir -p $(EMU)
-	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include \
-	    -Wno-unused-parameter $(EMU_NCCL_FAKE) tests/fakecuda.c $(EMU_NCCL_LIBS) -o $(EMU)/libfakecuda.so
+	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include $(NCCL_INC) \
+	    -Isrc/backends -Wall -Wextra -Werror -Wno-unused-parameter $(FAKE_SRC) -lm -lrt -o $@
+
+$(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h $(EMU)/libfakecuda.so $(call src_path,$(SRC)) \
+                 $(call src_path,$(CUDA_SRC)) $(FATBIN) $(B)/deps.stamp
+	@mkdir -p $(EMU)
 	$(CC) $(SRC_INC) $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
-	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    $< $(call src_path,$(CPU_SRC)) $(call src_path,backend_cuda.c cuda_dl.c) \
+	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' -DDPBENCH_FATBIN='"$(FATBIN)"' \
+	    $(filter-out -MMD -MP,$(CFLAGS)) $< $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC)) \
 	    $(PC_LIBS) -lm -pthread -ldl $(CMOCKA_LIBS) -o $@
 
 # dpbench itself on the emulation: the command line's cuda path
-$(EMU)/dpbench: src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,backend_cuda.c cuda_dl.c comm_mpi.c \
-                comm_nccl.c) $(EMU)/gpu_test
+$(EMU)/dpbench: src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC) comm_mpi.c comm_nccl.c) $(EMU)/gpu_test
 	$(CC) $(SRC_INC) $(PC_CFLAGS) $(CMOCKA_CFLAGS) -I$(CUDA_HOME)/include \
-	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' $(filter-out -MMD -MP,$(CFLAGS)) \
-	    src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,backend_cuda.c cuda_dl.c) $(EMU_COMM) \
+	    -DDPBENCH_HAVE_CUDA -DDPBENCH_GIT='"emulated"' -DDPBENCH_FATBIN='"$(FATBIN)"' \
+	    $(filter-out -MMD -MP,$(CFLAGS)) src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC)) $(EMU_COMM) \
 	    $(PC_LIBS) -lm -pthread -ldl -o $@
 
-# dpbench opens cudart and cuBLAS on first use; here both names point at the emulation
+# dpbench opens cudart, cuBLAS, the driver and NCCL on first use; here every
+# name points at the emulation
 test-cuda-emulated: export DPBENCH_CUDART = $(abspath $(EMU))/libfakecuda.so
 test-cuda-emulated: export DPBENCH_CUBLAS = $(abspath $(EMU))/libfakecuda.so
+test-cuda-emulated: export DPBENCH_LIBCUDA = $(abspath $(EMU))/libfakecuda.so
+test-cuda-emulated: export DPBENCH_NCCL = $(abspath $(EMU))/libfakecuda.so
 test-cuda-emulated: $(EMU)/gpu_test $(EMU)/dpbench
 	@LABEL=cuda-emulated-1gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=1 tests/run_unit.sh $<
 	@LABEL=cuda-emulated-3gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=3 tests/run_unit.sh $<
 	@printf 'cuda-emulated-cli: '; tests/cuda_cli_test.sh $(EMU)/dpbench
 	@printf 'cuda-emulated-nccl: '; tests/nccl_emulated_test.sh $(EMU)/dpbench
+	@printf 'cuda-emulated-bench: '; tests/gpu_bench_test.sh $(EMU)
 else
 test-cuda-emulated:
 	@echo "skipped: no CUDA headers in $(CUDA_HOME)"

@@ -70,6 +70,35 @@ FAKE_CUDA_DEVICES=0 expect_error "no CUDA device" "${small[@]}"
 if FAKE_CUDA_DEVICES=0 "$BIN" "${small[@]}" --set parallel.device=auto >"$TMP/out" 2>"$TMP/err" &&
     grep -q "cpu" "$TMP/err"; then ok; else bad "device auto without a device: $(cat "$TMP/err")"; fi
 
+# a context only on the devices the run uses: none opened by the probe, the
+# pinned pool pinned through the run's device (not device 0)
+rm -f "$TMP/report"
+if FAKE_CUDA_DEVICES=2 FAKE_REPORT=$TMP/report "$BIN" "${small[@]}" --set 'parallel.devices=[1]' \
+    --set loader.pin_memory=true --set loader.async_copy=true >/dev/null 2>"$TMP/err" &&
+    grep -qx "ctx1 1" "$TMP/report" && ! grep -q "^ctx0 " "$TMP/report"; then ok
+else bad "devices [1] opened contexts: $(tr '\n' ' ' <"$TMP/report") $(head -c 300 "$TMP/err")"; fi
+# a device that another process holds (EXCLUSIVE_PROCESS): named, exit 1
+mkdir -p "$TMP/excl"
+exec 9>"$TMP/excl/dev0"
+flock -n 9
+FAKE_EXCLUSIVE_DIR=$TMP/excl expect_error "device 0 will not open a context" "${small[@]}"
+exec 9>&-
+
+# the driver and runtime versions, checked before any device is touched: a
+# driver one CUDA major older than the headers dpbench was built with (the
+# emulation's runtime reports that version, as the device line shows)
+major=$("$BIN" "${small[@]}" --set train.epochs=1 --format json 2>/dev/null |
+        sed -n 's/.*runtime \([0-9]*\)\.[0-9]*.*/\1/p' | head -1)
+old=$((major - 1))
+branch=$([ "$major" -ge 13 ] && echo 580 || echo 525)
+FAKE_DRIVER_VERSION=${old}040 expect_error "the NVIDIA driver supports CUDA $old.4, this dpbench was built with CUDA $major." "${small[@]}"
+FAKE_DRIVER_VERSION=${old}040 expect_error "(R$branch or later)" "${small[@]}"
+FAKE_RUNTIME_VERSION=${old}080 expect_error "the CUDA runtime loaded is $old.8" "${small[@]}"
+FAKE_DRIVER_VERSION=0 expect_error "no CUDA device: no NVIDIA driver" "${small[@]}"
+if FAKE_DRIVER_VERSION=${old}040 "$BIN" "${small[@]}" --set parallel.device=auto >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "using cpu (.*driver supports CUDA $old.4" "$TMP/err"; then ok
+else bad "device auto with an old driver: $(cat "$TMP/err")"; fi
+
 # the CUDA libraries are opened only by runs that use them
 FAKE_CUDA_LOADED=$TMP/loaded "$BIN" --config configs/tutorial.yaml >/dev/null 2>&1
 FAKE_CUDA_LOADED=$TMP/loaded "$BIN" --version >/dev/null 2>&1
@@ -117,8 +146,9 @@ if [ "$rc" -le 1 ] && [ "$(grep -cE '^(PASS|FAIL)  ' "$TMP/targets")" -eq 3 ] &&
     grep -q "tutorial, 2 replicas (shared device): host overhead" "$TMP/targets"; then ok
 else bad "gpu-targets.py -> exit $rc: $(cat "$TMP/targets" "$TMP/err")"; fi
 
-# labelled data on cuda: cross-entropy (and the accuracy count) through the
-# loss's host function; the same learning as the cpu, 1 and 3 devices
+# labelled data on cuda: cross-entropy and the accuracy count by their
+# kernels (the emulation runs their host twins); the same learning as the
+# cpu, 1 and 3 devices
 "$BIN" --make-dataset idx "$TMP/idx" --classes 4 --per-class 15 >/dev/null || bad "--make-dataset"
 IDX=(--set dataset.kind=idx --set dataset.path="$TMP/idx/train-images-idx3-ubyte"
      --set train.epochs=3 --set loader.batch_size=16 --format json)
@@ -134,6 +164,8 @@ bound = 10 * 2**-24 * (3 * 4 * (16 + 784 + 2)) ** 0.5  # testutil.h's order_boun
 ok = b["loss"] == "cross_entropy" and b["backend"] == "cuda" and len(b["epochs"]) == 3
 ok &= abs(a["eval"]["loss"] - b["eval"]["loss"]) <= bound * a["eval"]["loss"]
 ok &= abs(a["eval"]["accuracy"] - b["eval"]["accuracy"]) * a["eval"]["samples"] <= 1 + 1e-9
+# each epoch's accuracy counted on the device: 60 samples, one may flip likewise
+ok &= all(abs(x["accuracy"] - y["accuracy"]) * 60 <= 1 + 1e-9 for x, y in zip(a["epochs"], b["epochs"]))
 sys.exit(0 if ok else 1)
 PY
         python3 tests/paramdist.py "$TMP/ce-gpu.json" "$TMP/ce-cpu.json" >"$TMP/dist" 2>&1

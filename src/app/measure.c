@@ -202,7 +202,10 @@ static int measure_point(void *ctx, int i, int r, int k, struct error *e)
     struct load_probe probe;
     struct load load;
     load_begin(&probe);
+    m->res->live = &more; // for a rescue while a collective hangs (sweep_rescue)
+    m->res->live_run = p;
     int rc = train_run(&pt->cfg, &sd->d, pt->be, m->cm, &more, trace, e);
+    m->res->live = NULL;
     load_end(&probe, &load);
     if (m->rebuild)
         sweep_data_free(sd);
@@ -280,7 +283,7 @@ static void drop_unmeasured(struct results *res)
     int *to = calloc((size_t)res->n_runs, sizeof *to), n = 0;
     for (int i = 0; to && i < res->n_runs; i++) {
         struct run_result *run = &res->runs[i];
-        bool keep = run->same ? to[run->same_as] >= 0 : run->n_rounds > 0;
+        bool keep = run->same ? to[run->same_as] >= 0 : run->n_rounds > 0 || run->n_epochs > 0;
         to[i] = keep ? n : -1;
         if (!keep) {
             run_result_free(run);
@@ -332,4 +335,24 @@ int sweep_run(const struct config *c, const struct points *pts, const struct bac
     if (stop_requested() || rc)
         drop_unmeasured(res);
     return rc && m.rc ? m.rc : rc;
+}
+
+void sweep_rescue(struct results *res)
+{
+    struct run_result *live = res->live;
+    if (res->runs && live && live->epochs && live->n_epochs > 0) {
+        struct run_result *run = &res->runs[res->live_run];
+        live->interrupted = true;
+        live->w = live->b = NULL; // mid-step: no final parameters to report
+        if (run->n_rounds == 0) { // its first round: the run is what it measured so far
+            struct run_result keep = *run;
+            *run = *live; // the main thread never returns to it (the watchdog ends the process)
+            snprintf(run->label, sizeof run->label, "%s", keep.label);
+        } else {
+            run->interrupted = true; // its complete rounds stand
+        }
+    }
+    res->live = NULL;
+    res->interrupted = true;
+    drop_unmeasured(res);
 }

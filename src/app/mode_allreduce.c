@@ -58,7 +58,9 @@ static int allreduce_run(struct app *a)
         return rc;
     struct error e;
     struct allreduce_table t;
-    rc = allreduce_bandwidth(&comm, &t, &e);
+    rc = comm_bind(&comm, comm_device(&comm, c->parallel.devices, c->parallel.n_devices), NULL,
+                   &e); // the rank's device, for a device engine
+    rc = rc ? rc : allreduce_bandwidth(&comm, &t, &e);
     if (!rc && comm.rank == 0)
         rc = allreduce_emit(&t, c, &e);
     if (rc)

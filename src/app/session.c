@@ -73,13 +73,11 @@ static void write_stuck(void *arg)
     struct results *res = &a->res;
     if (stuck_comm->rank > 0 || !res->runs)
         return;
-    struct run_result *run = &res->runs[res->n_runs]; // in progress: see run_points
-    if (run->epochs && run->n_epochs > 0) {
-        run->interrupted = true;
-        run->w = run->b = NULL; // mid-step: no final parameters to report
-        ddp_alone(stuck_comm, run);
-        res->n_runs++;
-    }
+    int live = res->live ? res->live_run : -1;
+    sweep_rescue(res); // the round in progress's complete epochs, what was never run dropped
+    for (int i = 0; live >= 0 && i < res->n_runs; i++)
+        if (res->runs[i].interrupted)
+            ddp_alone(stuck_comm, &res->runs[i]);
     fprintf(stderr, "dpbench: interrupted by %s while waiting for the other ranks (one stopped "
                     "responding)\n", signals_name(train_stop));
     if (res->n_runs == 0)

@@ -64,4 +64,10 @@ void sweep_data_free(struct sweep_data *sd);
 int sweep_run(const struct config *c, const struct points *pts, const struct backends *bes,
               struct comm *cm, struct results *res, bool rebuild, bool quiet, struct error *e);
 
+/* The watchdog's rescue while a collective hangs (the main thread is held in
+ * it and never returns: the process ends after): the round in progress's
+ * complete epochs kept where it is its point's first, the points never
+ * measured dropped. The result is then written as a stop writes it. */
+void sweep_rescue(struct results *res);
+
 #endif

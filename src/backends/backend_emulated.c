@@ -72,7 +72,7 @@ struct emu {
     struct loader *loader;  // this epoch's
     long stepped;           // batches stepped this epoch (in order)
     double t_begin;         // begin(): host clock after the run-ahead wait
-    double host_s, p2p_s;   // this epoch's host time in steps, reduce time
+    double p2p_s;           // this epoch's reduce time
 };
 
 /* Sleeps until monotonic time t. Linux lets a sleep overrun by the thread's
@@ -222,7 +222,7 @@ static int emu_epoch_begin(void *ctx, struct loader *l, struct error *e)
     memset(m->step_iv, 0, 2 * (size_t)m->cap * sizeof *m->step_iv);
     m->loader = l;
     m->stepped = 0;
-    m->host_s = m->p2p_s = 0;
+    m->p2p_s = 0;
     for (int g = 0; g < m->G; g++)
         m->devs[g].copy_busy = m->devs[g].compute_busy = 0;
     for (int k = 0; k < m->pipe.depth; k++)
@@ -263,7 +263,6 @@ static int emu_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
         st->hidden_s += devpipe_overlap(m->copy_iv + 2 * (size_t)g * (size_t)m->cap, n, m->step_iv, n);
     }
     st->p2p_s += m->p2p_s;
-    st->host_s += m->host_s;
     st->load_s += 1e-9 * (double)__atomic_load_n(&m->loader->fill_ns, __ATOMIC_RELAXED);
     return 0;
 }
@@ -297,7 +296,6 @@ static int emu_end(void *ctx, const struct step_batch *b, struct epoch_stats *st
     bool used[m->G];
     memset(used, 0, sizeof used);
     int n_used = 0;
-    m->host_s += t - m->t_begin;
     for (int i = 0; i < b->active; i++) {
         struct edev *d = &m->devs[m->dev[i]];
         double start = fmax(fmax(m->t_begin, d->compute_free), fmax(m->landed[k], prev));

@@ -1,27 +1,32 @@
 /* The CUDA libraries, opened on first use. dpbench is not linked against
- * cudart or cuBLAS: a process that never touches the cuda backend maps
- * neither (mapping them costs ~70 ms and ~150 MiB of RSS at start-up, for
- * every run). This file defines each cudaXxx / cublasXxx function that
- * backend_cuda.c calls, with the headers' own prototypes; the first call into
- * a library dlopen()s it and resolves the whole table, later calls jump
- * through it. Without the library, cudart calls return
- * cudaErrorSharedObjectInitFailed and cuBLAS calls CUBLAS_STATUS_NOT_INITIALIZED,
- * and the error-string functions return why it did not load, so the backend's
- * own checks report it in one line.
+ * cudart, cuBLAS or the driver: a process that never touches the cuda
+ * backend maps none of them (mapping them costs ~70 ms and ~150 MiB of RSS
+ * at start-up, for every run). This file defines each cudaXxx / cublasXxx /
+ * cuXxx function that the cuda backend calls, with the headers' own
+ * prototypes; the first call into a library dlopen()s it and resolves the
+ * whole table, later calls jump through it. Without the library, cudart
+ * calls return cudaErrorSharedObjectInitFailed, cuBLAS calls
+ * CUBLAS_STATUS_NOT_INITIALIZED and driver calls
+ * CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, and the error-string functions
+ * return why it did not load, so the backend's own checks report it in one
+ * line. The driver API serves only dpbench's own kernels (cuda_module.c).
  *
  * The sonames follow the toolkit's headers (libcudart.so.<major>,
- * libcublas.so.<major>); DPBENCH_CUDART / DPBENCH_CUBLAS name another file to
- * open instead (the host emulation in tests/fakecuda.c, for one).
+ * libcublas.so.<major>) and the driver's (libcuda.so.1); DPBENCH_CUDART /
+ * DPBENCH_CUBLAS / DPBENCH_LIBCUDA name another file to open instead (the
+ * host emulation in tests/fakecuda.c, for one).
  *
  * A function the backend starts to call gets one line in its library's list
  * below; a new library gets a list, a `struct lib` and its wrappers. The
  * opening itself is dl.c's, shared with the comm engines. */
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dl.h"
 
@@ -32,6 +37,7 @@
 #define CUDART_FUNCS(X)                                                                     \
     X(cudaError_t, cudaGetDeviceCount, (int *count), (count))                               \
     X(cudaError_t, cudaSetDevice, (int device), (device))                                   \
+    X(cudaError_t, cudaSetDeviceFlags, (unsigned int flags), (flags))                       \
     X(cudaError_t, cudaGetDeviceProperties, (struct cudaDeviceProp *prop, int device),      \
       (prop, device))                                                                       \
     X(cudaError_t, cudaDriverGetVersion, (int *v), (v))                                     \
@@ -76,18 +82,11 @@
     X(cublasStatus_t, cublasDestroy, (cublasHandle_t h), (h))                               \
     X(cublasStatus_t, cublasSetStream, (cublasHandle_t h, cudaStream_t s), (h, s))          \
     X(cublasStatus_t, cublasSetMathMode, (cublasHandle_t h, cublasMath_t mode), (h, mode))  \
-    X(cublasStatus_t, cublasSetPointerMode, (cublasHandle_t h, cublasPointerMode_t mode),   \
-      (h, mode))                                                                            \
     X(cublasStatus_t, cublasSgemm,                                                          \
       (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,   \
        const float *alpha, const float *A, int lda, const float *B, int ldb,                \
        const float *beta, float *C, int ldc),                                               \
       (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))                            \
-    X(cublasStatus_t, cublasSgeam,                                                          \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,          \
-       const float *alpha, const float *A, int lda, const float *beta, const float *B,      \
-       int ldb, float *C, int ldc),                                                         \
-      (h, ta, tb, m, n, alpha, A, lda, beta, B, ldb, C, ldc))                               \
     X(cublasStatus_t, cublasSgemv,                                                          \
       (cublasHandle_t h, cublasOperation_t t, int m, int n, const float *alpha,             \
        const float *A, int lda, const float *x, int incx, const float *beta, float *y,      \
@@ -102,11 +101,19 @@
        int incy),                                                                           \
       (h, n, alpha, x, incx, y, incy))                                                      \
     X(cublasStatus_t, cublasSscal,                                                          \
-      (cublasHandle_t h, int n, const float *alpha, float *x, int incx), (h, n, alpha, x, incx)) \
-    X(cublasStatus_t, cublasSdot,                                                           \
-      (cublasHandle_t h, int n, const float *x, int incx, const float *y, int incy,         \
-       float *result),                                                                      \
-      (h, n, x, incx, y, incy, result))
+      (cublasHandle_t h, int n, const float *alpha, float *x, int incx), (h, n, alpha, x, incx))
+
+#define DRIVER_FUNCS(X)                                                                     \
+    X(CUresult, cuInit, (unsigned int flags), (flags))                                      \
+    X(CUresult, cuModuleLoadData, (CUmodule * mod, const void *image), (mod, image))        \
+    X(CUresult, cuModuleUnload, (CUmodule mod), (mod))                                      \
+    X(CUresult, cuModuleGetFunction, (CUfunction * f, CUmodule mod, const char *name),      \
+      (f, mod, name))                                                                       \
+    X(CUresult, cuLaunchKernel,                                                             \
+      (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,    \
+       unsigned int by, unsigned int bz, unsigned int shmem, CUstream s, void **params,     \
+       void **extra),                                                                       \
+      (f, gx, gy, gz, bx, by, bz, shmem, s, params, extra))
 
 
 /* One library: where to find it, and whether it opened. */
@@ -123,6 +130,7 @@ static struct lib cudart = {"DPBENCH_CUDART", "cudart", CUDART_VERSION / 1000, P
                             NULL, ""};
 static struct lib cublas = {"DPBENCH_CUBLAS", "cublas", CUBLAS_VER_MAJOR, PTHREAD_ONCE_INIT,
                             NULL, ""};
+static struct lib driver = {"DPBENCH_LIBCUDA", "cuda", 1, PTHREAD_ONCE_INIT, NULL, ""};
 
 #define MEMBER(ret, name, params, args) ret (*name) params;
 static struct {
@@ -134,6 +142,10 @@ static struct {
     CUBLAS_FUNCS(MEMBER)
     const char *(*cublasGetStatusString)(cublasStatus_t st);
 } cublas_fn;
+static struct {
+    DRIVER_FUNCS(MEMBER)
+    CUresult (*cuGetErrorString)(CUresult err, const char **s);
+} driver_fn;
 
 /* Opens lib (dl.c) and resolves its table; on failure lib->why says which
  * file or symbol was missing. */
@@ -148,6 +160,16 @@ static void lib_open(struct lib *lib, const struct dl_sym *syms, size_t n)
     if (err.missing)
         snprintf(lib->why, sizeof lib->why, "%s has no %s: is it the right version?", err.path,
                  err.missing);
+    else if (lib == &driver)
+        snprintf(lib->why, sizeof lib->why, "cannot load %s, the NVIDIA driver's library (is "
+                 "the driver installed? %s names another file): %s", err.path, lib->env,
+                 err.reason);
+    else if (strcmp(err.path, soname) == 0) // the toolkit's major: a machine with another lacks it
+        snprintf(lib->why, sizeof lib->why, "cannot load %s: this dpbench was built with CUDA "
+                 "%d.%d's headers and needs its runtime (and a driver for CUDA %d); rebuild it "
+                 "here against this machine's toolkit, or install CUDA %d (%s names another "
+                 "file): %s", soname, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10,
+                 CUDART_VERSION / 1000, CUDART_VERSION / 1000, lib->env, err.reason);
     else
         snprintf(lib->why, sizeof lib->why, "cannot load %s (%s names another file): %s",
                  err.path, lib->env, err.reason);
@@ -166,6 +188,11 @@ static const struct dl_sym cublas_syms[] = {
     CUBLAS_FUNCS(SYM) SYM(, cublasGetStatusString, , )
 };
 #undef TABLE
+#define TABLE driver_fn
+static const struct dl_sym driver_syms[] = {
+    DRIVER_FUNCS(SYM) SYM(, cuGetErrorString, , )
+};
+#undef TABLE
 
 static void cudart_open(void)
 {
@@ -175,6 +202,11 @@ static void cudart_open(void)
 static void cublas_open(void)
 {
     lib_open(&cublas, cublas_syms, sizeof cublas_syms / sizeof cublas_syms[0]);
+}
+
+static void driver_open(void)
+{
+    lib_open(&driver, driver_syms, sizeof driver_syms / sizeof driver_syms[0]);
 }
 
 static int cudart_ready(void)
@@ -189,6 +221,12 @@ static int cublas_ready(void)
     return cublas.handle != NULL;
 }
 
+static int driver_ready(void)
+{
+    pthread_once(&driver.once, driver_open);
+    return driver.handle != NULL;
+}
+
 /* The wrappers: the same prototypes as the headers, so a mismatch does not
  * compile. */
 #define CUDART_WRAP(ret, name, params, args)                                                \
@@ -201,8 +239,14 @@ static int cublas_ready(void)
     {                                                                                       \
         return cublas_ready() ? cublas_fn.name args : CUBLAS_STATUS_NOT_INITIALIZED;        \
     }
+#define DRIVER_WRAP(ret, name, params, args)                                                \
+    ret name params                                                                         \
+    {                                                                                       \
+        return driver_ready() ? driver_fn.name args : CUDA_ERROR_SHARED_OBJECT_INIT_FAILED; \
+    }
 CUDART_FUNCS(CUDART_WRAP)
 CUBLAS_FUNCS(CUBLAS_WRAP)
+DRIVER_FUNCS(DRIVER_WRAP)
 
 /* Without the library, the error strings say why it did not load. */
 const char *cudaGetErrorString(cudaError_t err)
@@ -218,4 +262,12 @@ const char *cudaGetErrorName(cudaError_t err)
 const char *cublasGetStatusString(cublasStatus_t st)
 {
     return cublas_ready() ? cublas_fn.cublasGetStatusString(st) : cublas.why;
+}
+
+CUresult cuGetErrorString(CUresult err, const char **s)
+{
+    if (driver_ready())
+        return driver_fn.cuGetErrorString(err, s);
+    *s = driver.why;
+    return CUDA_SUCCESS;
 }

@@ -22,14 +22,16 @@ struct allreduce_row {
 struct allreduce_table {
     const char *engine; // the comm engine's name
     int world;          // ranks
+    char memory[64];    // where the buffers are: "host memory", "device memory (GPU 1)"
     struct allreduce_row rows[ALLREDUCE_MAX_ROWS]; // (n) growing sizes
     int n;
     double best_busbw;  // GB/s, and the size it was reached at
     size_t best_bytes;
 };
 
-/* The sweep over sizes from 4 B to 32 MiB, every rank taking part; t is
- * complete on every rank. */
+/* The sweep over sizes from 4 B to 32 MiB, every rank taking part, in the
+ * memory the engine sums (the rank's device bound first: comm_bind); t's
+ * times and #wrong are the ranks' on rank 0. */
 int allreduce_bandwidth(struct comm *c, struct allreduce_table *t, struct error *e);
 
 #endif

@@ -100,14 +100,9 @@ int comm_open(struct comm *c, const char *name, struct error *e)
 {
     memset(c, 0, sizeof *c);
     c->world = 1;
-    c->local_size = 1;
+    c->local_size = 1; // the engine's open says otherwise (MPI_COMM_TYPE_SHARED)
+    c->device = -1;
     c->name = "self";
-    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    if (local && atoi(local) > 0)
-        c->local_size = atoi(local);
-    const char *lrank = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    if (lrank && atoi(lrank) > 0)
-        c->local_rank = atoi(lrank);
     if (gethostname(c->host, sizeof c->host - 1) != 0)
         snprintf(c->host, sizeof c->host, "%s", "unknown");
     const char *missing;
@@ -153,11 +148,11 @@ int comm_allreduce(struct comm *c, float *buf, size_t n, int stop_here, struct e
         c->stop = stop_here;
         return 0;
     }
+    double seconds = 0;
     if (c->engine->device_memory) { // the stop flag after it, from the host
-        double t0 = now_seconds();
-        int rc = HELD(c->engine->allreduce_sum(c, buf, n, e));
+        int rc = HELD(c->engine->allreduce_sum(c, buf, n, &seconds, e));
         long most = 0;
-        if (rc || account(c, now_seconds() - t0, n, e) || HELD(c->engine->max(c, stop_here, &most, e)))
+        if (rc || account(c, seconds, n, e) || HELD(c->engine->max(c, stop_here, &most, e)))
             return -1;
         c->stop = (int)most;
         return 0;
@@ -176,9 +171,8 @@ int comm_allreduce(struct comm *c, float *buf, size_t n, int stop_here, struct e
     memcpy(c->scratch, buf, n * sizeof(float));
     c->scratch[n] = stop_here >= COMM_STOP ? 1.0f : 0.0f;
     c->scratch[n + 1] = stop_here >= COMM_FAIL ? 1.0f : 0.0f;
-    double t0 = now_seconds();
-    int rc = HELD(c->engine->allreduce_sum(c, c->scratch, n + 2, e));
-    if (rc || account(c, now_seconds() - t0, n, e))
+    int rc = HELD(c->engine->allreduce_sum(c, c->scratch, n + 2, &seconds, e));
+    if (rc || account(c, seconds, n, e))
         return -1;
     memcpy(buf, c->scratch, n * sizeof(float));
     c->stop = c->scratch[n + 1] > 0.5f ? COMM_FAIL : c->scratch[n] > 0.5f ? COMM_STOP : COMM_GO;
@@ -205,7 +199,55 @@ int comm_allreduce_wait(struct comm *c, double *wait_s, struct error *e)
 
 int comm_sum(struct comm *c, float *buf, size_t n, struct error *e)
 {
-    return c->engine ? HELD(c->engine->allreduce_sum(c, buf, n, e)) : 0;
+    return c->engine ? HELD(c->engine->allreduce_sum(c, buf, n, NULL, e)) : 0;
+}
+
+int comm_device(const struct comm *c, const long *devices, int n_devices)
+{
+    return n_devices > 0 ? (int)devices[c->local_rank % n_devices] : c->local_rank;
+}
+
+int comm_bind(struct comm *c, int device, void *stream, struct error *e)
+{
+    c->stream = stream;
+    if (c->engine && c->engine->bind && HELD(c->engine->bind(c, device, e)))
+        return -1;
+    c->device = device;
+    return 0;
+}
+
+float *comm_buffer(struct comm *c, size_t n, struct error *e)
+{
+    if (c->engine && c->engine->buf_alloc)
+        return c->engine->buf_alloc(c, n, e);
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    if (!p)
+        error_set(e, "out of memory (%zu floats)", n);
+    return p;
+}
+
+void comm_buffer_free(struct comm *c, float *buf)
+{
+    if (c->engine && c->engine->buf_alloc)
+        c->engine->buf_free(c, buf);
+    else
+        free(buf);
+}
+
+int comm_buffer_put(struct comm *c, float *buf, const float *host, size_t n, struct error *e)
+{
+    if (c->engine && c->engine->buf_alloc)
+        return c->engine->buf_copy(c, buf, host, n, true, e);
+    memcpy(buf, host, n * sizeof(float));
+    return 0;
+}
+
+int comm_buffer_get(struct comm *c, float *host, const float *buf, size_t n, struct error *e)
+{
+    if (c->engine && c->engine->buf_alloc)
+        return c->engine->buf_copy(c, host, buf, n, false, e);
+    memcpy(host, buf, n * sizeof(float));
+    return 0;
 }
 
 int comm_bcast(struct comm *c, void *buf, size_t bytes, struct error *e)

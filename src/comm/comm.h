@@ -20,9 +20,11 @@ struct comm {
     const struct comm_engine *engine; // NULL: a world of one
     const char *name;                 // "mpi", "nccl", "self"
     int rank, world;
-    int local_size;                   // ranks on this host
+    int local_size;                   // ranks on this host (MPI_COMM_TYPE_SHARED)
     int local_rank;                   // this rank among them
-    void *stream;                     // nccl: the rank's CUDA stream (the step's queue)
+    int device;                       // the device comm_bind bound, -1 before
+    void *stream;                     // device engines: the CUDA stream the allreduce is
+                                      // queued on (the step's queue); NULL: the engine's own
     char host[256];
     /* accumulated by comm_allreduce since the caller last cleared them */
     double allreduce_s;               // seconds inside the allreduce
@@ -60,8 +62,20 @@ bool comm_launched(void);
 /* Opens the engine `name` ("mpi") when launched by mpirun, else a world of
  * one. Fails (exit 2 material) for an engine not compiled in. */
 int comm_open(struct comm *c, const char *name, struct error *e);
+/* This rank's device: its local rank's entry of devices (n of them, cycled),
+ * or its local rank when there are none. */
+int comm_device(const struct comm *c, const long *devices, int n_devices);
+/* Binds the communicator to this rank's device and the stream its
+ * allreduce is queued on (NULL: the engine's own). A device engine makes
+ * its communicator there (NCCL: once, or again if any rank's device
+ * changed), so that no timed call pays for it. Every rank calls it, with
+ * the same outcome on each (a collective). */
+int comm_bind(struct comm *c, int device, void *stream, struct error *e);
 /* Sums n floats across ranks, in place. `stop_here` is this rank's
- * enum comm_stop; after the call c->stop is the largest over the ranks. Timed. */
+ * enum comm_stop; after the call c->stop is the largest over the ranks.
+ * Timed: the collective's own time, as the engine measures it (a device
+ * engine on its stream, so the step's queued compute before it is not
+ * part of it). */
 int comm_allreduce(struct comm *c, float *buf, size_t n, int stop_here, struct error *e);
 /* Rank 0's `bytes` bytes of buf to every rank. */
 int comm_bcast(struct comm *c, void *buf, size_t bytes, struct error *e);
@@ -74,8 +88,15 @@ int comm_gather(struct comm *c, const void *send, size_t bytes, void *recv, stru
  * engine's own). Every rank must call it after the same allreduces. */
 int comm_allreduce_wait(struct comm *c, double *wait_s, struct error *e);
 /* Sums n floats across ranks in place: the engine's call alone (no stop
- * flag, not timed). */
+ * flag, not timed), on memory the engine sums (comm_buffer's, for a device
+ * engine). */
 int comm_sum(struct comm *c, float *buf, size_t n, struct error *e);
+/* n floats the engine sums: host memory, or device memory of the bound
+ * device for a device engine; put and get copy to and from it. */
+float *comm_buffer(struct comm *c, size_t n, struct error *e);
+void comm_buffer_free(struct comm *c, float *buf);
+int comm_buffer_put(struct comm *c, float *buf, const float *host, size_t n, struct error *e);
+int comm_buffer_get(struct comm *c, float *host, const float *buf, size_t n, struct error *e);
 /* The largest `v` over the ranks, on every rank. */
 int comm_max(struct comm *c, long v, long *max, struct error *e);
 /* Ends the whole job now (after a rank's failure): never returns when an
@@ -88,13 +109,21 @@ struct comm_engine {
     const char *name;
     bool device_memory; // allreduce_sum takes device memory, queued on comm.stream
     int (*open)(struct comm *c, struct error *e);
-    int (*allreduce_sum)(struct comm *c, float *buf, size_t n, struct error *e);
+    /* seconds, when not NULL: the collective's own time */
+    int (*allreduce_sum)(struct comm *c, float *buf, size_t n, double *seconds, struct error *e);
     int (*bcast)(struct comm *c, void *buf, size_t bytes, struct error *e);
     int (*gather)(struct comm *c, const void *send, size_t bytes, void *recv, struct error *e);
     int (*max)(struct comm *c, long v, long *max, struct error *e);
     int (*min)(struct comm *c, double *buf, size_t n, struct error *e); // in place, per element
     void (*abort)(struct comm *c, int code);
     void (*close)(struct comm *c);
+    /* optional (comm_bind): the communicator on this rank's device */
+    int (*bind)(struct comm *c, int device, struct error *e);
+    /* optional (default: host memory): the memory allreduce_sum sums */
+    float *(*buf_alloc)(struct comm *c, size_t n, struct error *e);
+    void (*buf_free)(struct comm *c, float *buf);
+    int (*buf_copy)(struct comm *c, float *dst, const float *src, size_t n, bool to_engine,
+                    struct error *e);
 };
 
 #ifdef DPBENCH_HAVE_MPI

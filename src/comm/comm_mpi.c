@@ -20,7 +20,8 @@
 #define MPI_CALLS(X)                                                                        \
     X(MPI_Init_thread) X(MPI_Initialized) X(MPI_Finalized) X(MPI_Finalize)                  \
     X(MPI_Comm_rank) X(MPI_Comm_size) X(MPI_Allreduce) X(MPI_Bcast) X(MPI_Gather)           \
-    X(MPI_Abort) X(MPI_Get_processor_name) X(MPI_Error_string)
+    X(MPI_Abort) X(MPI_Get_processor_name) X(MPI_Error_string) X(MPI_Comm_split_type)    \
+    X(MPI_Comm_free)
 
 static struct {
     void *lib;
@@ -28,6 +29,7 @@ static struct {
     MPI_CALLS(X)
 #undef X
     MPI_Comm world;
+    MPI_Info info_null;
     MPI_Datatype f32, f64, byte, i64;
     MPI_Op sum, max, min;
 } mpi;
@@ -45,6 +47,7 @@ static int mpi_load(struct error *e)
         {"ompi_mpi_byte", (void **)&mpi.byte},        {"ompi_mpi_long", (void **)&mpi.i64},
         {"ompi_mpi_op_sum", (void **)&mpi.sum},       {"ompi_mpi_op_max", (void **)&mpi.max},
         {"ompi_mpi_double", (void **)&mpi.f64},       {"ompi_mpi_op_min", (void **)&mpi.min},
+        {"ompi_mpi_info_null", (void **)&mpi.info_null},
     };
     /* global: Open MPI's own plugins resolve libmpi's symbols */
     struct dl_error err;
@@ -79,6 +82,19 @@ static int mpi_fail(struct comm *c, int rc, const char *call, struct error *e)
             return mpi_fail(c, rc_, #call, e);                                              \
     } while (0)
 
+/* This rank among the ranks that share its host's memory: MPI's own
+ * answer, so that it holds under any launcher (mpirun, Slurm's srun). */
+static int local_rank(struct comm *c, struct error *e)
+{
+    MPI_Comm local;
+    MPI_CHECK(MPI_Comm_split_type(mpi.world, MPI_COMM_TYPE_SHARED, c->rank, mpi.info_null, &local));
+    int rc = mpi.MPI_Comm_rank(local, &c->local_rank);
+    if (rc == MPI_SUCCESS)
+        rc = mpi.MPI_Comm_size(local, &c->local_size);
+    mpi.MPI_Comm_free(&local);
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(c, rc, "MPI_Comm_rank/size(local)", e);
+}
+
 static int mpi_open(struct comm *c, struct error *e)
 {
     if (mpi_load(e))
@@ -87,15 +103,21 @@ static int mpi_open(struct comm *c, struct error *e)
     MPI_CHECK(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
     MPI_CHECK(MPI_Comm_rank(mpi.world, &c->rank));
     MPI_CHECK(MPI_Comm_size(mpi.world, &c->world));
+    if (local_rank(c, e))
+        return -1;
     char name[MPI_MAX_PROCESSOR_NAME] = "";
     if (mpi.MPI_Get_processor_name(name, &len) == MPI_SUCCESS && name[0])
         snprintf(c->host, sizeof c->host, "%s", name);
     return 0;
 }
 
-static int mpi_allreduce_sum(struct comm *c, float *buf, size_t n, struct error *e)
+static int mpi_allreduce_sum(struct comm *c, float *buf, size_t n, double *seconds,
+                             struct error *e)
 {
+    double t0 = now_seconds();
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, mpi.f32, mpi.sum, mpi.world));
+    if (seconds)
+        *seconds = now_seconds() - t0;
     return 0;
 }
 

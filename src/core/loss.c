@@ -32,6 +32,7 @@ const struct loss_fn loss_mse = {
     .name = "mse",
     .host = mse_host,
     .grad_scale = mse_grad_scale,
+    .device_kernel = "dpbench_loss_mse",
     .sample_sum = mse_sample_sum,
 };
 
@@ -85,6 +86,7 @@ const struct loss_fn loss_cross_entropy = {
     .labels = true,
     .host = ce_host,
     .grad_scale = ce_grad_scale,
+    .device_kernel = "dpbench_loss_cross_entropy",
     .sample_sum = ce_sample_sum,
 };
 

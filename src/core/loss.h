@@ -1,13 +1,14 @@
 /* Losses of the training step. A loss is one `struct loss_fn` in loss.c's
- * table: its name, its host implementation (which the cpu backend runs, and
- * the cuda backend falls back to when it has no device path for it), the
- * factor its gradient carries, and how its raw sum becomes a sum of
- * per-sample losses. The table is the only list of losses: model.loss's
- * allowed values, --help-config and every lookup read it.
+ * table: its name, its host implementation (which the cpu backend runs), the
+ * name of its device kernel (which the cuda backend runs; without one it
+ * falls back to the host function on copies), the factor its gradient
+ * carries, and how its raw sum becomes a sum of per-sample losses. The table
+ * is the only list of losses: model.loss's allowed values, --help-config and
+ * every lookup read it.
  *
  * Adding a loss: its functions and its struct in loss.c, one line in the
- * table (see docs/architecture.md). A backend may add a faster device path
- * for it (backend_cuda.c's cuda_loss does for MSE). */
+ * table (see docs/architecture.md); its kernel, if it has one, in
+ * src/backends/cuda_kernels.cu (and its host twin in tests/fakedriver.c). */
 #ifndef DPBENCH_LOSS_H
 #define DPBENCH_LOSS_H
 
@@ -22,6 +23,9 @@ struct loss_fn {
      * returns the loss's raw sum (what sample_sum turns into per-sample terms). */
     double (*host)(const float *out, const float *y, long rows, int O, float *d);
     float (*grad_scale)(long rows, int O);
+    /* The kernel that computes d and the raw sum on a device, by name in
+     * src/backends/cuda_kernels.cu (same arguments for every loss), or NULL. */
+    const char *device_kernel;
     /* Sum over the batch's samples of each sample's loss, from the raw sum:
      * the batch's mean loss times its rows. */
     double (*sample_sum)(double raw, int O);

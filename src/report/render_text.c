@@ -595,8 +595,8 @@ int report_compare_text(FILE *f, const struct compare_result *c)
 int report_allreduce_text(FILE *f, const struct allreduce_table *t)
 {
     fprintf(f, "# dpbench %s allreduce-bandwidth: engine %s, %d rank%s, float sum in place, "
-               "host memory\n",
-            DPBENCH_VERSION, t->engine, t->world, t->world == 1 ? "" : "s");
+               "%s\n",
+            DPBENCH_VERSION, t->engine, t->world, t->world == 1 ? "" : "s", t->memory);
     fprintf(f, "# time: mean over the ranks of the mean call over `iters` calls after 5 "
                "warm-up calls; #wrong: elements off the expected sum, all ranks\n");
     fprintf(f, "#%12s %12s %6s %6s %7s %11s %10s %10s %7s\n", "size", "count", "type", "redop",

@@ -51,6 +51,8 @@ struct results {
     const char *rounds_end;  // why the rounds ended: "decided", "round cap", "time budget",
                              // "stopped", "failed", "fixed" (--repeat, or one point)
     char command[1024];      // the command line that produced the result
+    struct run_result *live; // a round in progress (train_run's output so far), NULL between
+    int live_run;            // ... the run it is a round of
     bool interrupted;        // by a signal: runs holds only complete epochs
     double estimate_bytes;   // host memory estimated before the run (the largest point)
     double peak_rss_bytes;   // the process's peak resident memory after the runs

@@ -31,7 +31,8 @@ struct backend;
  * the cpu) and checks the world: at most one rank per sample, the same
  * config everywhere. Ranks other than 0 then print nothing on stdout and
  * write no result files. On failure every rank has the same message and
- * the communicator is closed (exit 2 material). */
+ * the communicator is closed (exit 2 material). The communicator is bound
+ * to the rank's device by the runs (comm_bind). */
 int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struct error *e);
 
 #endif

@@ -49,20 +49,30 @@ static int loss_run(struct step *s, const struct step_batch *b, struct epoch_sta
     return 0;
 }
 
+/* The clock starts after the backend's begin, which may wait for the
+ * device (the run-ahead limit): waiting is not issuing. */
 static int step_begin(struct step *s, const struct step_batch *b, double *t0, struct error *e)
 {
+    int rc = s->o->begin ? s->o->begin(s->ctx, b, e) : 0;
     *t0 = now_seconds();
-    return s->o->begin ? s->o->begin(s->ctx, b, e) : 0;
+    s->held_s = 0;
+    return rc;
 }
 
+/* Without `end` the step's host time is its compute time; with it the
+ * backend times the device, and the host's time is its overhead (less the
+ * allreduce's wait for the other ranks). */
 static int step_end(struct step *s, const struct step_batch *b, double t0,
                     struct epoch_stats *st, struct error *e)
 {
     st->samples += b->rows;
-    if (s->o->end)
-        return s->o->end(s->ctx, b, st, e);
-    st->compute_s += now_seconds() - t0;
-    return 0;
+    if (!s->o->end) {
+        st->compute_s += now_seconds() - t0;
+        return 0;
+    }
+    int rc = s->o->end(s->ctx, b, st, e);
+    st->host_s += now_seconds() - t0 - s->held_s;
+    return rc;
 }
 
 /* ---- the steps ------------------------------------------------------------ */
@@ -169,7 +179,10 @@ int step_ddp(struct step *s, const struct step_batch *b, float lr, const struct 
     if (world > 1) {
         if (o->scal(c, 0, s->P, 1.0f / (float)world, s->g[0], e))
             return error_wrap(e, "gradient scale");
-        if (comm->allreduce(comm->arg, s->g[0], s->P, e))
+        double h0 = now_seconds();
+        int rc = comm->allreduce(comm->arg, s->g[0], s->P, e);
+        s->held_s += now_seconds() - h0;
+        if (rc)
             return error_wrap(e, "gradient allreduce");
     }
     /* SGD, the same on every rank */

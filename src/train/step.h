@@ -39,6 +39,8 @@ struct step {
                                  // g[i], or a staged copy on replica 0's device
     float *gathered, *dgathered; // (batch_max, O) on replica 0: outputs, d loss / d outputs
                                  // without the loss's factor (the backward applies it)
+    double held_s;               // this step's seconds in its allreduce (ddp): no part of
+                                 // the host's overhead (epoch_stats.host_s)
 };
 
 /* Starts backend be for setup s and allocates the model, replica 0's

@@ -20,18 +20,30 @@ bool train_progress;
 
 /* What the DDP step's allreduce needs besides the gradient: the comm, and
  * this rank's epoch so far, whose loss (host losses are summed before the
- * allreduce) says whether this rank can go on. */
+ * allreduce) says whether this rank can go on; and where the gradient is in
+ * device memory but the engine sums host memory (cuda with comm mpi), the
+ * step's backend and a host buffer to stage the gradient through. */
 struct grad_arg {
     struct comm *cm;
     const struct epoch_stats *st;
+    struct step *s;
+    float *host;       // (P) the staged gradient; NULL when the engine sums it in place
 };
 
-/* The DDP step's allreduce; this rank's wish to stop travels with it. */
+/* The DDP step's allreduce; this rank's wish to stop travels with it.
+ * Staged: the download waits for the step's queue, the upload for the
+ * copy, so the engine's time stays its own and the copies count as compute. */
 static int grad_allreduce(void *arg, float *buf, size_t n, struct error *e)
 {
     const struct grad_arg *g = arg;
     int wish = !isfinite(g->st->loss_sum) ? COMM_FAIL : stop_requested() ? COMM_STOP : COMM_GO;
-    return comm_allreduce(g->cm, buf, n, wish, e);
+    if (!g->host)
+        return comm_allreduce(g->cm, buf, n, wish, e);
+    const struct device_ops *o = g->s->o;
+    if (o->download(g->s->ctx, 0, g->host, buf, n, e) ||
+        comm_allreduce(g->cm, g->host, n, wish, e))
+        return -1;
+    return o->upload(g->s->ctx, 0, buf, g->host, n, e);
 }
 
 /* Whether to stop after this batch: a signal here, or (several ranks) one
@@ -231,9 +243,7 @@ static void describe_setup(struct train *t)
     for (int i = 0; i < t->n && i < CONFIG_MAX_DEVICES; i++)
         t->device_ids[i] = c->parallel.n_devices ? c->parallel.devices[i] : i;
     if (cm) // one device per rank: the local rank's, or its entry of parallel.devices
-        t->device_ids[0] = c->parallel.n_devices
-                               ? c->parallel.devices[cm->local_rank % c->parallel.n_devices]
-                               : cm->local_rank;
+        t->device_ids[0] = comm_device(cm, c->parallel.devices, c->parallel.n_devices);
     t->setup = (struct backend_setup){
         .features = t->F,
         .out_features = t->O,
@@ -344,25 +354,44 @@ static int measure_floor(struct train *t, struct error *e)
     return floor_measure(t->d, &fs, &t->out->floor, e);
 }
 
+/* The DDP step's allreduce: the communicator bound to this rank's device
+ * and queue (a device engine's collective runs there), and a staging buffer
+ * where the engine cannot read the backend's memory. */
+static int grad_setup(struct train *t, struct error *e)
+{
+    t->ga = (struct grad_arg){t->cm, &t->st, &t->s, NULL};
+    t->sc = (struct step_comm){.world = t->world, .allreduce = grad_allreduce, .arg = &t->ga};
+    if (!t->cm)
+        return 0;
+    void *queue = t->be->ops->queue ? t->be->ops->queue(t->s.ctx, 0) : NULL;
+    if (comm_bind(t->cm, (int)t->device_ids[0], queue, e))
+        return -1;
+    if (t->world > 1 && t->be->device_memory && !comm_engine_device_memory(t->cm->name) &&
+        !(t->ga.host = malloc(t->s.P * sizeof(float))))
+        return error_set(e, "out of memory");
+    return 0;
+}
+
 /* Everything before the first epoch: the result's description, the initial
- * parameters, the loader, the BLAS choice, the floor, the backend's replicas
- * and the result's buffers. */
+ * parameters, the BLAS choice, the backend's replicas, the loader, the floor
+ * and the result's buffers. The backend comes before the loader: a device
+ * backend's init makes the run's device current, so that the loader's
+ * pinned pool belongs to that device's context (pinned first, it would open
+ * a context on device 0 of every process). */
 static int train_setup(struct train *t, struct error *e)
 {
     if (result_begin(t, e) || initial_params(t, e))
         return -1;
     describe_setup(t);
+    if (t->be->host_math && tune_host_blas(t, e)) // the step's math runs on this host
+        return -1;
+    if (step_init(&t->s, t->be, &t->setup, t->loss, e) || grad_setup(t, e))
+        return -1;
     if (loader_init(&t->l, t->d, &t->lo, e))
         return -1;
     t->have_loader = true;
-    if (t->be->host_math && tune_host_blas(t, e)) // the step's math runs on this host
-        return -1;
     if (t->c->report.floor && measure_floor(t, e))
         return -1;
-    if (step_init(&t->s, t->be, &t->setup, t->loss, e))
-        return -1;
-    if (t->cm && t->be->ops->queue) // a device collective runs on the rank's queue
-        t->cm->stream = t->be->ops->queue(t->s.ctx, 0);
     struct run_result *out = t->out;
     out->n_batches = t->l.n_batches;
     out->splits = calloc((size_t)t->l.n_batches * (size_t)t->n, sizeof(long));
@@ -371,8 +400,6 @@ static int train_setup(struct train *t, struct error *e)
     out->b = malloc((size_t)t->O * sizeof(float));
     if (!out->splits || !out->epochs || !out->w || !out->b)
         return error_set(e, "out of memory");
-    t->ga = (struct grad_arg){t->cm, &t->st};
-    t->sc = (struct step_comm){.world = t->world, .allreduce = grad_allreduce, .arg = &t->ga};
     return 0;
 }
 
@@ -526,6 +553,7 @@ static void train_free(struct train *t, int rc)
     if (t->have_loader)
         loader_free(&t->l);
     free(t->w0);
+    free(t->ga.host);
     if (rc && !t->out->failed)
         run_result_free(t->out);
 }
