@@ -240,6 +240,12 @@ expect 2 "aliases" -- --config "$(yaml alias.yaml 'loader:\n  batch_size: &b 4\n
 expect 2 "malformed YAML" -- --config "$(yaml tab.yaml 'loader:\n\tbatch_size: 4\n')"
 expect 2 "overflows" -- --set seed=123456789012345678901234567890
 expect 2 "finite" -- --set train.lr=1e999
+# one number grammar (every numeric key: tests/test_config.c), here the
+# forms that got through: a leading space, hex integers and hex reals
+expect 2 "seed: expected an integer (decimal digits" -- --set seed=' 5'
+expect 2 "seed: expected an integer (decimal digits" -- --set seed=0x10
+expect 2 "train.lr: expected a number (decimal digits" -- --set train.lr=0x1p3
+expect 2 "numbers.yaml:2:7: train.lr: expected a number" -- --config "$(yaml numbers.yaml 'train:\n  lr: 0x1p3\n')"
 expect 2 "cannot create directory" -- --out /proc/dpbench-nope
 # every missing level is created, as mkdir -p does; a dangling symlink is named
 expect 0 "results written to $TMP/deep/b/c/d/" -- --set train.epochs=1 --out "$TMP/deep/b/c/d"
@@ -266,6 +272,18 @@ expect 2 "utf8.yaml:1:" -- --config "$TMP/utf8.yaml"
 # ---- refused up front (exit 2), one line naming the problem
 expect 2 "more than 4096 points" -- --sweep loader.num_workers=0,1,2,3,4,5,6,7 \
     --sweep loader.batch_size=1,2,3,4,5,6,7,8 --sweep seed=1,2,3,4,5,6,7,8 --sweep train.epochs=1,2,3,4,5,6,7,8,9
+# every list's limit is named, whatever its length and wherever it comes from
+# (a fixed buffer said "list too long" or "value list too long" before)
+many() { seq -s, 0 $(($1 - 1)); } # 0,1,...,N-1
+expect 2 "--sweep seed: sweep: seed: at most 64 values" -- --sweep seed="$(many 4096)"
+expect 2 "sweep: seed: at most 64 values" -- --config "$(yaml sweep4096.yaml "sweep:\n  seed: [$(many 4096)]\n")"
+expect 2 "transform.mean: at most 4 values" -- --set transform.mean="$(many 10000)"
+expect 2 "mean100k.yaml:2:9: transform.mean: at most 4 values" -- \
+    --config "$(yaml mean100k.yaml "transform:\n  mean: [$(many 100000)]\n  std: [1]\n")"
+expect 2 "parallel.devices: at most 64 ids" -- --set parallel.devices="[$(many 10000)]"
+expect 2 "sweep: train.lr: at most 64 values" -- --sweep train.lr="$(seq -s, 1 4096 | sed 's/,/e-3,/g')e-3"
+expect 2 "deep.yaml:1:19: YAML nested deeper than 16 levels (the limit" -- \
+    --config "$(yaml deep.yaml "a: $(printf '[%.0s' $(seq 5000))$(printf ']%.0s' $(seq 5000))\n")"
 expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=,'
 expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=1,,2'
 expect 2 "value '02' given twice" -- --sweep loader.num_workers=2,02
