@@ -93,6 +93,21 @@ for u in "${users[@]}"; do
     as $u "-f 2" --out D
     check "$u ulimit -f 2" 1 "RLIMIT_FSIZE, ulimit -f" "results are on stdout"
     grep -q "30 -> 30 (x3)" "$TMP/out" && ok || bad "$u ulimit -f 2: no results on stdout"
+    # ... and every other command that writes files names the limit the same
+    # way, leaving no staging folder (they said only "File too large")
+    while read -r args; do
+        # shellcheck disable=SC2086
+        as $u "-f 2" $args
+        check "$u ulimit -f 2, $args" 1 "RLIMIT_FSIZE, ulimit -f"
+        [ -z "$(find "$TMP/run" -name '*dpbench-stage*')" ] && ok || bad "$u $args: a staging folder left"
+    done <<'ARGS'
+--export D --set dataset.length=1000
+--make-dataset idx D
+--make-dataset idx D --gzip
+--make-dataset cifar10 D
+--make-dataset folder D --size 128x128
+--make-dataset folder D --format png --size 64x64
+ARGS
 done
 
 if [ "${#users[@]}" -gt 1 ]; then
