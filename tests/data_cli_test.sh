@@ -22,6 +22,25 @@ expect 2 "--size: expected WxH" -- --make-dataset folder "$G/x" --size 12
 expect 2 "10 classes of 32x32" -- --make-dataset cifar10 "$G/x" --classes 3
 expect 2 "at most 4096x4096" -- --make-dataset idx "$G/x" --size 5000x5000 --per-class 1
 expect 2 "jpg/train is not empty" -- --make-dataset folder "$G/jpg" --classes 2 --per-class 1
+# a DIR that cannot be a folder is refused as --export refuses it (exit 2,
+# it was 1), for every kind; nothing is written beside it
+touch "$TMP/afile"
+ln -s "$TMP/nowhere" "$TMP/alink"
+for kind in folder cifar10 idx; do
+    expect 2 "--make-dataset README.md: not a directory" -- --make-dataset $kind README.md
+    expect 2 "afile: not a directory" -- --make-dataset $kind "$TMP/afile/sub"
+    expect 2 "alink is a dangling symbolic link" -- --make-dataset $kind "$TMP/alink"
+done
+[ -z "$(find . "$TMP" -maxdepth 1 -name '*dpbench-stage*')" ] && ok || bad "a staging folder left"
+# a dataset.path that is not there: its --make-dataset command once (it was
+# said twice), for every kind, exit 2
+for kind in folder cifar10 idx; do
+    case $kind in folder) p=$TMP/none/train ;; cifar10) p=$TMP/none ;; idx) p=$TMP/none/train-images-idx3-ubyte ;; esac
+    expect 2 "no such dataset: \`dpbench --make-dataset $kind $TMP/none\` writes one" -- \
+        --set dataset.kind=$kind --set dataset.path="$p"
+    n=$(grep -o "make-dataset" "$TMP/err" | wc -l)
+    [ "$n" -eq 1 ] && ok || bad "missing $kind dataset: --make-dataset said $n times: $(cat "$TMP/err")"
+done
 if [ "$(ls "$G/jpg/train")" = "$(printf 'class_00\nclass_01\nclass_02')" ] &&
     [ "$(ls "$G/jpg/train/class_01" | wc -l)" -eq 8 ] && [ "$(ls "$G/jpg/val/class_02" | wc -l)" -eq 2 ] &&
     [ "$(stat -c %s "$G/cifar/data_batch_1.bin")" -eq $((12 * 3073)) ] &&
@@ -293,7 +312,7 @@ for args in "idx $L/a --per-class 50" "cifar10 $L/b/c --per-class 50" "idx $L --
 done
 bash -c 'ulimit -f 100; exec "$@"' - "$BIN" --export "$L/e" --set dataset.length=20000 >/dev/null 2>"$TMP/err"
 rc=$?
-if [ $rc -eq 1 ] && grep -q "File too large (nothing exported" "$TMP/err"; then ok; else bad "ulimit -f, --export: exit $rc: $(cat "$TMP/err")"; fi
+if [ $rc -eq 1 ] && grep -q "File too large: the file-size limit (RLIMIT_FSIZE, ulimit -f) is 102400 bytes; raise it (nothing exported" "$TMP/err"; then ok; else bad "ulimit -f, --export: exit $rc: $(cat "$TMP/err")"; fi
 none_left "$L"
 # a signal mid-write: exit 128 + signal, nothing left
 for sig in TERM INT HUP; do

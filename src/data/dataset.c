@@ -1,7 +1,6 @@
 /* The dataset: its kind builds or loads it (dataset_kinds.c); per-sample access. */
 #include "dataset.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,16 +20,10 @@ size_t dataset_bytes(long length, long features, long out_features)
 
 int dataset_init(struct dataset *d, const struct config *c, struct error *e)
 {
-    if (dataset_kind_of(c)->labelled) {
-        struct stat st;
+    if (dataset_kind_of(c)->labelled) { // a missing one says how to make it (dataset_files.c)
         if (dataset_files_load(d, c, e) == 0)
             return 0;
         dataset_free(d);
-        if (stat(c->dataset.path, &st) != 0 && errno == ENOENT) { // say how to make one
-            struct error why = *e;
-            error_set(e, "%s; dpbench --make-dataset %s DIR writes one (--make-dataset --help)",
-                      why.msg, c->dataset.kind);
-        }
         return -1;
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -423,9 +423,9 @@ int gen_main(int argc, char **argv)
     signal(SIGXFSZ, SIG_IGN);
     struct staging st;
     const char *dir = g.dir;
-    if (staging_open(&st, dir, "--make-dataset", &e)) {
+    if (staging_open(&st, dir, "--make-dataset", &e)) { // DIR unusable: refused, as --export's
         fprintf(stderr, "dpbench: %s\n", e.msg);
-        return 1;
+        return 2;
     }
     g.dir = st.path;
     int rc = g.gk->write(&g, &e); // into the staging folder
