@@ -255,7 +255,7 @@ ln -s "$TMP/nowhere" "$TMP/dangling"
 expect 2 "$TMP/dangling is a dangling symbolic link (to '$TMP/nowhere'" -- --out "$TMP/dangling"
 expect 2 "$TMP/dangling is a dangling symbolic link" -- --out "$TMP/dangling/a/b"
 expect 2 "$TMP/dangling is a dangling symbolic link" -- --export "$TMP/dangling"
-expect 1 "$TMP/dangling is a dangling symbolic link" -- --make-dataset cifar10 "$TMP/dangling/x" --per-class 1
+expect 2 "$TMP/dangling is a dangling symbolic link" -- --make-dataset cifar10 "$TMP/dangling/x" --per-class 1
 if [ ! -e "$TMP/nowhere" ]; then ok; else bad "a dangling --out link was followed"; fi
 # --allreduce-bandwidth --out: the table on stdout and in NAME-STAMP.allreduce.txt
 expect 0 "table written to $TMP/ab/x/bw-" -- --allreduce-bandwidth --set name=bw --out "$TMP/ab/x"
@@ -443,8 +443,43 @@ printf '{"dpbench_h2d_profile": 1, "rows": [{"bytes": 1, "pinned_gbps": -1}]}' >
 expect 2 "rows[0].pinned_gbps: expected a positive number" -- --set parallel.device=emulated \
     --set emulate.profile="$TMP/badprof.json"
 expect 2 "emulate.h2d_gbps: expected a number in" -- --set emulate.h2d_gbps=0
-expect 2 "dpbench --make-dataset folder DIR" -- -c configs/emulated-sync-vs-async.yaml \
-    --set dataset.path="$TMP/no-such-data/train"
+expect 2 "\`dpbench --make-dataset folder $TMP/no-such-data\` writes one" -- \
+    -c configs/emulated-sync-vs-async.yaml --set dataset.path="$TMP/no-such-data/train"
+# every path dpbench reads refuses what is not a regular file at once, never
+# waiting in open() (a FIFO without a writer blocked emulate.profile forever)
+mkfifo "$TMP/fifo-open" # and $TMP/fifo, made above
+"$BIN" --make-dataset idx "$TMP/idx" --classes 2 --per-class 4 >/dev/null
+exec 3<>"$TMP/fifo-open" # a FIFO with a writer (and a reader) holding it open
+for path in "$TMP/fifo" "$TMP/fifo-open" /dev/zero "$TMP"; do
+    for arg in "--config=$path" "--set=emulate.profile=$path" \
+        "--set=dataset.kind=idx --set=dataset.path=$path" \
+        "--set=dataset.kind=idx --set=dataset.path=$TMP/idx/train-images-idx3-ubyte --set=dataset.eval_path=$path"; do
+        start=$(date +%s%N)
+        # shellcheck disable=SC2086
+        timeout -s KILL 20 "$BIN" --set parallel.device=emulated $arg >"$TMP/out" 2>"$TMP/err" </dev/null
+        rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
+        if [ $rc -eq 2 ] && [ $ms -lt 5000 ] && grep -qF "$path: not a regular file" "$TMP/err" &&
+            [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok
+        else bad "$arg -> exit $rc after $ms ms: $(head -c 300 "$TMP/err")"; fi
+    done
+done
+exec 3<&-
+# a signal while every sweep point reads its profile (1 MiB here) stops the
+# checks: 128 + the signal, before the run
+{ printf '{"dpbench_h2d_profile": 1, "rows": [{"bytes": 1048576, "pinned_gbps": 20, "pageable_gbps": 8}]'
+  head -c 1040000 /dev/zero | tr '\0' ' '; printf '}'; } >"$TMP/bigprof.json"
+"$BIN" --set parallel.device=emulated --set emulate.profile="$TMP/bigprof.json" \
+    --sweep seed="$(seq -s, 1 64)" --sweep train.epochs="$(seq -s, 1 64)" >/dev/null 2>"$TMP/err" &
+pid=$!
+sleep 1
+kill -TERM $pid
+start=$(date +%s%N)
+ends=$(timeout 20 tail --pid=$pid -f /dev/null && echo yes)
+wait $pid
+rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
+if [ "$ends" = yes ] && [ $rc -eq 143 ] && [ $ms -lt 5000 ] &&
+    grep -q "interrupted by SIGTERM before the run" "$TMP/err"; then ok
+else bad "SIGTERM while the points read emulate.profile: exit $rc after $ms ms: $(cat "$TMP/err")"; fi
 if "$BIN" -c configs/tutorial.yaml --set parallel.device=emulated --set parallel.replicas=2 \
     --set emulate.compute_us=2000 --set train.epochs=2 --format json >"$TMP/emu.json" &&
     python3 - "$TMP/emu.json" <<'PY'

@@ -177,15 +177,19 @@ else
 fi
 
 # a library call that never returns (tests/stuck_blas.c stands in for one):
-# a signal ends the process 1.5 s later with 128 + the signal and a message,
-# never a hang that only SIGKILL ends
+# a signal ends the process 1.5 s later with 128 + the signal and a message
+# naming the phase it was in (it blamed "a library call" for any phase),
+# never a hang that only SIGKILL ends. Each phase: the BLAS timing before the
+# epochs (the first product), and the epochs (once progress says they run)
 if ${CC:-cc} -shared -fPIC -o "$TMP/stuck.so" tests/stuck_blas.c 2>"$TMP/cc.err"; then
-    for sig in TERM HUP; do
-        rm -f "$TMP/stuck.mark"
-        STUCK_MARK="$TMP/stuck.mark" LD_PRELOAD="$TMP/stuck.so" "$BIN" \
-            --out "$TMP/stuck" >"$TMP/stuck.out" 2>"$TMP/stuck.err" &
+    while IFS='|' read -r sig phase trigger; do
+        rm -f "$TMP/stuck.mark" "$TMP/stuck.trigger" "$TMP/stuck.err"
+        env ${trigger:+STUCK_TRIGGER="$TMP/stuck.trigger"} STUCK_MARK="$TMP/stuck.mark" \
+            LD_PRELOAD="$TMP/stuck.so" "$BIN" --set parallel.blas=openblas --set train.epochs=100000 \
+            --set dataset.sample_cost_us=50 --out "$TMP/stuck" >"$TMP/stuck.out" 2>"$TMP/stuck.err" &
         pid=$!
-        for i in $(seq 3000); do
+        for i in $(seq 3000); do # up to 30 s for the phase
+            [ -n "$trigger" ] && grep -q '^progress: ' "$TMP/stuck.err" && touch "$TMP/stuck.trigger"
             [ -e "$TMP/stuck.mark" ] || ! kill -0 $pid 2>/dev/null && break
             sleep 0.01
         done
@@ -196,10 +200,14 @@ if ${CC:-cc} -shared -fPIC -o "$TMP/stuck.so" tests/stuck_blas.c 2>"$TMP/cc.err"
         want=$((128 + $(kill -l $sig)))
         # the watchdog's 1.5 s, and 3.5 s for scheduling on a loaded machine
         if [ -e "$TMP/stuck.mark" ] && [ $rc -eq $want ] && [ $ms -lt 5000 ] &&
-            grep -q "interrupted by SIG$sig, and the run did not reach a point where it can stop" "$TMP/stuck.err" &&
+            grep -q "interrupted by SIG$sig while $phase, which did not stop within 1.5 s" "$TMP/stuck.err" &&
             [ -z "$(find "$TMP/stuck" -name '*.tmp' 2>/dev/null)" ]; then ok
-        else bad "SIG$sig inside a call that never returns: exit $rc (want $want) after $ms ms: $(head -c 400 "$TMP/stuck.err")"; fi
-    done
+        else bad "SIG$sig inside a call that never returns ($phase): exit $rc (want $want) after $ms ms: $(head -c 400 "$TMP/stuck.err")"; fi
+    done <<'CASES'
+TERM|timing the BLAS libraries for the step|
+HUP|timing the BLAS libraries for the step|
+TERM|running the epochs|trigger
+CASES
 else
     bad "cannot build tests/stuck_blas.c: $(cat "$TMP/cc.err")"
 fi

@@ -948,16 +948,15 @@ out:
 int config_load(struct config *c, const char *path, struct error *e)
 {
     enum { MAX_BYTES = 1 << 20 };
-    /* O_NONBLOCK: a FIFO without a writer must be refused, not waited on */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return error_set(e, "%s: cannot open config: %s", path, strerror(errno));
+    int fd = file_open_regular(path, "config", e); // a FIFO is refused, not waited on
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
         close(fd);
-        return error_set(e, "%s: not a regular file", path);
+        return error_set(e, "%s: cannot read config: %s", path, strerror(err));
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (st.st_size > MAX_BYTES) {
         close(fd);
         return error_set(e, "%s: config is %lld bytes, more than the %d accepted", path,

@@ -1,6 +1,7 @@
 #include "ddp.h"
 
 #include "backend.h"
+#include "signals.h"
 #include "train.h"
 
 #include <math.h>
@@ -131,9 +132,11 @@ int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struc
     if (comm_engine_device_memory(engine) && !be->device_memory)
         return error_set(e, "parallel.comm: %s needs the cuda backend (parallel.device is %s)",
                          engine, be->name);
-    if (comm_open(c, engine, e))
+    const char *before = signals_phase("opening the communicator (waiting for every rank)");
+    int rc = comm_open(c, engine, e);
+    signals_phase(before);
+    if (rc)
         return -1;
-    int rc = 0;
     if (c->world > cfg->dataset.length)
         rc = error_set(e, "parallel.mode ddp: %d ranks for dataset.length %ld; every rank needs "
                           "at least one sample",
