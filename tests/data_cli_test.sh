@@ -102,6 +102,28 @@ expect 2 "transform: only for image data" -- --set transform.hflip=true
 expect 2 "dataset.sample_cost_us: only for the random dataset" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set dataset.sample_cost_us=5
 expect 2 "transform.pad: 4 needs transform.crop" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set transform.pad=4
 expect 2 "expected 1 or 3 values" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set transform.mean=[1,2] --set transform.std=[1,2]
+# the transformed size, for every kind: the memory estimate and --max-memory
+# see it before anything is allocated (a folder's estimate took 5 features
+# from the config and a resize to 8192 allocated 11 GB before a word), and a
+# sample of more floats than dataset.features allows is refused at load
+while read -r kind path big; do
+    D=(--set dataset.kind=$kind --set dataset.path="$G/$path")
+    start=$(date +%s%N)
+    expect 2 "more than the --max-memory limit" -- "${D[@]}" --set transform.resize=8192 --max-memory 4G
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ $ms -lt 5000 ] && ok || bad "$kind: transform.resize 8192 refused after $ms ms"
+    expect 2 "transform.resize $big: $big x $big x " -- "${D[@]}" --set transform.resize=$big \
+        --set loader.batch_size=1
+    grep -qF "features per sample, more than the 1048576 dataset.features allows" "$TMP/err" && ok ||
+        bad "$kind: resize $big: $(cat "$TMP/err")"
+    expect 2 "transform.crop 1100: 1100 x 1100 x " -- "${D[@]}" --set transform.crop=1100 \
+        --set transform.pad=600 --set loader.batch_size=1
+done <<'KINDS'
+idx idx/train-images-idx3-ubyte.gz 1100
+cifar10 cifar 600
+folder jpg/train 600
+folder png/train 600
+KINDS
 
 # ---- bad data: found before training, exit 2 naming the file
 B=$TMP/bad

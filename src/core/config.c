@@ -50,7 +50,7 @@ static const struct key keys[] = {
      "random: the tutorial's RandomDataset with teacher targets; else labelled files at dataset.path"},
     {"dataset.length", KEY_INT, OFF(dataset.length), "100", 1, 1e9, NULL,
      "samples in the dataset"},
-    {"dataset.features", KEY_INT, OFF(dataset.features), "5", 1, 1 << 20, NULL,
+    {"dataset.features", KEY_INT, OFF(dataset.features), "5", 1, CONFIG_MAX_FEATURES, NULL,
      "floats per sample (Linear in_features)"},
     {"dataset.noise", KEY_FLOAT, OFF(dataset.noise), "0.01", 0, 1e6, NULL,
      "standard deviation of the teacher's target noise"},

@@ -15,6 +15,7 @@
 #define CONFIG_MAX_SWEEP_POINTS 4096 // runs one sweep may ask for
 #define CONFIG_STR 256 // longest accepted string value, including the NUL
 #define CONFIG_MAX_CHANNELS 4
+#define CONFIG_MAX_FEATURES (1 << 20) // dataset.features, and a transformed sample
 #define CONFIG_MAX_DEPTH 16 // YAML nesting a config may have (it needs 3)
 
 /* A short list of floats (per-channel mean/std). */

@@ -226,10 +226,41 @@ static int folder_add(struct dataset *d, struct file_data *f, struct folder_scan
     return 0;
 }
 
-/* torchvision's ImageFolder: the classes are root's folders (symlinks to
- * folders too, hidden ones too), sorted; each class's images are found
- * through the whole tree below its folder (struct walk's order), kept when
- * the name has one of torchvision's image extensions. */
+/* torchvision's ImageFolder's classes: root's folders (symlinks to folders
+ * too, hidden ones too), sorted. */
+static int folder_classes(const char *root, char ***classes, int *n_classes, struct error *e)
+{
+    if (list_dir(root, classes, n_classes, e))
+        return -1;
+    int kept = 0;
+    for (int k = 0; k < *n_classes; k++) { // class folders only; files at the root are ignored
+        char dir[PATH_MAX];
+        struct stat st;
+        snprintf(dir, sizeof dir, "%s/%s", root, (*classes)[k]);
+        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+            (*classes)[kept++] = (*classes)[k];
+        else
+            free((*classes)[k]);
+    }
+    *n_classes = kept;
+    if (kept > 0)
+        return 0;
+    free(*classes);
+    *classes = NULL;
+    return error_set(e, "%s: no class folders (expected ROOT/<class>/<image>)", root);
+}
+
+/* Every folder below class folder `dir`, in struct walk's order. */
+static int class_walk(const char *dir, struct walk *w, struct error *e)
+{
+    *w = (struct walk){0};
+    int rc = walk_dir(w, dir, e);
+    qsort(w->dirs, (size_t)w->n, sizeof *w->dirs, cmp_walked);
+    return rc;
+}
+
+/* Each class's images are found through the whole tree below its folder,
+ * kept when the name has one of torchvision's image extensions. */
 static int folder_load(struct dataset *d, struct file_data *f, const char *root, bool train,
                        bool resize, struct error *e)
 {
@@ -237,34 +268,17 @@ static int folder_load(struct dataset *d, struct file_data *f, const char *root,
     char **classes = NULL;
     int n_classes = 0;
     struct folder_scan sc = {.resize = resize};
-    if (list_dir(root, &classes, &n_classes, e))
+    if (folder_classes(root, &classes, &n_classes, e))
         return -1;
-    int kept = 0;
-    for (int k = 0; k < n_classes; k++) { // class folders only; files at the root are ignored
-        char dir[PATH_MAX];
-        struct stat st;
-        snprintf(dir, sizeof dir, "%s/%s", root, classes[k]);
-        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-            classes[kept++] = classes[k];
-        else
-            free(classes[k]);
-    }
-    n_classes = kept;
-    if (n_classes == 0) {
-        free(classes);
-        return error_set(e, "%s: no class folders (expected ROOT/<class>/<image>)", root);
-    }
     f->class_names = classes;
     d->classes = n_classes;
     f->c = 3;
     for (int k = 0; k < n_classes; k++) {
         char dir[PATH_MAX];
-        struct walk w = {0};
+        struct walk w;
         long before = d->length;
-        int rc = 0;
         snprintf(dir, sizeof dir, "%s/%s", root, classes[k]);
-        rc = walk_dir(&w, dir, e);
-        qsort(w.dirs, (size_t)w.n, sizeof *w.dirs, cmp_walked);
+        int rc = class_walk(dir, &w, e);
         for (int i = 0; !rc && i < w.n; i++)
             for (int j = 0; !rc && j < w.dirs[i].n_files; j++) {
                 char path[PATH_MAX];
@@ -289,6 +303,42 @@ static int folder_load(struct dataset *d, struct file_data *f, const char *root,
     return 0;
 }
 
+/* The sizes before loading, from the walk that loading repeats and the
+ * first image's header: its shape is every image's (else loading refuses
+ * them without transform.resize, which makes their size its own). Bytes
+ * kept: each image's path and label. false where loading would fail. */
+static bool folder_size(const char *root, bool train, struct split_size *s)
+{
+    (void)train;
+    char **classes = NULL;
+    struct error e;
+    int n_classes = 0;
+    if (folder_classes(root, &classes, &n_classes, &e))
+        return false;
+    *s = (struct split_size){.c = 3, .classes = n_classes, .transient = HEADER_BYTES};
+    bool ok = true;
+    for (int k = 0; ok && k < n_classes; k++) {
+        char dir[PATH_MAX], path[PATH_MAX];
+        struct walk w;
+        snprintf(dir, sizeof dir, "%s/%s", root, classes[k]);
+        ok = class_walk(dir, &w, &e) == 0;
+        for (int i = 0; ok && i < w.n; i++)
+            for (int j = 0; ok && j < w.dirs[i].n_files; j++) {
+                int kind = image_name(w.dirs[i].files[j]);
+                ok = kind >= 0;
+                if (kind <= 0)
+                    continue;
+                snprintf(path, sizeof path, "%s/%s", w.dirs[i].path, w.dirs[i].files[j]);
+                if (s->length++ == 0)
+                    ok = file_header(path, &s->w, &s->h, &e) == 0;
+                s->kept += strlen(path) + 1 + sizeof(char *) + sizeof(int32_t);
+            }
+        walk_free(&w);
+    }
+    files_free_names(classes, n_classes);
+    return ok && s->length > 0;
+}
+
 static void folder_label_where(const struct file_data *f, long i, char *buf, size_t n)
 {
     snprintf(buf, n, "%s", f->paths[i]);
@@ -298,6 +348,7 @@ const struct dataset_kind dataset_kind_folder = {
     .name = "folder",
     .labelled = true,
     .load = folder_load,
+    .size = folder_size,
     .label_where = folder_label_where,
     .made_in = MADE_IN_PARENT_OF_TRAIN,
 };
