@@ -307,9 +307,8 @@ static int folder_load(struct dataset *d, struct file_data *f, const char *root,
  * first image's header: its shape is every image's (else loading refuses
  * them without transform.resize, which makes their size its own). Bytes
  * kept: each image's path and label. false where loading would fail. */
-static bool folder_size(const char *root, bool train, struct split_size *s)
+static bool folder_walk_size(const char *root, struct split_size *s)
 {
-    (void)train;
     char **classes = NULL;
     struct error e;
     int n_classes = 0;
@@ -337,6 +336,24 @@ static bool folder_size(const char *root, bool train, struct split_size *s)
     }
     files_free_names(classes, n_classes);
     return ok && s->length > 0;
+}
+
+/* Every point of a sweep asks for the same folder's sizes: the last walk is
+ * kept (the estimates run on the main thread, before any run). */
+static bool folder_size(const char *root, bool train, struct split_size *s)
+{
+    (void)train;
+    static struct {
+        char root[PATH_MAX];
+        struct split_size s;
+        bool ok;
+    } last;
+    if (!last.root[0] || strcmp(last.root, root) != 0) {
+        last.ok = folder_walk_size(root, &last.s);
+        snprintf(last.root, sizeof last.root, "%s", root);
+    }
+    *s = last.s;
+    return last.ok;
 }
 
 static void folder_label_where(const struct file_data *f, long i, char *buf, size_t n)
