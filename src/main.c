@@ -844,6 +844,8 @@ static int prepare(struct results *res, const struct options *opts, struct backe
     int rc = EXIT_OK;
     if (c->report.out[0] && report_check_out(c->report.out, c->name, &e))
         rc = EXIT_USAGE; // refused before the run, not after it
+    else if (ddp_check_launch(c, &e)) // a dp process among mpirun's ranks: refused at once
+        rc = EXIT_USAGE;
     else if (check_points(c, opts->max_memory, estimate, &e))
         rc = EXIT_USAGE;
     else if (!stop_requested() && backends_resolve(c, bes, &e))

@@ -124,6 +124,25 @@ out:
     return rc;
 }
 
+int ddp_check_launch(const struct config *cfg, struct error *e)
+{
+    int rank, world = comm_launched_world(&rank);
+    if (world == 1)
+        return 0;
+    const char *dp = strcmp(cfg->parallel.mode, "dp") == 0 ? "" : NULL;
+    for (int i = 0; !dp && i < cfg->n_sweep; i++)
+        for (int j = 0; !dp && strcmp(cfg->sweep[i].key, "parallel.mode") == 0 &&
+                        j < cfg->sweep[i].n_values; j++)
+            if (strcmp(cfg->sweep[i].values[j], "dp") == 0)
+                dp = " (a sweep point)";
+    if (!dp)
+        return 0;
+    return error_set(e, "rank %d of %d: parallel.mode: dp%s runs in one process, but mpirun "
+                        "started this one as a rank of %d (OMPI_COMM_WORLD_SIZE): set "
+                        "parallel.mode: ddp on every rank, or run dp without mpirun",
+                     rank, world, dp, world);
+}
+
 int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struct error *e)
 {
     const char *engine = cfg->parallel.comm;
