@@ -225,6 +225,22 @@ cp -r "$G/jpg/train" "$B/bmp" && echo BM >"$B/bmp/class_01/x.BMP"
 expect 2 "bmp/class_01/x.BMP: torchvision's ImageFolder would load this image, but dpbench decodes only JPEG and PNG" -- --set dataset.kind=folder --set dataset.path="$B/bmp"
 cp -r "$G/jpg/train" "$B/deep" && mkdir -p "$B/deep/class_02/a/b" && mv "$B/deep/class_00/000000.jpg" "$B/deep/class_02/a/b/"
 expect 0 "# data: 24 x 3024 -> 3" -- --set dataset.kind=folder --set dataset.path="$B/deep" --set train.epochs=1
+# folders nested at most 64 deep in a class: 65 are refused naming the limit,
+# and 2030 (as deep as PATH_MAX allows; the walk's recursion crashed dpbench
+# with SIGSEGV) are too
+for depth in 64 65 2030; do
+    rm -rf "$B/nest" && cp -r "$G/jpg/train" "$B/nest"
+    sub=$(printf 'd/%.0s' $(seq $depth))
+    mkdir -p "$B/nest/class_02/$sub"
+    if [ $depth -eq 64 ]; then
+        mv "$B/nest/class_00/000000.jpg" "$B/nest/class_02/$sub"
+        expect 0 "# data: 24 x 3024 -> 3" -- --set dataset.kind=folder --set dataset.path="$B/nest" --set train.epochs=1
+    else
+        expect 2 "folders nested more than 64 deep in a class folder (the limit)" -- \
+            --set dataset.kind=folder --set dataset.path="$B/nest" --set train.epochs=1
+    fi
+done
+rm -rf "$B/nest"
 # a symlink loop below a class folder is an error, not an endless walk
 cp -r "$G/jpg/train" "$B/loop" && mkdir "$B/loop/class_01/sub" && ln -s .. "$B/loop/class_01/sub/up"
 fifo_case() { # FRAGMENT ARGS...: exit 2 with the fragment, within a timeout

@@ -16,7 +16,10 @@
 #include "files.h"
 #include "image.h"
 
-enum { HEADER_BYTES = 64 * 1024 }; // enough for any JPEG/PNG header we meet
+enum {
+    HEADER_BYTES = 64 * 1024, // enough for any JPEG/PNG header we meet
+    FOLDER_MAX_DEPTH = 64,    // folders below a class folder, nested (walk_dir recurses)
+};
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -147,19 +150,25 @@ static int walk_dir(struct walk *w, const char *dir, struct error *e)
     w->up[w->depth++].at = at;
     if (!w->dirs[at].path)
         rc = error_set(e, "%s: out of memory listing the folder", dir);
-    for (int i = 0; i < n; i++) {
-        char path[PATH_MAX];
+    for (int i = 0; i < n; i++) { // the path on the heap: a frame a level stays small
+        char *path = NULL;
         struct stat s;
-        if (!rc && snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path)
+        if (!rc && asprintf(&path, "%s/%s", dir, names[i]) < 0)
+            rc = error_set(e, "%s: out of memory listing the folder", dir);
+        else if (!rc && strlen(path) >= PATH_MAX)
             rc = error_set(e, "%s/%s: path too long", dir, names[i]);
         if (!rc && stat(path, &s) == 0 && S_ISDIR(s.st_mode)) { // a folder: walked, not a file
-            rc = walk_dir(w, path, e);
+            rc = w->depth > FOLDER_MAX_DEPTH
+                     ? error_set(e, "%s: folders nested more than %d deep in a class folder "
+                                    "(the limit)", path, FOLDER_MAX_DEPTH)
+                     : walk_dir(w, path, e);
             free(names[i]);
         } else if (rc) {
             free(names[i]);
         } else {
             names[files++] = names[i];
         }
+        free(path);
     }
     w->depth--;
     w->dirs[at].files = names;
