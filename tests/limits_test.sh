@@ -110,6 +110,47 @@ for u in "${users[@]}"; do
 ARGS
 done
 
+# stack: below the stated minimum (1 MiB; the deepest path measured takes
+# about 200 KiB) every command is refused at start, exit 2, naming
+# RLIMIT_STACK (ulimit -s 64 crashed with SIGSEGV and no word, as did -c on a
+# 5000-deep YAML); at the minimum the deepest paths run: libxsmm's kernel
+# generator on the main thread and the replicas', workers decoding images,
+# async copies, --tune, a 999-deep JSON for compare, the YAML reader
+python3 -c "print('a: ' + '[' * 5000 + ']' * 5000)" >"$TMP/deep.yaml"
+python3 -c "print('[' * 999 + ']' * 999)" >"$TMP/deep.json"
+"$BIN" --format json >"$TMP/a.json" 2>/dev/null
+"$BIN" --make-dataset folder "$TMP/jpg" --classes 2 --per-class 6 >/dev/null
+"$BIN" --make-dataset idx "$TMP/idx" --classes 2 --per-class 6 --gzip >/dev/null
+chmod -R a+rX "$TMP"
+for kb in 64 1023; do
+    while read -r args; do
+        # shellcheck disable=SC2086
+        as self "-s $kb" $args
+        check "ulimit -s $kb, $args" 2 "RLIMIT_STACK, ulimit -s" "raise ulimit -s to at least 1024"
+    done <<ARGS
+--out D
+-c $TMP/deep.yaml
+--make-dataset idx D
+compare $TMP/a.json $TMP/a.json
+--help
+ARGS
+done
+while read -r want args; do
+    # shellcheck disable=SC2086
+    as self "-s 1024" $args
+    if [ "$rc" -eq "$want" ] && ! grep -q RLIMIT_STACK "$TMP/err"; then ok
+    else bad "ulimit -s 1024, $args: exit $rc (want $want): $(head -c 300 "$TMP/err")"; fi
+done <<ARGS
+0 --set dataset.kind=idx --set dataset.path=$TMP/idx/train-images-idx3-ubyte.gz --set parallel.blas=libxsmm --set parallel.replicas=2 --set report.floor=true
+0 --set dataset.kind=folder --set dataset.path=$TMP/jpg/train --set loader.num_workers=2 --set transform.resize=40 --set transform.crop=32
+0 --set parallel.device=emulated --set parallel.devices=[0,0,1] --set loader.pin_memory=true --set loader.async_copy=true
+0 --set dataset.features=65536 --set model.out_features=64 --set dataset.length=64 --set loader.batch_size=32 --set parallel.replicas=2
+0 --tune --set tune.budget_s=2 --set tune.max_workers=2 --set dataset.sample_cost_us=10 --set dataset.length=300
+2 compare $TMP/deep.json $TMP/a.json
+2 -c $TMP/deep.yaml
+0 --make-dataset folder D --format png --classes 2 --per-class 2
+ARGS
+
 if [ "${#users[@]}" -gt 1 ]; then
     # processes: root's threads are not counted, nobody's are (repro 3: the
     # loader deadlocked)
