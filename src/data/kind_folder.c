@@ -51,7 +51,8 @@ static int list_dir(const char *dir, char ***names, int *n, struct error *e)
         len++;
     }
     closedir(dp);
-    qsort(v, (size_t)len, sizeof *v, cmp_str);
+    if (len) // an empty folder has no array (qsort wants one)
+        qsort(v, (size_t)len, sizeof *v, cmp_str);
     *names = v;
     *n = len;
     return 0;
@@ -264,7 +265,8 @@ static int class_walk(const char *dir, struct walk *w, struct error *e)
 {
     *w = (struct walk){0};
     int rc = walk_dir(w, dir, e);
-    qsort(w->dirs, (size_t)w->n, sizeof *w->dirs, cmp_walked);
+    if (w->n) // none when the class folder could not be read
+        qsort(w->dirs, (size_t)w->n, sizeof *w->dirs, cmp_walked);
     return rc;
 }
 
