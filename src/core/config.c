@@ -7,7 +7,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -453,6 +452,20 @@ static int check_text(const struct key *k, const char *v, struct error *e)
     return 0;
 }
 
+static int set_bool(const struct key *k, bool *dst, const char *v, struct error *e)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    static const char *const no[] = {"false", "no", "off", "0"};
+    char b[96];
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0)
+            return *dst = true, 0;
+        if (strcasecmp(v, no[i]) == 0)
+            return *dst = false, 0;
+    }
+    return error_set(e, "%s: expected true or false, found %s", k->path, shown(v, b, sizeof b));
+}
+
 static int set_value(struct config *c, const struct key *k, const char *v, struct error *e)
 {
     char b[96];
@@ -463,18 +476,8 @@ static int set_value(struct config *c, const struct key *k, const char *v, struc
     switch (k->type) {
     case KEY_INT:
         return set_int(k, dst, v, e);
-    case KEY_BOOL: {
-        static const char *const yes[] = {"true", "yes", "on", "1"};
-        static const char *const no[] = {"false", "no", "off", "0"};
-        for (int i = 0; i < 4; i++) {
-            if (strcasecmp(v, yes[i]) == 0)
-                return *(bool *)dst = true, 0;
-            if (strcasecmp(v, no[i]) == 0)
-                return *(bool *)dst = false, 0;
-        }
-        return error_set(e, "%s: expected true or false, found %s", k->path,
-                         shown(v, b, sizeof b));
-    }
+    case KEY_BOOL:
+        return set_bool(k, dst, v, e);
     case KEY_FLOAT:
         return set_float(k, dst, v, e);
     case KEY_STRING:
