@@ -126,7 +126,7 @@ FLAVOUR := $(B)/flavour
 $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL)" ] || echo $(CUDA)$(MPI)$(NCCL) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-tsan \
+.PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-asan-bin test-tsan \
         test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
         test-docs test-tune test-fresh test-same-output bench bench-data bench-tune bench-verdicts clean
 all: dpbench
@@ -241,6 +241,20 @@ $(B)/fuzz_config: tests/fuzz_config.c $(call src_path,$(CPU_SRC)) $(B)/deps.stam
 test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(filter-out tests/test_verdicts.c,$(wildcard tests/test_*.c)))
 	@LABEL=asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
 
+# dpbench itself under ASan + UBSan (the CPU build, with the mpi engine
+# where MPI is found), over the CLI, data-CLI and fuzz corpora
+# (tests/asan_bin_test.sh)
+# (comm.c's table of engines, and main.c, compiled with it)
+ASAN_BIN_SRC := src/main.c $(if $(filter 1,$(MPI)),$(call src_path,comm.c comm_mpi.c))
+ASAN_BIN_OBJ := $(if $(filter 1,$(MPI)),$(filter-out $(B)/asan-obj/comm.o,$(ASAN_OBJ)),$(ASAN_OBJ))
+$(B)/asan/dpbench: $(ASAN_BIN_SRC) $(ASAN_BIN_OBJ) $(B)/deps.stamp
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_FLAGS) $(ASAN) $(if $(filter 1,$(MPI)),-DDPBENCH_HAVE_MPI $(MPI_CFLAGS)) \
+	    -DDPBENCH_GIT='"$(GIT)"' $(ASAN_BIN_SRC) $(ASAN_BIN_OBJ) $(LDLIBS) -o $@
+
+test-asan-bin: $(B)/asan/dpbench
+	@tests/asan_bin_test.sh $<
+
 test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step $(B)/tsan/test_data \
            $(B)/tsan/test_emulated
 	@LABEL=tsan TSAN_OPTIONS="halt_on_error=1" tests/run_unit.sh $^
@@ -316,8 +330,8 @@ test-multinode: dpbench
 # `make test`: every stage, even after a failure, then one table and the total
 # (tests/run_stages.sh). A new stage is one more word here.
 TEST_STAGES := test-unit test-kernels test-cli test-results test-data-cli test-docs test-asan test-tsan \
-               test-ubsan test-fuzz test-valgrind test-scripts test-tune test-ddp test-limits test-cuda-emulated \
-               test-gpu
+               test-ubsan test-fuzz test-asan-bin test-valgrind test-scripts test-tune test-ddp test-limits \
+               test-cuda-emulated test-gpu
 test:
 	@MAKE='$(MAKE)' tests/run_stages.sh $(TEST_STAGES)
 

@@ -22,6 +22,25 @@ expect 2 "--size: expected WxH" -- --make-dataset folder "$G/x" --size 12
 expect 2 "10 classes of 32x32" -- --make-dataset cifar10 "$G/x" --classes 3
 expect 2 "at most 4096x4096" -- --make-dataset idx "$G/x" --size 5000x5000 --per-class 1
 expect 2 "jpg/train is not empty" -- --make-dataset folder "$G/jpg" --classes 2 --per-class 1
+# a DIR that cannot be a folder is refused as --export refuses it (exit 2,
+# it was 1), for every kind; nothing is written beside it
+touch "$TMP/afile"
+ln -s "$TMP/nowhere" "$TMP/alink"
+for kind in folder cifar10 idx; do
+    expect 2 "--make-dataset README.md: not a directory" -- --make-dataset $kind README.md
+    expect 2 "afile: not a directory" -- --make-dataset $kind "$TMP/afile/sub"
+    expect 2 "alink is a dangling symbolic link" -- --make-dataset $kind "$TMP/alink"
+done
+[ -z "$(find . "$TMP" -maxdepth 1 -name '*dpbench-stage*')" ] && ok || bad "a staging folder left"
+# a dataset.path that is not there: its --make-dataset command once (it was
+# said twice), for every kind, exit 2
+for kind in folder cifar10 idx; do
+    case $kind in folder) p=$TMP/none/train ;; cifar10) p=$TMP/none ;; idx) p=$TMP/none/train-images-idx3-ubyte ;; esac
+    expect 2 "no such dataset: \`dpbench --make-dataset $kind $TMP/none\` writes one" -- \
+        --set dataset.kind=$kind --set dataset.path="$p"
+    n=$(grep -o "make-dataset" "$TMP/err" | wc -l)
+    [ "$n" -eq 1 ] && ok || bad "missing $kind dataset: --make-dataset said $n times: $(cat "$TMP/err")"
+done
 if [ "$(ls "$G/jpg/train")" = "$(printf 'class_00\nclass_01\nclass_02')" ] &&
     [ "$(ls "$G/jpg/train/class_01" | wc -l)" -eq 8 ] && [ "$(ls "$G/jpg/val/class_02" | wc -l)" -eq 2 ] &&
     [ "$(stat -c %s "$G/cifar/data_batch_1.bin")" -eq $((12 * 3073)) ] &&
@@ -83,6 +102,28 @@ expect 2 "transform: only for image data" -- --set transform.hflip=true
 expect 2 "dataset.sample_cost_us: only for the random dataset" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set dataset.sample_cost_us=5
 expect 2 "transform.pad: 4 needs transform.crop" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set transform.pad=4
 expect 2 "expected 1 or 3 values" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set transform.mean=[1,2] --set transform.std=[1,2]
+# the transformed size, for every kind: the memory estimate and --max-memory
+# see it before anything is allocated (a folder's estimate took 5 features
+# from the config and a resize to 8192 allocated 11 GB before a word), and a
+# sample of more floats than dataset.features allows is refused at load
+while read -r kind path big; do
+    D=(--set dataset.kind=$kind --set dataset.path="$G/$path")
+    start=$(date +%s%N)
+    expect 2 "more than the --max-memory limit" -- "${D[@]}" --set transform.resize=8192 --max-memory 4G
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ $ms -lt 5000 ] && ok || bad "$kind: transform.resize 8192 refused after $ms ms"
+    expect 2 "transform.resize $big: $big x $big x " -- "${D[@]}" --set transform.resize=$big \
+        --set loader.batch_size=1
+    grep -qF "features per sample, more than the 1048576 dataset.features allows" "$TMP/err" && ok ||
+        bad "$kind: resize $big: $(cat "$TMP/err")"
+    expect 2 "transform.crop 1100: 1100 x 1100 x " -- "${D[@]}" --set transform.crop=1100 \
+        --set transform.pad=600 --set loader.batch_size=1
+done <<'KINDS'
+idx idx/train-images-idx3-ubyte.gz 1100
+cifar10 cifar 600
+folder jpg/train 600
+folder png/train 600
+KINDS
 
 # ---- bad data: found before training, exit 2 naming the file
 B=$TMP/bad
@@ -184,6 +225,22 @@ cp -r "$G/jpg/train" "$B/bmp" && echo BM >"$B/bmp/class_01/x.BMP"
 expect 2 "bmp/class_01/x.BMP: torchvision's ImageFolder would load this image, but dpbench decodes only JPEG and PNG" -- --set dataset.kind=folder --set dataset.path="$B/bmp"
 cp -r "$G/jpg/train" "$B/deep" && mkdir -p "$B/deep/class_02/a/b" && mv "$B/deep/class_00/000000.jpg" "$B/deep/class_02/a/b/"
 expect 0 "# data: 24 x 3024 -> 3" -- --set dataset.kind=folder --set dataset.path="$B/deep" --set train.epochs=1
+# folders nested at most 64 deep in a class: 65 are refused naming the limit,
+# and 2030 (as deep as PATH_MAX allows; the walk's recursion crashed dpbench
+# with SIGSEGV) are too
+for depth in 64 65 2030; do
+    rm -rf "$B/nest" && cp -r "$G/jpg/train" "$B/nest"
+    sub=$(printf 'd/%.0s' $(seq $depth))
+    mkdir -p "$B/nest/class_02/$sub"
+    if [ $depth -eq 64 ]; then
+        mv "$B/nest/class_00/000000.jpg" "$B/nest/class_02/$sub"
+        expect 0 "# data: 24 x 3024 -> 3" -- --set dataset.kind=folder --set dataset.path="$B/nest" --set train.epochs=1
+    else
+        expect 2 "folders nested more than 64 deep in a class folder (the limit)" -- \
+            --set dataset.kind=folder --set dataset.path="$B/nest" --set train.epochs=1
+    fi
+done
+rm -rf "$B/nest"
 # a symlink loop below a class folder is an error, not an endless walk
 cp -r "$G/jpg/train" "$B/loop" && mkdir "$B/loop/class_01/sub" && ln -s .. "$B/loop/class_01/sub/up"
 fifo_case() { # FRAGMENT ARGS...: exit 2 with the fragment, within a timeout
@@ -293,7 +350,7 @@ for args in "idx $L/a --per-class 50" "cifar10 $L/b/c --per-class 50" "idx $L --
 done
 bash -c 'ulimit -f 100; exec "$@"' - "$BIN" --export "$L/e" --set dataset.length=20000 >/dev/null 2>"$TMP/err"
 rc=$?
-if [ $rc -eq 1 ] && grep -q "File too large (nothing exported" "$TMP/err"; then ok; else bad "ulimit -f, --export: exit $rc: $(cat "$TMP/err")"; fi
+if [ $rc -eq 1 ] && grep -q "File too large: the file-size limit (RLIMIT_FSIZE, ulimit -f) is 102400 bytes; raise it (nothing exported" "$TMP/err"; then ok; else bad "ulimit -f, --export: exit $rc: $(cat "$TMP/err")"; fi
 none_left "$L"
 # a signal mid-write: exit 128 + signal, nothing left
 for sig in TERM INT HUP; do

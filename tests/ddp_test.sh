@@ -108,6 +108,111 @@ if [ "$rc" -ne 0 ] && [ "$(grep -c '^dpbench: ' "$TMP/err")" = 1 ] &&
    grep -q "rank 1 (.*): its config differs from rank 0's at loader.batch_size" "$TMP/err" &&
    ! grep -q '^# dpbench' "$TMP/out"; then ok; else bad "config mismatch -> exit $rc: $(cat "$TMP/err")"; fi
 
+# ---- every per-rank config key: a job whose rank 1 differs from rank 0 in
+# it ends at once with a line naming the key (the cross-rank check, or the
+# rank's own refusal of a value it cannot run), never a run or a hang; and
+# parallel.mode both ways: a dp rank never opens the communicator the ddp
+# rank waits in (it ran a whole dp benchmark, then the job hung). Rows are
+# KEY|BOTH RANKS|RANK 0|RANK 1; every key --help-config lists has one.
+I=$TMP/idx-pr
+"$BIN" --make-dataset idx "$I/a" --classes 2 --per-class 4 --eval-per-class 1 >/dev/null &&
+    cp -r "$I/a" "$I/b" || bad "--make-dataset idx for the per-rank keys"
+IDX="--set dataset.kind=idx --set dataset.path=$I/a/train-images-idx3-ubyte"
+printf '{"dpbench_h2d_profile": 1, "rows": [{"bytes": 65536, "pinned_gbps": 9, "pageable_gbps": 3}]}' >"$TMP/prof.json"
+cat >"$TMP/per-rank" <<ROWS
+name|||--set name=other
+seed|||--set seed=1
+dataset.kind|||$IDX
+dataset.length|||--set dataset.length=200
+dataset.features|||--set dataset.features=6
+dataset.noise|||--set dataset.noise=0.5
+dataset.sample_cost_us|||--set dataset.sample_cost_us=1
+dataset.path|$IDX||--set dataset.path=$I/b/train-images-idx3-ubyte
+dataset.eval_path|$IDX||--set dataset.eval_path=$I/b/t10k-images-idx3-ubyte
+dataset.drop_cache|||--set dataset.drop_cache=true
+transform.resize|$IDX||--set transform.resize=20
+transform.crop|$IDX||--set transform.crop=20
+transform.pad|$IDX --set transform.crop=20||--set transform.pad=2
+transform.hflip|$IDX||--set transform.hflip=true
+transform.mean|$IDX||--set transform.mean=[0.5] --set transform.std=[0.5]
+transform.std|$IDX --set transform.mean=[0.5] --set transform.std=[0.5]||--set transform.std=[0.25]
+model.out_features|||--set model.out_features=3
+model.loss|||--set model.loss=mse
+loader.batch_size|||--set loader.batch_size=15
+loader.shuffle|||--set loader.shuffle=false
+loader.drop_last|||--set loader.drop_last=true
+loader.num_workers|||--set loader.num_workers=1
+loader.prefetch_factor|--set loader.num_workers=1||--set loader.prefetch_factor=3
+loader.pin_memory|||--set loader.pin_memory=true
+loader.persistent_workers|--set loader.num_workers=1||--set loader.persistent_workers=true
+loader.async_copy|||--set loader.async_copy=true
+loader.copy_depth|||--set loader.copy_depth=3
+train.epochs|||--set train.epochs=2
+train.warmup_epochs|||--set train.warmup_epochs=1
+train.lr|||--set train.lr=0.02
+parallel.device|||--set parallel.device=emulated
+parallel.mode|||--set parallel.mode=dp
+parallel.mode||--set parallel.mode=dp|
+parallel.comm|||--set parallel.comm=mpi
+parallel.blas|||--set parallel.blas=openblas
+parallel.replicas|||--set parallel.replicas=2
+parallel.devices|--set parallel.device=emulated||--set parallel.devices=[0]
+emulate.h2d_gbps|||--set emulate.h2d_gbps=10
+emulate.pageable_gbps|||--set emulate.pageable_gbps=5
+emulate.launch_us|||--set emulate.launch_us=1
+emulate.compute_us|||--set emulate.compute_us=1
+emulate.p2p_gbps|||--set emulate.p2p_gbps=1
+emulate.profile|||--set emulate.profile=$TMP/prof.json
+report.trace|||--set report.trace=true
+report.format|||--set report.format=json
+report.out|||--set report.out=$TMP/per-rank-out
+report.floor|||--set report.floor=true
+report.verbose|||--set report.verbose=true
+tune.knobs|||--set tune.knobs=num_workers
+tune.max_workers|||--set tune.max_workers=2
+tune.target_au|||--set tune.target_au=0.5
+tune.budget_s|||--set tune.budget_s=10
+bench.threshold|||--set bench.threshold=0.05
+bench.precision|||--set bench.precision=0.02
+bench.budget_s|||--set bench.budget_s=60
+bench.min_rounds|||--set bench.min_rounds=3
+bench.max_rounds|||--set bench.max_rounds=50
+sweep|||--sweep seed=1,2
+ROWS
+keys=$("$BIN" --help-config | awk '!/^#/ {print $1}' | sort -u)
+if [ "$keys" = "$(cut -d'|' -f1 "$TMP/per-rank" | sort -u)" ]; then ok
+else bad "the per-rank table and --help-config's keys differ: $(diff <(echo "$keys") <(cut -d'|' -f1 "$TMP/per-rank" | sort -u) | tr '\n' ' ')"; fi
+# one job: its exit status, its stderr and its time in $TMP/pr-N.*; eight at once (mostly waiting on mpirun)
+per_rank_job() {
+    local n=$1 both=$2 r0=$3 r1=$4 t0
+    t0=$(date +%s%N)
+    # a session folder each: mpiruns started at once race to create a shared one
+    mkdir -p "$TMP/ompi-$n"
+    # shellcheck disable=SC2086
+    TMPDIR=$TMP/ompi-$n timeout -s KILL 60 "${MPIRUN[@]}" 1 "$BIN" --set parallel.mode=ddp --set name=per-rank-$$ $both $r0 : \
+        -np 1 "$BIN" --set parallel.mode=ddp --set name=per-rank-$$ $both $r1 >/dev/null 2>"$TMP/pr-$n.err" </dev/null
+    echo $? >"$TMP/pr-$n.rc"
+    echo $(( ($(date +%s%N) - t0) / 1000000 )) >"$TMP/pr-$n.ms"
+}
+n=0
+while IFS='|' read -r key both r0 r1; do
+    n=$((n + 1))
+    per_rank_job $n "$both" "$r0" "$r1" &
+    [ $((n % 8)) -eq 0 ] && wait
+done <"$TMP/per-rank"
+wait
+n=0
+while IFS='|' read -r key both r0 r1; do
+    n=$((n + 1))
+    rc=$(cat "$TMP/pr-$n.rc") ms=$(cat "$TMP/pr-$n.ms")
+    # prompt: mpirun's own start and abort take about 2 s here; 20 s is a hang
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 137 ] && [ "$ms" -lt 20000 ] &&
+        grep '^dpbench: ' "$TMP/pr-$n.err" | grep -qF -- "$key"; then ok
+    else bad "rank 1 with '$r1', rank 0 with '$r0': exit $rc after $ms ms, no line naming $key: $(head -c 600 "$TMP/pr-$n.err")"; fi
+done <"$TMP/per-rank"
+left=$(rank_pids "name=per-rank-$$")
+[ -z "$left" ] && ok || { bad "ranks left: $left"; kill $left 2>/dev/null; }
+
 # ---- SIGINT to mpirun: it sends SIGTERM to every rank and SIGKILL a second
 # later; every rank stops after the same step and rank 0 writes its result
 # files first (mpirun stops forwarding output): they parse, are marked

@@ -93,7 +93,63 @@ for u in "${users[@]}"; do
     as $u "-f 2" --out D
     check "$u ulimit -f 2" 1 "RLIMIT_FSIZE, ulimit -f" "results are on stdout"
     grep -q "30 -> 30 (x3)" "$TMP/out" && ok || bad "$u ulimit -f 2: no results on stdout"
+    # ... and every other command that writes files names the limit the same
+    # way, leaving no staging folder (they said only "File too large")
+    while read -r args; do
+        # shellcheck disable=SC2086
+        as $u "-f 2" $args
+        check "$u ulimit -f 2, $args" 1 "RLIMIT_FSIZE, ulimit -f"
+        [ -z "$(find "$TMP/run" -name '*dpbench-stage*')" ] && ok || bad "$u $args: a staging folder left"
+    done <<'ARGS'
+--export D --set dataset.length=1000
+--make-dataset idx D
+--make-dataset idx D --gzip
+--make-dataset cifar10 D
+--make-dataset folder D --size 128x128
+--make-dataset folder D --format png --size 64x64
+ARGS
 done
+
+# stack: below the stated minimum (1 MiB; the deepest path measured takes
+# about 200 KiB) every command is refused at start, exit 2, naming
+# RLIMIT_STACK (ulimit -s 64 crashed with SIGSEGV and no word, as did -c on a
+# 5000-deep YAML); at the minimum the deepest paths run: libxsmm's kernel
+# generator on the main thread and the replicas', workers decoding images,
+# async copies, --tune, a 999-deep JSON for compare, the YAML reader
+python3 -c "print('a: ' + '[' * 5000 + ']' * 5000)" >"$TMP/deep.yaml"
+python3 -c "print('[' * 999 + ']' * 999)" >"$TMP/deep.json"
+"$BIN" --format json >"$TMP/a.json" 2>/dev/null
+"$BIN" --make-dataset folder "$TMP/jpg" --classes 2 --per-class 6 >/dev/null
+"$BIN" --make-dataset idx "$TMP/idx" --classes 2 --per-class 6 --gzip >/dev/null
+chmod -R a+rX "$TMP"
+for kb in 64 1023; do
+    while read -r args; do
+        # shellcheck disable=SC2086
+        as self "-s $kb" $args
+        check "ulimit -s $kb, $args" 2 "RLIMIT_STACK, ulimit -s" "raise ulimit -s to at least 1024"
+    done <<ARGS
+--out D
+-c $TMP/deep.yaml
+--make-dataset idx D
+compare $TMP/a.json $TMP/a.json
+--help
+ARGS
+done
+while read -r want args; do
+    # shellcheck disable=SC2086
+    as self "-s 1024" $args
+    if [ "$rc" -eq "$want" ] && ! grep -q RLIMIT_STACK "$TMP/err"; then ok
+    else bad "ulimit -s 1024, $args: exit $rc (want $want): $(head -c 300 "$TMP/err")"; fi
+done <<ARGS
+0 --set dataset.kind=idx --set dataset.path=$TMP/idx/train-images-idx3-ubyte.gz --set parallel.blas=libxsmm --set parallel.replicas=2 --set report.floor=true
+0 --set dataset.kind=folder --set dataset.path=$TMP/jpg/train --set loader.num_workers=2 --set transform.resize=40 --set transform.crop=32
+0 --set parallel.device=emulated --set parallel.devices=[0,0,1] --set loader.pin_memory=true --set loader.async_copy=true
+0 --set dataset.features=65536 --set model.out_features=64 --set dataset.length=64 --set loader.batch_size=32 --set parallel.replicas=2
+0 --tune --set tune.budget_s=2 --set tune.max_workers=2 --set dataset.sample_cost_us=10 --set dataset.length=300
+2 compare $TMP/deep.json $TMP/a.json
+2 -c $TMP/deep.yaml
+0 --make-dataset folder D --format png --classes 2 --per-class 2
+ARGS
 
 if [ "${#users[@]}" -gt 1 ]; then
     # processes: root's threads are not counted, nobody's are (repro 3: the
@@ -162,15 +218,19 @@ else
 fi
 
 # a library call that never returns (tests/stuck_blas.c stands in for one):
-# a signal ends the process 1.5 s later with 128 + the signal and a message,
-# never a hang that only SIGKILL ends
+# a signal ends the process 1.5 s later with 128 + the signal and a message
+# naming the phase it was in (it blamed "a library call" for any phase),
+# never a hang that only SIGKILL ends. Each phase: the BLAS timing before the
+# epochs (the first product), and the epochs (once progress says they run)
 if ${CC:-cc} -shared -fPIC -o "$TMP/stuck.so" tests/stuck_blas.c 2>"$TMP/cc.err"; then
-    for sig in TERM HUP; do
-        rm -f "$TMP/stuck.mark"
-        STUCK_MARK="$TMP/stuck.mark" LD_PRELOAD="$TMP/stuck.so" "$BIN" \
-            --out "$TMP/stuck" >"$TMP/stuck.out" 2>"$TMP/stuck.err" &
+    while IFS='|' read -r sig phase trigger; do
+        rm -f "$TMP/stuck.mark" "$TMP/stuck.trigger" "$TMP/stuck.err"
+        env ${trigger:+STUCK_TRIGGER="$TMP/stuck.trigger"} STUCK_MARK="$TMP/stuck.mark" \
+            LD_PRELOAD="$TMP/stuck.so" "$BIN" --set parallel.blas=openblas --set train.epochs=100000 \
+            --set dataset.sample_cost_us=50 --out "$TMP/stuck" >"$TMP/stuck.out" 2>"$TMP/stuck.err" &
         pid=$!
-        for i in $(seq 3000); do
+        for i in $(seq 3000); do # up to 30 s for the phase
+            [ -n "$trigger" ] && grep -q '^progress: ' "$TMP/stuck.err" && touch "$TMP/stuck.trigger"
             [ -e "$TMP/stuck.mark" ] || ! kill -0 $pid 2>/dev/null && break
             sleep 0.01
         done
@@ -181,10 +241,14 @@ if ${CC:-cc} -shared -fPIC -o "$TMP/stuck.so" tests/stuck_blas.c 2>"$TMP/cc.err"
         want=$((128 + $(kill -l $sig)))
         # the watchdog's 1.5 s, and 3.5 s for scheduling on a loaded machine
         if [ -e "$TMP/stuck.mark" ] && [ $rc -eq $want ] && [ $ms -lt 5000 ] &&
-            grep -q "interrupted by SIG$sig, and the run did not reach a point where it can stop" "$TMP/stuck.err" &&
+            grep -q "interrupted by SIG$sig while $phase, which did not stop within 1.5 s" "$TMP/stuck.err" &&
             [ -z "$(find "$TMP/stuck" -name '*.tmp' 2>/dev/null)" ]; then ok
-        else bad "SIG$sig inside a call that never returns: exit $rc (want $want) after $ms ms: $(head -c 400 "$TMP/stuck.err")"; fi
-    done
+        else bad "SIG$sig inside a call that never returns ($phase): exit $rc (want $want) after $ms ms: $(head -c 400 "$TMP/stuck.err")"; fi
+    done <<'CASES'
+TERM|timing the BLAS libraries for the step|
+HUP|timing the BLAS libraries for the step|
+TERM|running the epochs|trigger
+CASES
 else
     bad "cannot build tests/stuck_blas.c: $(cat "$TMP/cc.err")"
 fi

@@ -218,10 +218,34 @@ static void test_deep_nesting_and_long_strings(void **state)
     memset(deep, '[', depth);
     memset(deep + depth, ']', depth);
     deep[2 * depth] = '\0';
-    BAD(deep, "must be a mapping");
+    BAD(deep, "t.yaml:1:17: YAML nested deeper than 16 levels");
     memcpy(deep, "a: ", 3); /* a: [[[[... */
-    BAD(deep, "t.yaml:1:");
+    BAD(deep, "t.yaml:1:", "nested deeper than 16 levels");
     free(deep);
+    /* every way to nest, 5000 deep: refused at the 17th level, naming the
+     * limit; 16 levels are read (and refused for their shape) */
+    static const char *const open[] = {"[", "{a: ", "- ", "? ", "x:\n"};
+    for (size_t i = 0; i < sizeof open / sizeof *open; i++)
+        for (int levels = 16; levels <= 5000; levels += 5000 - 16) {
+            size_t n = strlen(open[i]);
+            size_t size = (i == 4 ? (size_t)levels + 16 : n) * (size_t)levels + 64;
+            char *t = malloc(size), *p = t;
+            for (int l = 0; l < levels; l++) {
+                if (i == 4) // a block mapping: one more space of indent a level
+                    p += sprintf(p, "%*sk%d:\n", l, "", l);
+                else
+                    p = (char *)memcpy(p, open[i], n) + n;
+            }
+            strcpy(p, i == 4 ? "" : "1\n");
+            struct config c;
+            struct error e = {{0}};
+            int rc = parse(t, strlen(t), &c, &e);
+            config_free(&c);
+            assert_int_equal(rc, -1);
+            if ((strstr(e.msg, "nested deeper than 16 levels") != NULL) != (levels > 16))
+                fail_msg("%d levels of '%s': %s", levels, open[i], e.msg);
+            free(t);
+        }
 
     size_t n = 100000;
     char *longs = malloc(n + 16);
@@ -270,6 +294,102 @@ static void test_files(void **state)
     unlink(path);
 }
 
+/* value for key `path` through --set's route and through YAML's (a quoted
+ * scalar keeps its spaces): accepted or not as `want`, an error naming the key */
+static void number_case(const char *path, const char *value, bool want)
+{
+    struct config c;
+    struct error e = {{0}};
+    char yaml[256];
+    const char *dot = strchr(path, '.');
+    if (dot)
+        snprintf(yaml, sizeof yaml, "%.*s:\n  %s: '%s'\n", (int)(dot - path), path, dot + 1,
+                 value);
+    else
+        snprintf(yaml, sizeof yaml, "%s: '%s'\n", path, value);
+    for (int route = 0; route < 2; route++) {
+        config_defaults(&c);
+        int rc = route == 0 ? config_set(&c, path, value, &e)
+                            : config_parse(&c, yaml, strlen(yaml), "t.yaml", &e);
+        config_free(&c);
+        if (want && rc != 0)
+            fail_msg("%s '%s' refused (%s): %s", path, value, route ? "YAML" : "--set", e.msg);
+        if (!want && rc == 0)
+            fail_msg("%s '%s' accepted (%s)", path, value, route ? "YAML" : "--set");
+        if (!want && (!strstr(e.msg, path) ||
+                      (!strstr(e.msg, "expected") && !strstr(e.msg, "control character"))))
+            fail_msg("%s '%s': the message names neither key nor grammar: %s", path, value,
+                     e.msg);
+    }
+}
+
+/* One number grammar for every numeric key of the table, its list items
+ * too: decimal digits (a real: with a point and exponent), a sign only where
+ * the range is negative, no spaces, hex, inf or nan. */
+static void test_number_grammar_every_key(void **state)
+{
+    (void)state;
+    int numeric = 0;
+    double min, max;
+    const char *type;
+    for (size_t i = 0; (type = config_key_type(i, &min, &max)); i++) {
+        bool real = strcmp(type, "float") == 0 || strcmp(type, "floats") == 0;
+        if (!real && strcmp(type, "int") != 0 && strcmp(type, "int list") != 0)
+            continue;
+        numeric++;
+        const char *path = config_key_name(i);
+        double in = min > 0 ? min : max >= 1 ? 1 : 0; // a value in range
+        char v[64], b[96];
+        snprintf(v, sizeof v, real ? "%.17g" : "%.0f", in);
+        number_case(path, v, true);
+        bool list = strchr(type, ' ') || strcmp(type, "floats") == 0;
+        const char *bad[] = {"\t%s", "0x10", "0X1", "%s_0", "", " %s", "%s ", "%s\n", "1,0"};
+        /* a list's items are trimmed of spaces and split at commas (YAML's
+         * flow style; YAML folds a quoted newline into a space), and an
+         * empty list is a list: its items are checked */
+        for (size_t j = 0; j < sizeof bad / sizeof *bad - (list ? 5 : 0); j++) {
+            snprintf(b, sizeof b, bad[j], v);
+            number_case(path, b, false);
+        }
+        const char *bad_real[] = {"0x1p3", "inf", "nan", ".inf", ".nan", "INF", "1e", "1e+",
+                                  ".", "e3", "1.2.3"};
+        for (size_t j = 0; j < sizeof bad_real / sizeof *bad_real; j++)
+            number_case(path, bad_real[j], false);
+        if (real && max >= 1) { // the decimal forms of a real, of 1 where it is in range
+            assert_true(min <= 1);
+            for (const char *form = "1.0\0" "1.\0" ".1e1\0" "1e0\0" "1E-0\0" "10e-1\0"
+                                    "0.1e+1\0" "1.00E0\0";
+                 *form; form += strlen(form) + 1)
+                number_case(path, form, true);
+        } else if (real) { // ... else of 0.1 (bench.threshold: at most 0.5)
+            assert_true(min <= 0.1 && max >= 0.1);
+            for (const char *form = "0.1\0" ".1\0" "1e-1\0" "1E-1\0" "10e-2\0" "0.01e+1\0";
+                 *form; form += strlen(form) + 1)
+                number_case(path, form, true);
+        } else {
+            for (const char *form = "%s.0\0%se0\0%s.\0"; *form; form += strlen(form) + 1) {
+                snprintf(b, sizeof b, form, v);
+                number_case(path, b, false);
+            }
+            snprintf(b, sizeof b, "00%s", v); // leading zeros: decimal, never octal
+            number_case(path, b, true);
+        }
+        snprintf(b, sizeof b, "+%s", v); // a sign only where negatives are in range
+        number_case(path, b, min < 0);
+        snprintf(b, sizeof b, "-%s", v);
+        number_case(path, b, min < 0 && -in >= min);
+        if (min >= 0) {
+            struct config c;
+            struct error e;
+            config_defaults(&c);
+            assert_int_equal(config_set(&c, path, b, &e), -1);
+            if (!strstr(e.msg, "without a sign"))
+                fail_msg("%s '%s': %s", path, b, e.msg);
+        }
+    }
+    assert_true(numeric >= 20); // the table's ints, floats and lists were all seen
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_deep_nesting_and_long_strings),
         cmocka_unit_test(test_nul_and_invalid_utf8),
         cmocka_unit_test(test_files),
+        cmocka_unit_test(test_number_grammar_every_key),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

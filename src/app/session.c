@@ -101,6 +101,8 @@ static int prepare(struct app *a, struct backends *bes, size_t *estimate)
     int rc = EXIT_OK;
     if (c->report.out[0] && report_check_out(c->report.out, c->name, &e))
         rc = EXIT_USAGE; // refused before the run, not after it
+    else if (ddp_check_launch(c, &e)) // a dp process among mpirun's ranks: refused at once
+        rc = EXIT_USAGE;
     else if (a->points.n == 0 && points_of(c, &a->points, &e))
         rc = EXIT_USAGE;
     else if (sweep_check(&a->points, a->opts.max_memory, true, estimate, &a->rebuild, &e))

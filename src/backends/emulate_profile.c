@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "signals.h"
+
 int h2d_profile_write(const struct h2d_profile *p, const char *dir, char *path, size_t n,
                       struct error *e)
 {
@@ -48,21 +50,34 @@ int h2d_profile_write(const struct h2d_profile *p, const char *dir, char *path, 
     return rc;
 }
 
+/* The file's text, at most 1 MiB. A FIFO or a device is refused without
+ * waiting on it; a signal meanwhile does not fail the read (the checks
+ * around it stop the run), and a read that never returns is the watchdog's,
+ * which names this phase. */
 static int read_text(const char *path, char **out, struct error *e)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return error_set(e, "%s: cannot open: %s", path, strerror(errno));
     enum { MAX_BYTES = 1 << 20 };
+    int fd = file_open_regular(path, NULL, e);
+    if (fd < 0)
+        return -1;
     char *buf = malloc(MAX_BYTES + 1);
-    size_t got = buf ? fread(buf, 1, MAX_BYTES + 1, f) : 0;
-    int bad = ferror(f);
-    fclose(f);
+    size_t got = 0;
+    ssize_t n = 1;
+    const char *before = signals_phase("reading emulate.profile");
+    while (buf && got <= MAX_BYTES && n != 0)
+        if ((n = read(fd, buf + got, MAX_BYTES + 1 - got)) > 0)
+            got += (size_t)n;
+        else if (n < 0 && errno != EINTR)
+            break;
+    signals_phase(before);
+    int err = errno;
+    close(fd);
     if (!buf)
         return error_set(e, "out of memory");
-    if (bad || got > MAX_BYTES) {
+    if (n < 0 || got > MAX_BYTES) {
         free(buf);
-        return error_set(e, "%s: %s", path, bad ? "cannot read" : "larger than 1 MiB");
+        return n < 0 ? error_set(e, "%s: cannot read: %s", path, strerror(err))
+                     : error_set(e, "%s: larger than 1 MiB", path);
     }
     buf[got] = '\0';
     *out = buf;

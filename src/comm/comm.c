@@ -2,6 +2,7 @@
  * one, the allreduce's timing and the stop flag that travels with it. */
 #include "comm.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,22 @@ bool comm_launched(void)
 {
     /* Open MPI's launcher sets these in every rank it starts */
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK");
+}
+
+/* A launcher's positive integer variable, else 0. */
+static int launcher_int(const char *name)
+{
+    const char *v = getenv(name);
+    char *end;
+    long x = v ? strtol(v, &end, 10) : 0;
+    return v && *v && !*end && x > 0 && x <= INT_MAX ? (int)x : 0;
+}
+
+int comm_launched_world(int *rank)
+{
+    *rank = launcher_int("OMPI_COMM_WORLD_RANK");
+    int world = launcher_int("OMPI_COMM_WORLD_SIZE");
+    return world > 0 ? world : 1;
 }
 
 /* The engine of that name, or NULL with what to do about it in *missing. */

@@ -58,6 +58,9 @@ bool comm_engine_device_memory(const char *name);
 const char *comm_auto(bool device_memory);
 /* True when this process was started by mpirun (one rank of a job). */
 bool comm_launched(void);
+/* The ranks of the job mpirun started this process in, before any engine
+ * is open (1 when not launched), and this process's rank in *rank. */
+int comm_launched_world(int *rank);
 
 /* Opens the engine `name` ("mpi") when launched by mpirun, else a world of
  * one. Fails (exit 2 material) for an engine not compiled in. */

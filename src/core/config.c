@@ -7,7 +7,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -49,7 +48,8 @@ static const struct key keys[] = {
      "random: the tutorial's RandomDataset with teacher targets; else labelled files at dataset.path"},
     {"dataset.length", KEY_INT, OFF(dataset.length), "100", 1, 1e9, NULL, KEY_DATA,
      "samples in the dataset"},
-    {"dataset.features", KEY_INT, OFF(dataset.features), "5", 1, 1 << 20, NULL, KEY_DATA,
+    {"dataset.features", KEY_INT, OFF(dataset.features), "5", 1, CONFIG_MAX_FEATURES, NULL,
+     KEY_DATA,
      "floats per sample (Linear in_features)"},
     {"dataset.noise", KEY_FLOAT, OFF(dataset.noise), "0.01", 0, 1e6, NULL, KEY_DATA,
      "standard deviation of the teacher's target noise"},
@@ -330,43 +330,78 @@ static const char *shown(const char *v, char *buf, size_t n)
     return buf;
 }
 
-static int parse_long(const char *v, long *out)
+/* The one number grammar, for YAML scalars and --set alike: an integer is
+ * decimal digits, a real is decimal digits with an optional point and
+ * exponent (1, 1.5, .5, 5., 2e-3); a sign only where the key's range has
+ * negative values; no spaces, no hex (0x10, 0x1p3), no inf or nan, no '_'.
+ * strtoll and strtod accept more (leading spaces, hex, "inf"): they only
+ * convert what this has accepted. The length of the sign and digits. */
+static size_t number_span(const char *v, bool real, bool sign)
 {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end != '\0')
-        return -1;
-    if (errno == ERANGE)
-        return -2;
-    *out = (long)x;
-    return 0;
+    size_t i = sign && (v[0] == '-' || v[0] == '+');
+    size_t digits = strspn(v + i, "0123456789");
+    i += digits;
+    if (real && v[i] == '.') {
+        size_t frac = strspn(v + i + 1, "0123456789");
+        digits += frac;
+        i += 1 + frac;
+    }
+    if (digits == 0)
+        return 0;
+    if (real && (v[i] == 'e' || v[i] == 'E')) {
+        size_t j = i + 1 + (v[i + 1] == '-' || v[i + 1] == '+');
+        size_t exp = strspn(v + j, "0123456789");
+        if (exp == 0)
+            return 0;
+        i = j + exp;
+    }
+    return v[i] == '\0' ? i : 0;
+}
+
+/* 0, or an error naming what the grammar wants when v is not k's number: a
+ * sign on a key without negative values is named as such. */
+static int number_check(const struct key *k, const char *v, bool real, struct error *e)
+{
+    char b[96];
+    bool sign = k->min < 0;
+    if (number_span(v, real, sign))
+        return 0;
+    if (!sign && (v[0] == '-' || v[0] == '+') && number_span(v + 1, real, false))
+        return error_set(e, "%s: expected %s in [%.*g, %.*g] written without a sign, found %s",
+                         k->path, real ? "a number" : "an integer", real ? 6 : 17, k->min,
+                         real ? 6 : 17, k->max, strlen(v) > 40 ? shown(v, b, sizeof b) : v);
+    if (real)
+        return error_set(e, "%s: expected a number (decimal digits, an optional point and "
+                            "exponent: no spaces, hex, inf or nan), found %s",
+                         k->path, shown(v, b, sizeof b));
+    return error_set(e, "%s: expected an integer (decimal digits%s: no spaces, point, exponent "
+                        "or hex), found %s",
+                     k->path, sign ? ", an optional sign" : "", shown(v, b, sizeof b));
 }
 
 static int set_int(const struct key *k, long *dst, const char *v, struct error *e)
 {
     char b[96];
-    long x;
-    int rc = parse_long(v, &x);
-    if (rc == -2)
+    if (number_check(k, v, false, e))
+        return -1;
+    errno = 0;
+    long long x = strtoll(v, NULL, 10);
+    if (errno == ERANGE)
         return error_set(e, "%s: integer %s overflows", k->path, shown(v, b, sizeof b));
-    if (rc < 0)
-        return error_set(e, "%s: expected an integer, found %s", k->path, shown(v, b, sizeof b));
     if ((double)x < k->min || (double)x > k->max)
-        return error_set(e, "%s: expected an integer in [%.0f, %.0f], found %ld", k->path,
+        return error_set(e, "%s: expected an integer in [%.0f, %.0f], found %lld", k->path,
                          k->min, k->max, x);
-    *dst = x;
+    *dst = (long)x;
     return 0;
 }
 
 static int set_float(const struct key *k, double *dst, const char *v, struct error *e)
 {
     char b[96];
-    char *end;
+    if (number_check(k, v, true, e))
+        return -1;
     errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end != '\0' || strcasecmp(v, ".nan") == 0 || strcasecmp(v, ".inf") == 0)
-        return error_set(e, "%s: expected a number, found %s", k->path, shown(v, b, sizeof b));
+    double x = strtod(v, NULL);
     if (errno == ERANGE && fabs(x) <= DBL_MIN) // underflow, not overflow
         x = DBL_MIN / 2;
     else if (!isfinite(x) || errno == ERANGE)
@@ -391,29 +426,27 @@ static int split_list(const struct key *k, const char *v, void *dst,
                                  struct error *e),
                       int *count, struct error *e)
 {
-    char tmp[CONFIG_STR * 4];
-    if (strlen(v) >= sizeof tmp)
-        return error_set(e, "%s: list too long", k->path);
-    snprintf(tmp, sizeof tmp, "%s", v);
+    char *tmp = strdup(v); // as long as it is: the items' count is add's to limit
+    if (!tmp)
+        return error_set(e, "%s: out of memory", k->path);
     char *s = tmp;
     size_t len = strlen(s);
     if (len && s[0] == '[' && s[len - 1] == ']') {
         s[len - 1] = '\0';
         s++;
     }
-    int n = 0;
-    for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok;
+    int n = 0, rc = 0;
+    for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok && !rc;
          tok = strtok_r(NULL, ",", &save)) {
         while (*tok == ' ')
             tok++;
         for (char *t = tok + strlen(tok); t > tok && t[-1] == ' ';)
             *--t = '\0';
-        if (add(k, dst, n, tok, e))
-            return -1;
-        n++;
+        rc = add(k, dst, n++, tok, e);
     }
+    free(tmp);
     *count = n;
-    return 0;
+    return rc;
 }
 
 static int add_device(const struct key *k, void *dst, int i, const char *item, struct error *e)
@@ -459,6 +492,20 @@ static int check_text(const struct key *k, const char *v, struct error *e)
     return 0;
 }
 
+static int set_bool(const struct key *k, bool *dst, const char *v, struct error *e)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    static const char *const no[] = {"false", "no", "off", "0"};
+    char b[96];
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0)
+            return *dst = true, 0;
+        if (strcasecmp(v, no[i]) == 0)
+            return *dst = false, 0;
+    }
+    return error_set(e, "%s: expected true or false, found %s", k->path, shown(v, b, sizeof b));
+}
+
 static int set_value(struct config *c, const struct key *k, const char *v, struct error *e)
 {
     char b[96];
@@ -469,18 +516,8 @@ static int set_value(struct config *c, const struct key *k, const char *v, struc
     switch (k->type) {
     case KEY_INT:
         return set_int(k, dst, v, e);
-    case KEY_BOOL: {
-        static const char *const yes[] = {"true", "yes", "on", "1"};
-        static const char *const no[] = {"false", "no", "off", "0"};
-        for (int i = 0; i < 4; i++) {
-            if (strcasecmp(v, yes[i]) == 0)
-                return *(bool *)dst = true, 0;
-            if (strcasecmp(v, no[i]) == 0)
-                return *(bool *)dst = false, 0;
-        }
-        return error_set(e, "%s: expected true or false, found %s", k->path,
-                         shown(v, b, sizeof b));
-    }
+    case KEY_BOOL:
+        return set_bool(k, dst, v, e);
     case KEY_FLOAT:
         return set_float(k, dst, v, e);
     case KEY_STRING:
@@ -633,11 +670,8 @@ int config_sweep_arg(struct config *c, const char *arg, struct error *e)
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1])
         return error_set(e, "--sweep %s: expected key=v1,v2,...", arg);
-    char key[CONFIG_STR], vals[CONFIG_STR * 4];
+    char key[CONFIG_STR];
     snprintf(key, sizeof key, "%.*s", (int)(eq - arg), arg);
-    if (strlen(eq + 1) >= sizeof vals)
-        return error_set(e, "--sweep %s: value list too long", key);
-    snprintf(vals, sizeof vals, "%s", eq + 1);
     for (int i = 0; i < c->n_sweep; i++)
         if (c->sweep[i].from_cli && strcmp(c->sweep[i].key, key) == 0)
             return error_set(e, "--sweep %s: the key is given twice on the command line (give "
@@ -646,13 +680,18 @@ int config_sweep_arg(struct config *c, const char *arg, struct error *e)
     if (sweep_add(c, key, e))
         return error_wrap(e, "--sweep");
     c->sweep[c->n_sweep - 1].from_cli = true;
-    for (char *tok = vals, *end; tok; tok = end) { // every value, empty ones too
+    char *vals = strdup(eq + 1); // as long as it is: sweep_value limits the count
+    if (!vals)
+        return error_set(e, "--sweep %s: out of memory", key);
+    int rc = 0;
+    for (char *tok = vals, *end; tok && !rc; tok = end) { // every value, empty ones too
         if ((end = strchr(tok, ',')))
             *end++ = '\0';
         if (sweep_value(c, tok, e))
-            return error_wrap(e, "--sweep %s", key);
+            rc = error_wrap(e, "--sweep %s", key);
     }
-    return 0;
+    free(vals);
+    return rc;
 }
 
 /* ---- YAML ---------------------------------------------------------------- */
@@ -747,24 +786,27 @@ static int read_value(struct reader *r, const struct key *k, const char *path)
     if (r->ev.type != YAML_SEQUENCE_START_EVENT ||
         (k->type != KEY_INT_LIST && k->type != KEY_FLOAT_LIST))
         return at(r, m, "%s: expected a scalar value, found %s", path, event_name(r->ev.type));
-    char joined[CONFIG_STR * 4] = "";
-    size_t used = 0;
-    for (;;) {
-        if (next(r))
-            return -1;
-        if (r->ev.type == YAML_SEQUENCE_END_EVENT)
+    /* the items joined as --set writes them, however many: set_value's
+     * list says how many the key takes */
+    char *joined = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&joined, &size);
+    int rc = f ? 0 : at(r, m, "%s: out of memory", path);
+    for (int n = 0; !rc; n++) {
+        if ((rc = next(r)) || r->ev.type == YAML_SEQUENCE_END_EVENT)
             break;
         if (r->ev.type != YAML_SCALAR_EVENT)
-            return at(r, r->ev.start_mark, "%s: expected a list of %s, found %s", path,
-                      k->type == KEY_INT_LIST ? "integers" : "numbers", event_name(r->ev.type));
-        int w = snprintf(joined + used, sizeof joined - used, "%s%s", used ? "," : "", scalar(r));
-        if (w < 0 || (size_t)w >= sizeof joined - used)
-            return at(r, m, "%s: list too long", path);
-        used += (size_t)w;
+            rc = at(r, r->ev.start_mark, "%s: expected a list of %s, found %s", path,
+                    k->type == KEY_INT_LIST ? "integers" : "numbers", event_name(r->ev.type));
+        else if (fprintf(f, "%s%s", n ? "," : "", scalar(r)) < 0)
+            rc = at(r, m, "%s: out of memory", path);
     }
-    if (set_value(r->c, k, joined, r->e))
-        return at(r, m, "%s", r->e->msg);
-    return 0;
+    if (f && fclose(f) != 0 && !rc)
+        rc = at(r, m, "%s: out of memory", path);
+    if (!rc && set_value(r->c, k, joined, r->e))
+        rc = at(r, m, "%s", r->e->msg);
+    free(joined);
+    return rc;
 }
 
 /* A key scalar at the current event; refuses non-scalar keys. */
@@ -868,16 +910,26 @@ static int read_pair(struct reader *r, const char *prefix)
 
 /* The whole text through libyaml once, before any key is read: a syntax error
  * anywhere (an unclosed [ or {, a bad indent) is reported as itself, with its
- * line, rather than as what the half-read value looked like to the reader. */
+ * line, rather than as what the half-read value looked like to the reader.
+ * Nesting deeper than CONFIG_MAX_DEPTH is refused here, at its first level
+ * too many: a config needs 3 (the document, sweep:, a key's list). */
 static int syntax_check(const char *text, size_t len, const char *file, struct error *e)
 {
     struct reader r = {.file = file, .e = e};
     if (!yaml_parser_initialize(&r.parser))
         return error_set(e, "%s: cannot initialise the YAML parser", file);
     yaml_parser_set_input_string(&r.parser, (const unsigned char *)text, len);
-    int rc;
-    while ((rc = next(&r)) == 0 && r.ev.type != YAML_STREAM_END_EVENT)
-        ;
+    int rc, depth = 0;
+    while ((rc = next(&r)) == 0 && r.ev.type != YAML_STREAM_END_EVENT) {
+        yaml_event_type_t t = r.ev.type;
+        depth += t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT;
+        depth -= t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT;
+        if (depth > CONFIG_MAX_DEPTH) {
+            rc = at(&r, r.ev.start_mark, "YAML nested deeper than %d levels (the limit; a "
+                                         "dpbench config needs 3)", CONFIG_MAX_DEPTH);
+            break;
+        }
+    }
     if (r.have_ev)
         yaml_event_delete(&r.ev);
     yaml_parser_delete(&r.parser);
@@ -939,16 +991,15 @@ out:
 int config_load(struct config *c, const char *path, struct error *e)
 {
     enum { MAX_BYTES = 1 << 20 };
-    /* O_NONBLOCK: a FIFO without a writer must be refused, not waited on */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return error_set(e, "%s: cannot open config: %s", path, strerror(errno));
+    int fd = file_open_regular(path, "config", e); // a FIFO is refused, not waited on
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
         close(fd);
-        return error_set(e, "%s: not a regular file", path);
+        return error_set(e, "%s: cannot read config: %s", path, strerror(err));
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (st.st_size > MAX_BYTES) {
         close(fd);
         return error_set(e, "%s: config is %lld bytes, more than the %d accepted", path,
@@ -1164,6 +1215,15 @@ void config_print_help(void *stream)
 }
 
 const char *config_key_name(size_t i) { return i < N_KEYS ? keys[i].path : NULL; }
+
+const char *config_key_type(size_t i, double *min, double *max)
+{
+    if (i >= N_KEYS)
+        return NULL;
+    *min = keys[i].min;
+    *max = keys[i].max;
+    return type_name(&keys[i]);
+}
 
 int config_key_choices(const char *path, char *buf, size_t n)
 {

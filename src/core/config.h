@@ -15,6 +15,8 @@
 #define CONFIG_MAX_SWEEP_POINTS 4096 // runs one sweep may ask for
 #define CONFIG_STR 256 // longest accepted string value, including the NUL
 #define CONFIG_MAX_CHANNELS 4
+#define CONFIG_MAX_FEATURES (1 << 20) // dataset.features, and a transformed sample
+#define CONFIG_MAX_DEPTH 16 // YAML nesting a config may have (it needs 3)
 
 /* A short list of floats (per-channel mean/std). */
 struct float_list {
@@ -151,6 +153,10 @@ void config_print_help(void *stream); // FILE *: the key reference
 struct cJSON *config_to_json(const struct config *c);
 /* Path of the i-th key of the table ("loader.batch_size"), NULL past the end. */
 const char *config_key_name(size_t i);
+/* The i-th key's type as --help-config names it ("int", "float", "int list",
+ * "floats", ...) and its range (numbers, list items; a string's length);
+ * NULL past the end. */
+const char *config_key_type(size_t i, double *min, double *max);
 /* An enum key's allowed values as "a|b|c" (what --help-config prints);
  * -1 for a key that is not an enum. */
 int config_key_choices(const char *path, char *buf, size_t n);

@@ -28,6 +28,14 @@ extern char **environ;
 enum {
     BLAS_BUFFER = 128 << 20, // OpenBLAS's per-thread buffer (BUFFER_SIZE, seen in strace)
     SLACK = 32 << 20,        // the libraries' own mappings, malloc's arenas, cached stacks
+    /* RLIMIT_STACK sizes the main thread's stack and, through glibc, every
+     * other thread's. The deepest path measured takes 210 KiB: libxsmm
+     * generating a kernel, on the main thread or a replica's
+     * (scripts/stack-depth.sh, docs/limits.md; the YAML
+     * reader, the folder walk and cJSON have bounded depths). 1 MiB leaves
+     * about five times that for the paths not measured (CUDA, NCCL, MPI). */
+    STACK_DEEPEST = 210 << 10,
+    STACK_MIN = 1 << 20,
 };
 
 static double mib(size_t bytes) { return (double)bytes / (1 << 20); }
@@ -132,12 +140,39 @@ __attribute__((constructor)) static void rlimits_loaded(void)
     _exit(1); // its half-started pool cannot be shut down
 }
 
+/* Refuses a stack limit below STACK_MIN, before anything runs deep: below
+ * it a thread's stack overflows (SIGSEGV, no word of the limit). Plain
+ * system calls, as in rlimits_preinit. DPBENCH_STACK_MEASURE=1 lets it run
+ * (scripts/stack-depth.sh measures the least each path needs). */
+static void stack_check(char **envp)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_STACK, &r) != 0 || r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= STACK_MIN)
+        return;
+    for (char **v = envp; v && *v; v++)
+        if (strcmp(*v, "DPBENCH_STACK_MEASURE=1") == 0)
+            return;
+    char msg[512];
+    int len = snprintf(msg, sizeof msg,
+                       "dpbench: the stack limit (RLIMIT_STACK, ulimit -s) is %llu KiB; dpbench "
+                       "needs at least %d KiB for the main thread and for each thread, whose "
+                       "stacks this limit sizes (the deepest path measured takes %d KiB): raise "
+                       "ulimit -s to at least %d (KiB)\n",
+                       (unsigned long long)r.rlim_cur / 1024, STACK_MIN >> 10, STACK_DEEPEST >> 10,
+                       STACK_MIN >> 10);
+    if (write(STDERR_FILENO, msg, len > 0 && len < (int)sizeof msg ? (size_t)len : 0) < 0)
+        _exit(2);
+    _exit(2);
+}
+
 /* Runs before every library's constructor (.preinit_array): refuses, with the
- * limit's name, an address space too small for OpenBLAS to start, and
- * catches the SIGINT it raises when a thread does not start. */
+ * limit's name, a stack limit too small for dpbench's deepest path and an
+ * address space too small for OpenBLAS to start, and catches the SIGINT it
+ * raises when a thread does not start. */
 static void rlimits_preinit(int argc, char **argv, char **envp)
 {
     (void)argc, (void)argv;
+    stack_check(envp);
     struct sigaction sa = {.sa_sigaction = on_load_sigint, .sa_flags = SA_SIGINFO};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &sigint_before);

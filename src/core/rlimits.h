@@ -1,8 +1,9 @@
 /* The resource limits a run depends on (setrlimit, the shell's ulimit): the
  * address space (RLIMIT_AS, ulimit -v) that the buffers, thread stacks and
  * OpenBLAS's per-thread buffers take, the processes a user may run
- * (RLIMIT_NPROC, ulimit -u) that every thread counts against, and the size
- * of a file (RLIMIT_FSIZE, ulimit -f). Each is checked before it is needed,
+ * (RLIMIT_NPROC, ulimit -u) that every thread counts against, the size
+ * of a file (RLIMIT_FSIZE, ulimit -f), and the stack (RLIMIT_STACK, ulimit
+ * -s: below 1 MiB refused before anything runs). Each is checked before it is needed,
  * or its failure is explained with the limit's name and the setting to
  * lower, instead of a hang or a bare errno. */
 #ifndef DPBENCH_RLIMITS_H

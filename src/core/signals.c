@@ -64,17 +64,15 @@ static void end_now(void)
         if (__atomic_load_n(&tracked_on[i], __ATOMIC_SEQ_CST))
             unlink(tracked[i]);
     int sig = train_stop ? train_stop : SIGTERM;
-    char msg[256];
+    char msg[384];
     const char *what = __atomic_load_n(&phase, __ATOMIC_SEQ_CST);
-    int n = what ? snprintf(msg, sizeof msg,
-                            "dpbench: interrupted by %s while %s, which did not stop within "
-                            "%.1f s: ending now (temp files removed)\n",
-                            signals_name(sig), what, GRACE_S)
-                 : snprintf(msg, sizeof msg,
-                            "dpbench: interrupted by %s, and the run did not reach a point "
-                            "where it can stop within %.1f s (inside a library call that does "
-                            "not return): ending now, without results\n",
-                            signals_name(sig), GRACE_S);
+    bool held = __atomic_load_n(&call_state, __ATOMIC_SEQ_CST) == IN_CALL;
+    int n = snprintf(msg, sizeof msg,
+                     "dpbench: interrupted by %s while %s%s, which did not stop within %.1f s: "
+                     "ending now (temp files removed)\n",
+                     signals_name(sig), what ? what : "running",
+                     held ? " (in a collective call that did not return: another rank stopped "
+                            "responding)" : "", GRACE_S);
     if (n > 0 && write(STDERR_FILENO, msg, (size_t)n < sizeof msg ? (size_t)n : 0) < 0)
         n = 0;
     _exit(128 + sig);
@@ -132,7 +130,10 @@ void signals_call_end(void)
         pause();
 }
 
-void signals_phase(const char *what) { __atomic_store_n(&phase, what, __ATOMIC_SEQ_CST); }
+const char *signals_phase(const char *what)
+{
+    return __atomic_exchange_n(&phase, what, __ATOMIC_SEQ_CST);
+}
 
 void signals_on_stuck(void (*fn)(void *), void *arg)
 {

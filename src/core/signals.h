@@ -4,7 +4,8 @@
  * 128 + the first signal's number. A signal that arrives while the results
  * are written stops the writing (temp files removed). A watchdog thread ends
  * the process when the main thread has not reached a stop point 1.5 s after
- * a signal (inside a library call that does not return). SIGXFSZ is ignored,
+ * a signal (a library call that does not return, or a phase of dpbench's own
+ * that has no stop point), naming the phase it was in. SIGXFSZ is ignored,
  * so that a write past the file-size limit fails with EFBIG and is reported. */
 #ifndef DPBENCH_SIGNALS_H
 #define DPBENCH_SIGNALS_H
@@ -38,9 +39,11 @@ void signals_untrack(const char *path);
 void signals_call_begin(void);
 void signals_call_end(void);
 void signals_on_stuck(void (*fn)(void *arg), void *arg);
-/* What the main thread does now ("writing the results"), for the watchdog's
- * message; NULL: the run. */
-void signals_phase(const char *what);
+/* What the main thread does now ("writing the results", "loading the
+ * dataset"; a string that lives as long as the program), for the watchdog's
+ * message, which names it; NULL: "running". Returns the phase it replaces,
+ * for the caller to put back when its phase ends. */
+const char *signals_phase(const char *what);
 /* "SIGINT", "SIGTERM", "SIGHUP" */
 const char *signals_name(int sig);
 

@@ -1,6 +1,8 @@
 /* Shared helpers: error formatting and the monotonic clock. */
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -8,7 +10,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 volatile sig_atomic_t train_stop;
 volatile sig_atomic_t train_abort;
@@ -44,6 +48,21 @@ int error_wrap(struct error *e, const char *fmt, ...)
     if (snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old) >= (int)sizeof e->msg)
         memcpy(e->msg + sizeof e->msg - 4, "...", 4); // shortened, still one line
     return -1;
+}
+
+int file_open_regular(const char *path, const char *what, struct error *e)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return error_set(e, "%s: cannot open%s%s: %s", path, what ? " " : "", what ? what : "",
+                         strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return error_set(e, "%s: not a regular file", path);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
 }
 
 double now_seconds(void)

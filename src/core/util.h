@@ -20,6 +20,13 @@ int error_set(struct error *e, const char *fmt, ...)
 int error_wrap(struct error *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Opens path for reading if it is a regular file; anything else (a FIFO,
+ * whose open would wait for a writer: hence O_NONBLOCK, which regular files
+ * ignore; a device; a folder) is refused as "PATH: not a regular file"
+ * without blocking. The descriptor, or -1 with e set ("PATH: cannot open
+ * WHAT: why"; what may be NULL). */
+int file_open_regular(const char *path, const char *what, struct error *e);
+
 double now_seconds(void); // CLOCK_MONOTONIC, seconds
 
 /* Stop requests, set by main's SIGINT/SIGTERM handler. train_stop holds the

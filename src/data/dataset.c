@@ -1,7 +1,6 @@
 /* The dataset: its kind builds or loads it (dataset_kinds.c); per-sample access. */
 #include "dataset.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include "dataset_files.h"
 #include "dataset_kind.h"
 #include "loss.h"
+#include "signals.h"
 
 size_t dataset_bytes(long length, long features, long out_features)
 {
@@ -21,20 +21,19 @@ size_t dataset_bytes(long length, long features, long out_features)
 
 int dataset_init(struct dataset *d, const struct config *c, struct error *e)
 {
-    if (dataset_kind_of(c)->labelled) {
-        struct stat st;
-        if (dataset_files_load(d, c, e) == 0)
-            return 0;
-        dataset_free(d);
-        if (stat(c->dataset.path, &st) != 0 && errno == ENOENT) { // say how to make one
-            struct error why = *e;
-            error_set(e, "%s; dpbench --make-dataset %s DIR writes one (--make-dataset --help)",
-                      why.msg, c->dataset.kind);
-        }
-        return -1;
+    int rc;
+    if (dataset_kind_of(c)->labelled) { // a missing one says how to make it (dataset_files.c)
+        const char *before = signals_phase("loading the dataset (dataset.path)");
+        if ((rc = dataset_files_load(d, c, e)))
+            dataset_free(d);
+        signals_phase(before);
+        return rc;
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return dataset_build(d, c, cores > 0 ? (int)cores : 1, e);
+    const char *before = signals_phase("generating the dataset");
+    rc = dataset_build(d, c, cores > 0 ? (int)cores : 1, e);
+    signals_phase(before);
+    return rc;
 }
 
 int dataset_build(struct dataset *d, const struct config *c, int threads, struct error *e)

@@ -63,6 +63,27 @@ static int labels_check(const struct dataset *d, const struct file_data *f,
 
 /* ---- loading --------------------------------------------------------------- */
 
+/* A sample of oh x ow x c floats against the cap dataset.features has:
+ * the transforms (or the images' own size) must not get around it. */
+static int features_check(const struct transform *tf, int oh, int ow, const char *path,
+                          struct error *e)
+{
+    double features = (double)tf->channels * oh * ow;
+    if (features <= CONFIG_MAX_FEATURES)
+        return 0;
+    const char *key = tf->crop ? "transform.crop" : "transform.resize";
+    if (tf->resize || tf->crop)
+        return error_set(e, "%s %d: %d x %d x %d channel%s = %.0f features per sample, more "
+                            "than the %d dataset.features allows: lower %s",
+                         key, tf->crop ? tf->crop : tf->resize, ow, oh, tf->channels,
+                         tf->channels == 1 ? "" : "s", features, CONFIG_MAX_FEATURES, key);
+    return error_set(e, "%s: images of %dx%d x %d channel%s = %.0f features per sample, more "
+                        "than the %d dataset.features allows: set transform.resize or "
+                        "transform.crop",
+                     path, ow, oh, tf->channels, tf->channels == 1 ? "" : "s", features,
+                     CONFIG_MAX_FEATURES);
+}
+
 /* Loads one split at `path`; `train` turns the random transforms on. */
 static int load_split(struct dataset *d, const struct config *c, const char *path, bool train,
                       struct error *e)
@@ -78,7 +99,8 @@ static int load_split(struct dataset *d, const struct config *c, const char *pat
         return -1;
     int oh, ow;
     if (transform_init(&f->tf, c, f->c, train, e) ||
-        transform_shape(&f->tf, f->h ? f->h : 1, f->w ? f->w : 1, &oh, &ow, e))
+        transform_shape(&f->tf, f->h ? f->h : 1, f->w ? f->w : 1, &oh, &ow, e) ||
+        features_check(&f->tf, oh, ow, path, e))
         return -1;
     long outputs;
     if (labels_check(d, f, c, train, &outputs, e))
@@ -205,7 +227,8 @@ bool dataset_files_size(const struct config *c, struct files_size *s)
     if (ev[0] && !split_size(c, ev, false, &v))
         v.kept = v.transient = 0; // loading reports a bad eval split
     s->length = t.length;
-    s->features = t.c * oh * ow;
+    s->features = (double)t.c * oh * ow > INT_MAX ? INT_MAX : t.c * oh * ow; // loading refuses
+    // more than CONFIG_MAX_FEATURES; the estimate sees them, the memory they would take
     s->classes = t.classes;
     s->bytes = t.kept + v.kept + (t.transient > v.transient ? t.transient : v.transient);
     return true;

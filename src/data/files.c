@@ -2,7 +2,6 @@
 #include "files.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,27 +21,12 @@ int files_add_source(struct file_data *f, const char *path, struct error *e)
     return 0;
 }
 
-/* Opens a regular file for reading; anything else (a FIFO would block the
- * open itself, hence O_NONBLOCK, which regular files ignore) is refused. */
-static int open_regular(const char *path, struct error *e)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0)
-        return error_set(e, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return error_set(e, "%s: not a regular file", path);
-    }
-    return fd;
-}
-
 /* Reads a file (gzip-compressed or plain: zlib reads both), at most `max`
  * bytes of its content, so that a small gzip file cannot expand without
  * bound (*n = max + 1 flags more). A truncated gzip stream is an error. */
 int files_read_all(const char *path, size_t max, uint8_t **buf, size_t *n, struct error *e)
 {
-    int fd = open_regular(path, e);
+    int fd = file_open_regular(path, NULL, e);
     if (fd < 0)
         return -1;
     gzFile g = gzdopen(fd, "rb");
@@ -96,7 +80,7 @@ int files_read_all(const char *path, size_t max, uint8_t **buf, size_t *n, struc
 int files_read_plain(const char *path, size_t max, uint8_t **buf, size_t *n, bool *whole,
                      struct error *e)
 {
-    int fd = open_regular(path, e);
+    int fd = file_open_regular(path, NULL, e);
     if (fd < 0)
         return -1;
     struct stat st;

@@ -19,6 +19,7 @@
 
 #include "dataset_kind.h"
 #include "image.h"
+#include "rlimits.h"
 #include "rng.h"
 #include "staging.h"
 #include "util.h"
@@ -115,17 +116,25 @@ static int write_folder(const struct gen *g, const char *split, int per_class, u
     return rc;
 }
 
+/* A write that failed with err; a file past RLIMIT_FSIZE (EFBIG) names it. */
+static int write_failed(const char *path, const char *how, int err, struct error *e)
+{
+    char why[256];
+    return error_set(e, "%s: cannot write%s: %s", path, how,
+                     rlimits_write_error(err, why, sizeof why));
+}
+
 static int write_bytes(FILE *f, const void *p, size_t n, const char *path, struct error *e)
 {
     if (fwrite(p, 1, n, f) != n)
-        return error_set(e, "%s: cannot write: %s", path, strerror(errno));
+        return write_failed(path, "", errno, e);
     return 0;
 }
 
 static int close_file(FILE *f, const char *path, int rc, struct error *e)
 {
     if (fclose(f) != 0 && !rc)
-        return error_set(e, "%s: cannot write: %s", path, strerror(errno));
+        return write_failed(path, "", errno, e);
     return rc;
 }
 
@@ -140,7 +149,7 @@ static int write_cifar(const struct gen *g, const char *const *names, int n_file
         snprintf(path, sizeof path, "%s/%s", g->dir, names[i]);
         FILE *f = fopen(path, "wb");
         if (!f)
-            return error_set(e, "%s: cannot write: %s", path, strerror(errno));
+            return write_failed(path, "", errno, e);
         int rc = 0;
         for (long j = i; j < total && !rc && !stop_requested(); j += n_files) {
             int k = (int)(j % g->classes);
@@ -162,7 +171,9 @@ static int gz_failed(gzFile z, const char *path, struct error *e)
 {
     int err = errno, zerr;
     const char *msg = gzerror(z, &zerr);
-    return error_set(e, "%s: cannot write (gzip): %s", path, zerr == Z_ERRNO ? strerror(err) : msg);
+    if (zerr == Z_ERRNO)
+        return write_failed(path, " (gzip)", err, e);
+    return error_set(e, "%s: cannot write (gzip): %s", path, msg);
 }
 
 static void put_be32(uint8_t *p, uint32_t v)
@@ -200,17 +211,16 @@ static int write_idx(const struct gen *g, const char *prefix, int per_class, uin
         if (g->gzip) {
             gzFile z = gzopen(path, "wb");
             if (!z)
-                rc = error_set(e, "%s: cannot write: %s", path, strerror(errno));
+                rc = write_failed(path, "", errno, e);
             else if (gzwrite(z, data[i], (unsigned)size[i]) != (int)size[i])
                 rc = gz_failed(z, path, e);
             errno = 0;
             if (z && gzclose(z) != Z_OK && !rc)
-                rc = error_set(e, "%s: cannot write (gzip): %s", path,
-                               strerror(errno ? errno : EIO));
+                rc = write_failed(path, " (gzip)", errno ? errno : EIO, e);
         } else {
             FILE *f = fopen(path, "wb");
             if (!f)
-                rc = error_set(e, "%s: cannot write: %s", path, strerror(errno));
+                rc = write_failed(path, "", errno, e);
             else
                 rc = close_file(f, path, write_bytes(f, data[i], size[i], path, e), e);
         }
@@ -413,9 +423,9 @@ int gen_main(int argc, char **argv)
     signal(SIGXFSZ, SIG_IGN);
     struct staging st;
     const char *dir = g.dir;
-    if (staging_open(&st, dir, "--make-dataset", &e)) {
+    if (staging_open(&st, dir, "--make-dataset", &e)) { // DIR unusable: refused, as --export's
         fprintf(stderr, "dpbench: %s\n", e.msg);
-        return 1;
+        return 2;
     }
     g.dir = st.path;
     int rc = g.gk->write(&g, &e); // into the staging folder

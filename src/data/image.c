@@ -15,6 +15,8 @@
 #include <jerror.h>
 #include <png.h>
 
+#include "rlimits.h"
+
 enum image_format image_sniff(const unsigned char *buf, size_t n)
 {
     if (n >= 3 && buf[0] == 0xFF && buf[1] == 0xD8 && buf[2] == 0xFF)
@@ -154,19 +156,26 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
     return 0;
 }
 
-static int jpeg_write(FILE *f, const uint8_t *rgb, int w, int h, int quality, struct error *e)
+/* Encodes into memory (*out, *n; free() it): the file is written by
+ * image_write, which alone sees the system's errors. */
+static int jpeg_encode(const uint8_t *rgb, int w, int h, int quality, unsigned char **out,
+                       unsigned long *n, struct error *e)
 {
     struct jpeg_compress_struct cinfo;
     struct jpeg_err je;
     cinfo.err = jpeg_std_error(&je.mgr);
     je.mgr.error_exit = jpeg_fail;
     je.mgr.output_message = jpeg_quiet;
+    *out = NULL;
+    *n = 0;
     if (setjmp(je.jump)) {
         jpeg_destroy_compress(&cinfo);
+        free(*out);
+        *out = NULL;
         return error_set(e, "JPEG encoder: %s", je.msg);
     }
     jpeg_create_compress(&cinfo);
-    jpeg_stdio_dest(&cinfo, f);
+    jpeg_mem_dest(&cinfo, out, n);
     cinfo.image_width = (JDIMENSION)w;
     cinfo.image_height = (JDIMENSION)h;
     cinfo.input_components = 3;
@@ -327,27 +336,43 @@ int image_decode(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, int 
     return decode(buf, n, rgb, w, h, e);
 }
 
+/* PNG through libpng's simplified API, into memory as jpeg_encode does. */
+static int png_encode(const uint8_t *rgb, int w, int h, unsigned char **out, unsigned long *n,
+                      struct error *e)
+{
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    img.width = (png_uint_32)w;
+    img.height = (png_uint_32)h;
+    img.format = PNG_FORMAT_RGB;
+    png_alloc_size_t size = 0;
+    *out = NULL;
+    if (png_image_write_to_memory(&img, NULL, &size, 0, rgb, 0, NULL) && size > 0 &&
+        (*out = malloc(size)) && png_image_write_to_memory(&img, *out, &size, 0, rgb, 0, NULL)) {
+        *n = (unsigned long)size;
+        return 0;
+    }
+    free(*out);
+    *out = NULL;
+    return error_set(e, "cannot encode PNG: %s", img.message[0] ? img.message : "out of memory");
+}
+
 int image_write(const char *path, enum image_format f, const uint8_t *rgb, int w, int h,
                 int quality, struct error *e)
 {
-    if (f == IMAGE_PNG) {
-        png_image img;
-        memset(&img, 0, sizeof img);
-        img.version = PNG_IMAGE_VERSION;
-        img.width = (png_uint_32)w;
-        img.height = (png_uint_32)h;
-        img.format = PNG_FORMAT_RGB;
-        if (!png_image_write_to_file(&img, path, 0, rgb, 0, NULL))
-            return error_set(e, "%s: cannot write PNG: %s", path, img.message);
-        return 0;
-    }
-    FILE *fp = fopen(path, "wb");
-    if (!fp)
-        return error_set(e, "%s: cannot write: %s", path, strerror(errno));
-    int rc = jpeg_write(fp, rgb, w, h, quality, e);
-    if (fclose(fp) != 0 && !rc)
-        rc = error_set(e, "%s: cannot write: %s", path, strerror(errno));
-    if (rc)
+    unsigned char *buf;
+    unsigned long n;
+    if (f == IMAGE_PNG ? png_encode(rgb, w, h, &buf, &n, e)
+                       : jpeg_encode(rgb, w, h, quality, &buf, &n, e))
         return error_wrap(e, "%s", path);
-    return 0;
+    char why[256];
+    int rc = 0;
+    FILE *fp = fopen(path, "wb");
+    if (!fp || fwrite(buf, 1, n, fp) != n)
+        rc = error_set(e, "%s: cannot write: %s", path, rlimits_write_error(errno, why, sizeof why));
+    if (fp && fclose(fp) != 0 && !rc)
+        rc = error_set(e, "%s: cannot write: %s", path, rlimits_write_error(errno, why, sizeof why));
+    free(buf);
+    return rc;
 }

@@ -16,7 +16,10 @@
 #include "files.h"
 #include "image.h"
 
-enum { HEADER_BYTES = 64 * 1024 }; // enough for any JPEG/PNG header we meet
+enum {
+    HEADER_BYTES = 64 * 1024, // enough for any JPEG/PNG header we meet
+    FOLDER_MAX_DEPTH = 64,    // folders below a class folder, nested (walk_dir recurses)
+};
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -48,7 +51,8 @@ static int list_dir(const char *dir, char ***names, int *n, struct error *e)
         len++;
     }
     closedir(dp);
-    qsort(v, (size_t)len, sizeof *v, cmp_str);
+    if (len) // an empty folder has no array (qsort wants one)
+        qsort(v, (size_t)len, sizeof *v, cmp_str);
     *names = v;
     *n = len;
     return 0;
@@ -147,19 +151,25 @@ static int walk_dir(struct walk *w, const char *dir, struct error *e)
     w->up[w->depth++].at = at;
     if (!w->dirs[at].path)
         rc = error_set(e, "%s: out of memory listing the folder", dir);
-    for (int i = 0; i < n; i++) {
-        char path[PATH_MAX];
+    for (int i = 0; i < n; i++) { // the path on the heap: a frame a level stays small
+        char *path = NULL;
         struct stat s;
-        if (!rc && snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path)
+        if (!rc && asprintf(&path, "%s/%s", dir, names[i]) < 0)
+            rc = error_set(e, "%s: out of memory listing the folder", dir);
+        else if (!rc && strlen(path) >= PATH_MAX)
             rc = error_set(e, "%s/%s: path too long", dir, names[i]);
         if (!rc && stat(path, &s) == 0 && S_ISDIR(s.st_mode)) { // a folder: walked, not a file
-            rc = walk_dir(w, path, e);
+            rc = w->depth > FOLDER_MAX_DEPTH
+                     ? error_set(e, "%s: folders nested more than %d deep in a class folder "
+                                    "(the limit)", path, FOLDER_MAX_DEPTH)
+                     : walk_dir(w, path, e);
             free(names[i]);
         } else if (rc) {
             free(names[i]);
         } else {
             names[files++] = names[i];
         }
+        free(path);
     }
     w->depth--;
     w->dirs[at].files = names;
@@ -226,10 +236,42 @@ static int folder_add(struct dataset *d, struct file_data *f, struct folder_scan
     return 0;
 }
 
-/* torchvision's ImageFolder: the classes are root's folders (symlinks to
- * folders too, hidden ones too), sorted; each class's images are found
- * through the whole tree below its folder (struct walk's order), kept when
- * the name has one of torchvision's image extensions. */
+/* torchvision's ImageFolder's classes: root's folders (symlinks to folders
+ * too, hidden ones too), sorted. */
+static int folder_classes(const char *root, char ***classes, int *n_classes, struct error *e)
+{
+    if (list_dir(root, classes, n_classes, e))
+        return -1;
+    int kept = 0;
+    for (int k = 0; k < *n_classes; k++) { // class folders only; files at the root are ignored
+        char dir[PATH_MAX];
+        struct stat st;
+        snprintf(dir, sizeof dir, "%s/%s", root, (*classes)[k]);
+        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+            (*classes)[kept++] = (*classes)[k];
+        else
+            free((*classes)[k]);
+    }
+    *n_classes = kept;
+    if (kept > 0)
+        return 0;
+    free(*classes);
+    *classes = NULL;
+    return error_set(e, "%s: no class folders (expected ROOT/<class>/<image>)", root);
+}
+
+/* Every folder below class folder `dir`, in struct walk's order. */
+static int class_walk(const char *dir, struct walk *w, struct error *e)
+{
+    *w = (struct walk){0};
+    int rc = walk_dir(w, dir, e);
+    if (w->n) // none when the class folder could not be read
+        qsort(w->dirs, (size_t)w->n, sizeof *w->dirs, cmp_walked);
+    return rc;
+}
+
+/* Each class's images are found through the whole tree below its folder,
+ * kept when the name has one of torchvision's image extensions. */
 static int folder_load(struct dataset *d, struct file_data *f, const char *root, bool train,
                        bool resize, struct error *e)
 {
@@ -237,34 +279,17 @@ static int folder_load(struct dataset *d, struct file_data *f, const char *root,
     char **classes = NULL;
     int n_classes = 0;
     struct folder_scan sc = {.resize = resize};
-    if (list_dir(root, &classes, &n_classes, e))
+    if (folder_classes(root, &classes, &n_classes, e))
         return -1;
-    int kept = 0;
-    for (int k = 0; k < n_classes; k++) { // class folders only; files at the root are ignored
-        char dir[PATH_MAX];
-        struct stat st;
-        snprintf(dir, sizeof dir, "%s/%s", root, classes[k]);
-        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-            classes[kept++] = classes[k];
-        else
-            free(classes[k]);
-    }
-    n_classes = kept;
-    if (n_classes == 0) {
-        free(classes);
-        return error_set(e, "%s: no class folders (expected ROOT/<class>/<image>)", root);
-    }
     f->class_names = classes;
     d->classes = n_classes;
     f->c = 3;
     for (int k = 0; k < n_classes; k++) {
         char dir[PATH_MAX];
-        struct walk w = {0};
+        struct walk w;
         long before = d->length;
-        int rc = 0;
         snprintf(dir, sizeof dir, "%s/%s", root, classes[k]);
-        rc = walk_dir(&w, dir, e);
-        qsort(w.dirs, (size_t)w.n, sizeof *w.dirs, cmp_walked);
+        int rc = class_walk(dir, &w, e);
         for (int i = 0; !rc && i < w.n; i++)
             for (int j = 0; !rc && j < w.dirs[i].n_files; j++) {
                 char path[PATH_MAX];
@@ -289,6 +314,59 @@ static int folder_load(struct dataset *d, struct file_data *f, const char *root,
     return 0;
 }
 
+/* The sizes before loading, from the walk that loading repeats and the
+ * first image's header: its shape is every image's (else loading refuses
+ * them without transform.resize, which makes their size its own). Bytes
+ * kept: each image's path and label. false where loading would fail. */
+static bool folder_walk_size(const char *root, struct split_size *s)
+{
+    char **classes = NULL;
+    struct error e;
+    int n_classes = 0;
+    if (folder_classes(root, &classes, &n_classes, &e))
+        return false;
+    *s = (struct split_size){.c = 3, .classes = n_classes, .transient = HEADER_BYTES};
+    bool ok = true;
+    for (int k = 0; ok && k < n_classes; k++) {
+        char dir[PATH_MAX], path[PATH_MAX];
+        struct walk w;
+        snprintf(dir, sizeof dir, "%s/%s", root, classes[k]);
+        ok = class_walk(dir, &w, &e) == 0;
+        for (int i = 0; ok && i < w.n; i++)
+            for (int j = 0; ok && j < w.dirs[i].n_files; j++) {
+                int kind = image_name(w.dirs[i].files[j]);
+                ok = kind >= 0;
+                if (kind <= 0)
+                    continue;
+                snprintf(path, sizeof path, "%s/%s", w.dirs[i].path, w.dirs[i].files[j]);
+                if (s->length++ == 0)
+                    ok = file_header(path, &s->w, &s->h, &e) == 0;
+                s->kept += strlen(path) + 1 + sizeof(char *) + sizeof(int32_t);
+            }
+        walk_free(&w);
+    }
+    files_free_names(classes, n_classes);
+    return ok && s->length > 0;
+}
+
+/* Every point of a sweep asks for the same folder's sizes: the last walk is
+ * kept (the estimates run on the main thread, before any run). */
+static bool folder_size(const char *root, bool train, struct split_size *s)
+{
+    (void)train;
+    static struct {
+        char root[PATH_MAX];
+        struct split_size s;
+        bool ok;
+    } last;
+    if (!last.root[0] || strcmp(last.root, root) != 0) {
+        last.ok = folder_walk_size(root, &last.s);
+        snprintf(last.root, sizeof last.root, "%s", root);
+    }
+    *s = last.s;
+    return last.ok;
+}
+
 static void folder_label_where(const struct file_data *f, long i, char *buf, size_t n)
 {
     snprintf(buf, n, "%s", f->paths[i]);
@@ -298,6 +376,7 @@ const struct dataset_kind dataset_kind_folder = {
     .name = "folder",
     .labelled = true,
     .load = folder_load,
+    .size = folder_size,
     .label_where = folder_label_where,
     .made_in = MADE_IN_PARENT_OF_TRAIN,
 };

@@ -17,6 +17,7 @@
 #include "dataset_files.h"
 #include "dataset_kind.h"
 #include "loader.h"
+#include "rlimits.h"
 #include "staging.h"
 #include "train.h"
 
@@ -29,13 +30,21 @@ struct out_file {
     char tmp[4208];
 };
 
+/* A write that failed with err; a file past RLIMIT_FSIZE (EFBIG) names it. */
+static int write_failed(const char *path, int err, struct error *e)
+{
+    char why[256];
+    return error_set(e, "export: %s: cannot write: %s", path,
+                     rlimits_write_error(err, why, sizeof why));
+}
+
 static int out_open(struct out_file *o, const char *dir, const char *name, struct error *e)
 {
     snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
     snprintf(o->tmp, sizeof o->tmp, "%s.tmp", o->path);
     o->f = fopen(o->tmp, "wb");
     if (!o->f)
-        return error_set(e, "export: %s: cannot write: %s", o->tmp, strerror(errno));
+        return write_failed(o->tmp, errno, e);
     return 0;
 }
 
@@ -61,7 +70,7 @@ static int out_commit(struct out_file *o, struct error *e)
     if (!failed)
         err = errno;
     unlink(o->tmp);
-    return error_set(e, "export: %s: cannot write: %s", o->path, strerror(err ? err : EIO));
+    return write_failed(o->path, err ? err : EIO, e);
 }
 
 /* The .npy header for an array of `descr` ("<f4", "<i8") and shape. */
@@ -103,7 +112,7 @@ static int npy_write_floats(const char *dir, const char *name, const float *a, c
     if (fwrite(a, sizeof *a, count, o.f) != count) {
         int err = errno;
         out_abort(&o);
-        return error_set(e, "export: %s: cannot write: %s", o.path, strerror(err));
+        return write_failed(o.path, err, e);
     }
     return out_commit(&o, e);
 }
@@ -129,7 +138,7 @@ static int write_orders(const char *dir, const struct config *c, long length, st
         for (long i = 0; i < length; i++)
             row[i] = order[i];
         if (fwrite(row, sizeof *row, (size_t)length, o.f) != (size_t)length) {
-            error_set(e, "export: %s: cannot write: %s", o.path, strerror(errno));
+            write_failed(o.path, errno, e);
             out_abort(&o);
             goto out;
         }
@@ -167,7 +176,7 @@ static int write_augment(const char *dir, const struct config *c, const struct d
             row[3 * i] = ch.top, row[3 * i + 1] = ch.left, row[3 * i + 2] = ch.flip;
         }
         if (fwrite(row, sizeof *row, (size_t)length * 3, o.f) != (size_t)length * 3) {
-            error_set(e, "export: %s: cannot write: %s", o.path, strerror(errno));
+            write_failed(o.path, errno, e);
             out_abort(&o);
             free(row);
             return -1;

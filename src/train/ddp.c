@@ -1,6 +1,7 @@
 #include "ddp.h"
 
 #include "backend.h"
+#include "signals.h"
 #include "train.h"
 
 #include <math.h>
@@ -123,6 +124,25 @@ out:
     return rc;
 }
 
+int ddp_check_launch(const struct config *cfg, struct error *e)
+{
+    int rank, world = comm_launched_world(&rank);
+    if (world == 1)
+        return 0;
+    const char *dp = strcmp(cfg->parallel.mode, "dp") == 0 ? "" : NULL;
+    for (int i = 0; !dp && i < cfg->n_sweep; i++)
+        for (int j = 0; !dp && strcmp(cfg->sweep[i].key, "parallel.mode") == 0 &&
+                        j < cfg->sweep[i].n_values; j++)
+            if (strcmp(cfg->sweep[i].values[j], "dp") == 0)
+                dp = " (a sweep point)";
+    if (!dp)
+        return 0;
+    return error_set(e, "rank %d of %d: parallel.mode: dp%s runs in one process, but mpirun "
+                        "started this one as a rank of %d (OMPI_COMM_WORLD_SIZE): set "
+                        "parallel.mode: ddp on every rank, or run dp without mpirun",
+                     rank, world, dp, world);
+}
+
 int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struct error *e)
 {
     const char *engine = cfg->parallel.comm;
@@ -131,9 +151,11 @@ int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struc
     if (comm_engine_device_memory(engine) && !be->device_memory)
         return error_set(e, "parallel.comm: %s needs the cuda backend (parallel.device is %s)",
                          engine, be->name);
-    if (comm_open(c, engine, e))
+    const char *before = signals_phase("opening the communicator (waiting for every rank)");
+    int rc = comm_open(c, engine, e);
+    signals_phase(before);
+    if (rc)
         return -1;
-    int rc = 0;
     if (c->world > cfg->dataset.length)
         rc = error_set(e, "parallel.mode ddp: %d ranks for dataset.length %ld; every rank needs "
                           "at least one sample",

@@ -26,6 +26,12 @@ void ddp_alone(const struct comm *c, struct run_result *run);
  * rank order ("[rank r] In Model: ..."), from the gathered splits. */
 void ddp_trace(FILE *f, const struct run_result *run, int F, int O);
 
+/* A dp run is one process: started by mpirun as one rank of several, it
+ * would never open the communicator the ddp ranks wait in (they hang), so
+ * it refuses itself at once, naming parallel.mode, whether the base config
+ * or a sweep point asks for dp (exit 2 material). */
+int ddp_check_launch(const struct config *cfg, struct error *e);
+
 struct backend;
 /* Opens the run's communicator (parallel.comm; auto = nccl on cuda, mpi on
  * the cpu) and checks the world: at most one rank per sample, the same

@@ -14,6 +14,7 @@
 #include "effect.h"
 #include "progress.h"
 #include "rng.h"
+#include "signals.h"
 #include "step.h"
 
 bool train_progress;
@@ -383,15 +384,19 @@ static int train_setup(struct train *t, struct error *e)
     if (result_begin(t, e) || initial_params(t, e))
         return -1;
     describe_setup(t);
+    const char *before = signals_phase("timing the BLAS libraries for the step");
     if (t->be->host_math && tune_host_blas(t, e)) // the step's math runs on this host
         return -1;
+    signals_phase(before);
     if (step_init(&t->s, t->be, &t->setup, t->loss, e) || grad_setup(t, e))
         return -1;
     if (loader_init(&t->l, t->d, &t->lo, e))
         return -1;
     t->have_loader = true;
+    const char *setup = signals_phase("measuring the floor (report.floor)");
     if (t->c->report.floor && measure_floor(t, e))
         return -1;
+    signals_phase(setup);
     struct run_result *out = t->out;
     out->n_batches = t->l.n_batches;
     out->splits = calloc((size_t)t->l.n_batches * (size_t)t->n, sizeof(long));
@@ -574,13 +579,18 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .total_epochs = c->train.warmup_epochs + c->train.epochs,
         .lr = (float)c->train.lr,
     };
+    /* each phase named for the watchdog, should a signal find it stuck */
+    const char *before = signals_phase("setting up the run (the loader, the replicas)");
     int rc = train_setup(&t, e), epoch = EPOCH_NEXT;
+    signals_phase("running the epochs");
     for (long ep = 0; rc == 0 && epoch == EPOCH_NEXT && ep < t.total_epochs && !stopping(t.cm);
          ep++)
         epoch = train_epoch(&t, ep, e);
+    signals_phase("finishing the run (final parameters, the eval split)");
     if (rc == 0)
         rc = epoch == EPOCH_FAILED ? train_failed(&t, e) : train_finish(&t, e);
     train_free(&t, rc);
+    signals_phase(before);
     return rc;
 }
 
