@@ -8,6 +8,8 @@
 # /usr/local/cuda, with its nvcc for dpbench's kernels) unless CUDA=0; the
 # CPU tool is built either way.
 
+.DEFAULT_GOAL := all
+
 ifeq ($(origin CC),default)
 CC       := gcc
 endif

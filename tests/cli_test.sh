@@ -447,7 +447,7 @@ expect 2 "rows[0].pinned_gbps: expected a positive number" -- --set parallel.dev
     --set emulate.profile="$TMP/badprof.json"
 expect 2 "emulate.h2d_gbps: expected a number in" -- --set emulate.h2d_gbps=0
 expect 2 "\`dpbench --make-dataset folder $TMP/no-such-data\` writes one" -- \
-    -c configs/emulated-sync-vs-async.yaml --set dataset.path="$TMP/no-such-data/train"
+    -c configs/emulated-sync-vs-async.yaml --set dataset.path="$TMP/no-such-data/train" --set dataset.make=
 # every path dpbench reads refuses what is not a regular file at once, never
 # waiting in open() (a FIFO without a writer blocked emulate.profile forever)
 mkfifo "$TMP/fifo-open" # and $TMP/fifo, made above

@@ -105,6 +105,8 @@ static int prepare(struct app *a, struct backends *bes, size_t *estimate)
         rc = EXIT_USAGE;
     else if (a->points.n == 0 && points_of(c, &a->points, &e))
         rc = EXIT_USAGE;
+    else if (points_make_data(&a->points, &e) && !stop_requested()) // a stop: said below
+        rc = EXIT_RUN;
     else if (sweep_check(&a->points, a->opts.max_memory, true, estimate, &a->rebuild, &e))
         rc = EXIT_USAGE;
     else if (!stop_requested() && backends_resolve(a->points.cfg, a->points.n, bes, &e))

@@ -35,6 +35,9 @@ const struct key config_keys[] = {
     {"dataset.eval_path", KEY_STRING, OFF(dataset.eval_path), "", 0, CONFIG_STR - 1, NULL,
      KEY_DATA,
      "held-out split evaluated after the last epoch; \"\" = t10k (idx), test_batch.bin (cifar10), none (folder)"},
+    {"dataset.make", KEY_STRING, OFF(dataset.make), "", 0, CONFIG_STR - 1, NULL, 0,
+     "when dataset.path is missing: make it first, e.g. \"folder --size 224x224 --per-class 100\" "
+     "(dpbench --make-dataset's KIND and options)"},
     {"dataset.drop_cache", KEY_BOOL, OFF(dataset.drop_cache), "false", 0, 0, NULL, 0,
      "evict the dataset's files from the page cache before each epoch (posix_fadvise)"},
     {"transform.resize", KEY_INT, OFF(transform.resize), "0", 0, 8192, NULL, KEY_DATA,

@@ -24,7 +24,6 @@ struct key {
 /* the dataset depends on the key: points that differ in it cannot share one */
 #define KEY_DATA 1u
 
-#define CONFIG_MAX_KEYS 64 // config.explicit_keys has one bit per key
 extern const struct key config_keys[]; // (config_n_keys) every key, in --help-config's order
 extern const size_t config_n_keys;
 /* The config's sections, in the YAML: "dataset", "model", ... */

@@ -107,7 +107,7 @@ static int validate_data(const struct config *c, struct error *e)
 /* The rules that tie keys together, in this order (those registered from
  * above, which say whether a key applies to the plug-in at all, then the
  * core's): the first broken one is the error. */
-int config_validate(const struct config *c, struct error *e)
+static int rules_check(const struct config *c, struct error *e)
 {
     for (int i = 0; i < n_rules; i++)
         if (rules[i](c, e))
@@ -116,6 +116,20 @@ int config_validate(const struct config *c, struct error *e)
         validate_ddp(c, e) || validate_data(c, e))
         return -1;
     return 0;
+}
+
+/* A rule's error names the key it is about first ("dataset.path: ..."):
+ * where the file gave that key, its line goes in front. */
+int config_validate(const struct config *c, struct error *e)
+{
+    if (!rules_check(c, e))
+        return 0;
+    size_t len = strcspn(e->msg, ": ");
+    for (size_t i = 0; i < config_n_keys && c->source[0]; i++)
+        if (strlen(config_keys[i].path) == len && strncmp(e->msg, config_keys[i].path, len) == 0 &&
+            c->key_line[i] > 0)
+            return error_wrap(e, "%s:%d", c->source, c->key_line[i]);
+    return -1;
 }
 
 int config_validate_sweep(const struct config *c, struct error *e)

@@ -206,6 +206,7 @@ int set_value(struct config *c, const struct key *k, const char *v, struct error
     if (check_text(k, v, e))
         return -1;
     c->explicit_keys |= 1ull << (k - config_keys);
+    c->key_line[k - config_keys] = 0; // the file's reader sets it after
     switch (k->type) {
     case KEY_INT:
         return set_int(k, dst, v, e);

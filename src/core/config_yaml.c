@@ -225,7 +225,10 @@ static int read_pair(struct reader *r, const char *prefix)
     if (r->seen[k - config_keys])
         return at(r, km, "duplicate key '%s'", path);
     r->seen[k - config_keys] = true;
-    return read_value(r, k, path);
+    if (read_value(r, k, path))
+        return -1;
+    r->c->key_line[k - config_keys] = (int)km.line + 1; // for the rules' errors
+    return 0;
 }
 
 /* The whole text through libyaml once, before any key is read: a syntax error
