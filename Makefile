@@ -130,7 +130,7 @@ LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-asan-bin test-tsan \
         test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
-        test-docs test-tune test-fresh test-same-output bench bench-data bench-tune bench-verdicts clean
+        test-docs test-tune test-fresh test-same-output bench bench-data bench-tune bench-verdicts bench-rounds bench-stats clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -447,6 +447,16 @@ bench-tune: dpbench
 bench-verdicts: dpbench
 	@scripts/install-deps.sh make bench
 	scripts/bench-verdicts.sh
+
+# what the rounds cost against a dpbench from before them (OLD=...), into
+# bench_results/rounds/; the statistics' time on long runs, into bench_results/stats/
+bench-rounds: dpbench
+	@scripts/install-deps.sh make bench
+	scripts/bench-rounds.sh
+
+bench-stats: dpbench
+	@scripts/install-deps.sh make bench
+	scripts/bench-stats-scale.sh
 
 clean:
 	rm -rf $(B) dpbench
