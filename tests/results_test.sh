@@ -244,6 +244,24 @@ for r in runs:
         assert len(r["epochs"]) == 10 * len(r["rounds"]) and "stats" in r
 PY
 then ok; else bad "same_as in a sweep: $(cat "$TMP/err")"; fi
+# a point not run again says what its run resolved from the data (the loss
+# "auto" picks), so the base config needs no config_differs, and compare
+# pairs it (run 2: 0 workers, prefetch 4, no pinning) with the same point
+# measured in another file
+"$BIN" -c $T --sweep loader.num_workers=0 --sweep loader.prefetch_factor=4 --format json \
+    >"$TMP/pf4.json" 2>"$TMP/err"
+if python3 - "$TMP/same.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert "config_differs" not in d and d["config"]["model"]["loss"] == "mse", d.get("config_differs")
+for r in d["runs"]:
+    m = d["runs"][r.get("same_as", d["runs"].index(r))]
+    assert r["config"]["model"] == m["config"]["model"], (r["point"], r["config"]["model"])
+PY
+then ok; else bad "same_as points' resolved config: $(cat "$TMP/err")"; fi
+if "$BIN" compare "$TMP/same.json" "$TMP/pf4.json" --format json >"$TMP/cmp-same.json" 2>"$TMP/err" &&
+    python3 -c 'import json,sys; p, = json.load(open(sys.argv[1]))["pairs"]; assert p["a"]["run"] == 2 and p["b"]["run"] == 0, p' "$TMP/cmp-same.json"
+then ok; else bad "compare pairs a same_as point: $(cat "$TMP/err")"; fi
 "$BIN" -c $T --sweep loader.num_workers=0,1 --sweep loader.prefetch_factor=2,4 >"$TMP/same.txt" 2>"$TMP/err"
 if grep -q "^loader.num_workers=0 loader.prefetch_factor=4  *= point 0 " "$TMP/same.txt" &&
     [ "$(grep -c "= point" "$TMP/same.txt")" -eq 1 ]; then ok
