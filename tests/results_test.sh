@@ -36,6 +36,11 @@ else bad "--repeat 0: exit $rc: $(cat "$TMP/err")"; fi
 if "$BIN" -c $T >"$TMP/out" 2>&1 && grep -q '^# median epoch [0-9.]* ms ± [0-9.]* (95% CI of the median' "$TMP/out"
 then ok; else bad "text summary: median ± half-width: $(grep median "$TMP/out")"; fi
 
+# ---- the markdown format: a table to paste, one row per point; --help names it
+expect 0 "| point | median epoch (ms) | 95% CI (ms) |" -- -c $T -q --sweep parallel.replicas=1,2 -f markdown
+if [ "$(grep -c '^| ' "$TMP/out")" -eq 3 ]; then ok; else bad "-f markdown: $(cat "$TMP/out")"; fi
+expect 0 "json, csv or markdown" -- --help
+
 # ---- dpbench compare on crafted result files whose answer is known
 # craft OUT BASE SPEC: copies result BASE with each run's epoch times replaced;
 # SPEC is a Python list of (overrides of config as {"section.key": value},
@@ -212,6 +217,10 @@ runs = json.load(open(r))["runs"]
 assert [len(x["rounds"]) for x in runs] == [6, 6] and len(json.load(open(r))["rounds"]["order"]) == 6
 PY
 then ok; else bad "compare -c: $(cat "$TMP/cmp.json" "$TMP/err")"; fi
+# its text names the method the paired verdict uses
+"$BIN" compare -c $T -c $T -q --repeat 6 >"$TMP/cmp.txt" 2>"$TMP/err"
+if grep -q "^# unit: interleaved rounds: .* the Hodges-Lehmann estimate of the per-round ratios, the Wilcoxon signed-rank interval$" "$TMP/cmp.txt"
+then ok; else bad "compare -c text: the unit's method: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
 for c in "-c $TMP/A.yaml:takes two configs" "-c $TMP/A.yaml -c $TMP/B.yaml -c $TMP/A.yaml:a third" \
          "-c $TMP/A.yaml -c $TMP/B.yaml --tune:a command of its own" \
          "-c $TMP/A.yaml -c configs/sync-vs-async.yaml:has a sweep" \
