@@ -372,8 +372,9 @@ then ok; else bad "missing dataset: exit $rc, '$cmd': $(cat "$TMP/err")"; fi
 if grep -qF "\`dpbench --make-dataset idx $TMP/mn --gzip\` writes one" "$TMP/err"; then ok
 else bad "missing idx dataset: $(cat "$TMP/err")"; fi
 
-# ---- every result file this test wrote follows docs/result.schema.json
-if python3 scripts/validate_result.py --skip-other $(find "$TMP" -name '*.json') >"$TMP/v.out" 2>"$TMP/err" &&
+# ---- every result file this test wrote follows docs/result.schema.json, which
+# describes every field they hold
+if python3 scripts/validate_result.py --described --skip-other $(find "$TMP" -name '*.json') >"$TMP/v.out" 2>"$TMP/err" &&
     grep -q "[1-9][0-9]* result files checked, 0 invalid" "$TMP/err"; then ok
 else bad "schema: $(cat "$TMP/v.out" "$TMP/err")"; fi
 # ... and the check can fail: a stats block with a key too many, a run without epochs
@@ -390,6 +391,17 @@ for f in bad1 bad2; do
     if ! python3 scripts/validate_result.py "$TMP/$f.json" >/dev/null 2>&1; then ok
     else bad "the schema accepts $f"; fi
 done
+# ... and a field the schema does not describe fails --described (valid without it)
+python3 - "$TMP/rep.json" "$TMP/bad3.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["runs"][0]["summary"]["iqr_ms"] = 1.0
+json.dump(d, open(sys.argv[2], "w"))
+PY
+if python3 scripts/validate_result.py "$TMP/bad3.json" >/dev/null 2>&1 &&
+    ! python3 scripts/validate_result.py --described "$TMP/bad3.json" >"$TMP/v.out" 2>&1 &&
+    grep -q "/runs/0/summary/iqr_ms: not in the schema" "$TMP/v.out"; then ok
+else bad "--described accepts an undescribed field: $(cat "$TMP/v.out")"; fi
 
 echo "results: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
