@@ -38,3 +38,12 @@ for n in 2 3 8; do
 done
 sample tutorial-2-replicas.json "$BIN" --config $T --set parallel.replicas=2 --format json
 sample tutorial.csv "$BIN" --config $T --format csv
+
+# ---- docs/statistics.md: rounds, paired verdicts, the conclusion, compare -c ----
+sample verdicts-sweep.txt "$BIN" -c configs/tutorial.yaml -q --sweep dataset.sample_cost_us=50,100 \
+    --sweep loader.num_workers=0,1 --repeat 9
+# two one-key configs (the rest: the defaults) in a temporary folder, compared there
+sample verdicts-compare-c.txt bash -c "b=\$(realpath $BIN); d=\$(mktemp -d); cd \$d && \
+printf 'name: A\ndataset:\n  sample_cost_us: 50\n' >A.yaml && \
+printf 'name: B\ndataset:\n  sample_cost_us: 100\n' >B.yaml && \
+\$b compare -c A.yaml -c B.yaml -q --repeat 9; rc=\$?; rm -r \$d; exit \$rc"
