@@ -582,10 +582,14 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     /* each phase named for the watchdog, should a signal find it stuck */
     const char *before = signals_phase("setting up the run (the loader, the replicas)");
     int rc = train_setup(&t, e), epoch = EPOCH_NEXT;
-    signals_phase("running the epochs");
-    for (long ep = 0; rc == 0 && epoch == EPOCH_NEXT && ep < t.total_epochs && !stopping(t.cm);
-         ep++)
+    for (long ep = 0; rc == 0 && epoch == EPOCH_NEXT && ep < t.total_epochs; ep++) {
+        if (ep == 0 || ep == c->train.warmup_epochs)
+            signals_phase(ep < c->train.warmup_epochs ? "running the warmup epochs"
+                                                      : "running the epochs");
+        if (stopping(t.cm))
+            break;
         epoch = train_epoch(&t, ep, e);
+    }
     signals_phase("finishing the run (final parameters, the eval split)");
     if (rc == 0)
         rc = epoch == EPOCH_FAILED ? train_failed(&t, e) : train_finish(&t, e);
