@@ -304,7 +304,7 @@ static void text_header(FILE *f, const struct results *r)
     fprintf(f, "# dpbench %s  name: %s  config: %s  date: %s\n", DPBENCH_VERSION, c->name,
             c->source[0] ? c->source : "(defaults)", r->date);
     const struct machine *m = &r->machine;
-    fprintf(f, "# machine: %s, %ld cores, %ld threads, %.1f GiB, %s\n", m->cpu, m->cores,
+    fprintf(f, "# machine: %s, %s, %ld cores, %ld threads, %.1f GiB, %s\n", m->arch, m->cpu, m->cores,
             m->threads, m->mem_bytes / (1 << 30), m->kernel);
     fprintf(f, "# build: dpbench %s (%s), %s, %s (core %s)%s%s\n", DPBENCH_VERSION, DPBENCH_GIT,
             m->compiler, m->blas, m->openblas_core, m->xsmm[0] ? ", libxsmm " : "", m->xsmm);
@@ -847,6 +847,7 @@ char *report_json(const struct results *r)
     cJSON_AddStringToObject(tool, "backends", backend_list());
     cJSON_AddStringToObject(root, "date", r->date);
     cJSON *m = cJSON_AddObjectToObject(root, "machine");
+    cJSON_AddStringToObject(m, "arch", r->machine.arch);
     cJSON_AddStringToObject(m, "cpu", r->machine.cpu);
     cJSON_AddItemToObject(m, "cpu_mhz", r->machine.cpu_mhz > 0 ? cJSON_CreateNumber(r->machine.cpu_mhz)
                                                                 : cJSON_CreateNull());
