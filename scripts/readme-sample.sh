@@ -62,3 +62,8 @@ for n in 2 3 8; do
 done
 sample tutorial-2-replicas.json "$BIN" --config $T --set parallel.replicas=2 --format json
 sample tutorial.csv "$BIN" --config $T --format csv
+
+# ---- docs/statistics.md ---------------------------------------------------------
+sample stats-repeat.txt "$BIN" -c configs/tutorial.yaml --set dataset.sample_cost_us=20 --repeat 3
+sample stats-sweep.txt "$BIN" -c configs/tutorial.yaml --set dataset.sample_cost_us=200 \
+    --sweep loader.num_workers=0,2 --repeat 6

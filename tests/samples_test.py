@@ -23,7 +23,11 @@
    is `<!-- not a sample: WHY -->`.
    docs/configuration.md is generated and checked by make test-docs.
 
-    tests/samples_test.py [--bin ./dpbench] [--no-run]
+    tests/samples_test.py [--bin ./dpbench] [--no-run] [--update-blocks]
+
+After scripts/readme-sample.sh has regenerated the samples, --update-blocks
+copies their new lines into the marked blocks (each block line replaced by
+the sample line of the same form) before checking.
 
 Prints each failure, then "samples: N passed, N failed". Debian's python3,
 standard library only."""
@@ -53,6 +57,9 @@ CHOSEN = re.compile(r"\b(faster|slower|same|undecided|input-bound|copy-bound|com
 DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|\d{8}-\d{6}")
 HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
 NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+# what an undecided verdict adds in a sweep's table (after the numbers are
+# masked): how many rounds would decide it, which a decided one leaves out
+UNDECIDED_NOTE = re.compile(r"\s*\((?:about N rounds would decide|N rounds?: an interval needs N)\)")
 
 passed = failed = 0
 
@@ -167,11 +174,62 @@ def check_blocks(docs):
                     f"(regenerate with {SCRIPT} and copy the lines again)")
 
 
+def update_blocks(docs):
+    """Copies the committed samples' lines into the marked blocks, after the
+    samples were regenerated: each block line is replaced by the sample line
+    that matches it with numbers masked (a run of lines, '...' kept). A block
+    that matches no run so is left as it is, for the check to name."""
+    for doc in docs:
+        lines = open(doc, encoding="utf-8").read().split("\n")
+        changed = False
+        for line, marker, block in doc_blocks(doc):
+            path = os.path.join(SAMPLES, marker or "")
+            if not marker or not os.path.isfile(path):
+                continue
+            body = sample_body(path)[1]
+            head = 1 if block and block[0].startswith("$ ") else 0
+            new = update_block(block[head:], body)
+            if new is not None and new != block[head:]:
+                lines[line + head:line + len(block)] = new
+                changed = True
+        if changed:
+            open(doc, "w", encoding="utf-8").write("\n".join(lines))
+            print(f"updated {doc}")
+
+
+def update_block(block, body):
+    """block's lines taken from body by their masked form, or None."""
+    key = lambda l: next((p for p in VOLATILE if l.startswith(p)), None) or mask(l)
+    keys = [key(l) for l in body]
+    out, pos = [], 0
+    segments = [[]]
+    for l in block:
+        if l.strip() == ELISION:
+            segments.append([])
+        else:
+            segments[-1].append(l)
+    for n, seg in enumerate(segments):
+        if n > 0:
+            out.append(ELISION)
+            pos += 1
+        want = [key(l) for l in seg]
+        runs = [k for k in range(pos, len(body) - len(seg) + 1) if keys[k:k + len(seg)] == want]
+        if not runs:
+            return None
+        # of the runs of that form, the one with the most lines as they were
+        # (the last batch's lines, not the first's)
+        k = max(runs, key=lambda k: (sum(body[k + i] == seg[i] for i in range(len(seg))), -k))
+        out += body[k:k + len(seg)]
+        pos = k + len(seg)
+    return out
+
+
 def mask(line):
     line = DATE.sub("D", line)
     line = HASH.sub("H", line)
     line = NUMBER.sub("N", line)
     line = CHOSEN.sub("W", line)
+    line = UNDECIDED_NOTE.sub("", line)
     return " ".join(line.split())
 
 
@@ -281,9 +339,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default="./dpbench")
     ap.add_argument("--no-run", action="store_true", help=f"check the blocks only, not {SCRIPT}")
+    ap.add_argument("--update-blocks", action="store_true",
+                    help=f"first copy the lines of the samples in {SAMPLES} into the marked blocks")
     args = ap.parse_args()
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     docs = ["README.md"] + sorted(glob.glob("docs/*.md"))
+    if args.update_blocks:
+        update_blocks(docs)
     check_blocks(docs)
     if not args.no_run:
         check_forms(args.bin)
