@@ -67,3 +67,8 @@ sample tutorial.csv "$BIN" --config $T --format csv
 sample stats-repeat.txt "$BIN" -c configs/tutorial.yaml --set dataset.sample_cost_us=20 --repeat 3
 sample stats-sweep.txt "$BIN" -c configs/tutorial.yaml --set dataset.sample_cost_us=200 \
     --sweep loader.num_workers=0,2 --repeat 6
+# two result files in a temporary folder, then `compare` on them there
+sample compare.json bash -c "b=\$(realpath $BIN); d=\$(mktemp -d); cd \$d && \
+\$b -c \"\$OLDPWD/configs/tutorial.yaml\" --format json >A.json && \
+\$b -c \"\$OLDPWD/configs/tutorial.yaml\" --set loader.num_workers=1 --format json >B.json && \
+\$b compare A.json B.json --format json; rc=\$?; rm -r \$d; exit \$rc"
