@@ -53,7 +53,7 @@ VOLATILE = ("# machine:", "# build:", "# blas:", "# verdict:", "# conclusion:")
 OPTIONAL = re.compile(r"^(# warning:|warning:|dpbench: warning:|progress:)")
 # words the measurement chooses, masked like numbers
 CHOSEN = re.compile(r"\b(faster|slower|same|undecided|input-bound|copy-bound|compute-bound|"
-                    r"balanced|OpenBLAS|libxsmm)\b")
+                    r"input|copy|compute|balanced|OpenBLAS|libxsmm)\b")
 DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|\d{8}-\d{6}")
 HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
 NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
