@@ -130,14 +130,15 @@ LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-asan-bin test-tsan \
         test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
-        test-docs test-samples test-layers test-tune test-fresh test-same-output bench bench-data bench-tune bench-verdicts bench-rounds bench-stats clean
+        test-docs test-samples test-layers test-tune test-fresh test-arm64 test-same-output bench bench-data bench-tune bench-verdicts bench-rounds bench-stats clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
 # lists the files that show each package is there (.pc files, programs); the
 # check runs again when the script changes or one of those files is gone, and
-# make restarts with the flags pkg-config gives. Not for clean or test-fresh.
-NO_DEPS_GOALS := clean test-fresh
+# make restarts with the flags pkg-config gives. Not for clean, test-fresh or
+# test-arm64 (they install inside their own roots).
+NO_DEPS_GOALS := clean test-fresh test-arm64
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 include $(B)/deps.mk
 endif
@@ -442,6 +443,12 @@ test-same-output: dpbench
 # without and with the host's CUDA toolkit (needs root and the Debian mirror)
 test-fresh:
 	@scripts/test-fresh.sh
+
+# make run and the unit, kernel, CLI, results and data tests on a clean Debian 12
+# arm64 root under qemu-user with binfmt_misc (root, the mirror; tens of minutes
+# on 2 cores, so outside make test and CI: docs/testing.md)
+test-arm64:
+	@scripts/test-fresh.sh --arch arm64
 
 bench: dpbench
 	@scripts/install-deps.sh make bench

@@ -104,8 +104,8 @@ static void text_header(FILE *f, const struct results *r)
     fprintf(f, "# dpbench %s  name: %s  config: %s  date: %s\n", DPBENCH_VERSION, c->name,
             c->source[0] ? c->source : "(defaults)", r->date);
     const struct machine *m = &r->machine;
-    fprintf(f, "# machine: %s, %ld cores, %ld threads, %.1f GiB, %s\n", m->cpu, m->cores,
-            m->threads, m->mem_bytes / (1 << 30), m->kernel);
+    fprintf(f, "# machine: %s, %s, %ld cores, %ld threads, %.1f GiB, %s\n", m->arch, m->cpu,
+            m->cores, m->threads, m->mem_bytes / (1 << 30), m->kernel);
     fprintf(f, "# build: dpbench %s (%s), %s, %s (core %s)%s%s\n", DPBENCH_VERSION, DPBENCH_GIT,
             m->compiler, m->blas, m->openblas_core, m->xsmm[0] ? ", libxsmm " : "", m->xsmm);
     if (r->machine.devices[0])
