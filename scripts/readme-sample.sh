@@ -66,10 +66,17 @@ sample tutorial.csv "$BIN" --config $T --format csv
 
 # ---- docs/statistics.md ---------------------------------------------------------
 sample stats-repeat.txt "$BIN" -c configs/tutorial.yaml --set dataset.sample_cost_us=20 --repeat 3
-sample stats-sweep.txt "$BIN" -c configs/tutorial.yaml --set dataset.sample_cost_us=200 \
-    --sweep loader.num_workers=0,2 --repeat 6
 # two result files in a temporary folder, then `compare` on them there
 sample compare.json bash -c "b=\$(realpath $BIN); d=\$(mktemp -d); cd \$d && \
 \$b -c \"\$OLDPWD/configs/tutorial.yaml\" --format json >A.json && \
 \$b -c \"\$OLDPWD/configs/tutorial.yaml\" --set loader.num_workers=1 --format json >B.json && \
 \$b compare A.json B.json --format json; rc=\$?; rm -r \$d; exit \$rc"
+
+# ---- docs/statistics.md: rounds, paired verdicts, the conclusion, compare -c ----
+sample verdicts-sweep.txt "$BIN" -c configs/tutorial.yaml -q --sweep dataset.sample_cost_us=50,100 \
+    --sweep loader.num_workers=0,1 --repeat 9
+# two one-key configs (the rest: the defaults) in a temporary folder, compared there
+sample verdicts-compare-c.txt bash -c "b=\$(realpath $BIN); d=\$(mktemp -d); cd \$d && \
+printf 'name: A\ndataset:\n  sample_cost_us: 50\n' >A.yaml && \
+printf 'name: B\ndataset:\n  sample_cost_us: 100\n' >B.yaml && \
+\$b compare -c A.yaml -c B.yaml -q --repeat 9; rc=\$?; rm -r \$d; exit \$rc"

@@ -559,8 +559,9 @@ static void compare_method_text(FILE *f, const struct compare_result *c)
                "slower only when the 95%% interval lies wholly beyond 1 -+ it, same when wholly "
                "inside\n", 100 * c->threshold);
     if (unit[COMPARE_INTERLEAVED])
-        fprintf(f, "# unit: interleaved rounds: A and B ran side by side in each round; the "
-                   "median of the per-round ratios, the sign test's interval\n");
+        fprintf(f, "# unit: interleaved rounds: A and B ran side by side in each round, in a "
+                   "random order; the Hodges-Lehmann estimate of the per-round ratios, the "
+                   "Wilcoxon signed-rank interval\n");
     if (unit[COMPARE_RUNS])
         fprintf(f, "# unit: rounds of separate runs: each round's median epoch; the "
                    "Hodges-Lehmann ratio, Moses' interval; not interleaved, so drift between "
