@@ -229,7 +229,7 @@ def update_block(block, body):
 
 def mask(line):
     line = DATE.sub("D", line)
-    line = HASH.sub("H", line)
+    line = HASH.sub("N", line)  # one placeholder: a hash may be all digits
     line = NUMBER.sub("N", line)
     line = CHOSEN.sub("W", line)
     line = UNDECIDED_NOTE.sub("", line)
