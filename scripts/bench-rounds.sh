@@ -26,8 +26,8 @@ trap 'rm -rf "$TMP"' EXIT
 
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-# measured epochs per point in a result
-epochs() { "$PY" -c 'import json,sys; print(" ".join(str(len(r["epochs"])) for r in json.load(open(sys.argv[1]))["runs"]))' "$1"; }
+# measured epochs per point in a result ("same": a point not run again, the same work as another)
+epochs() { "$PY" -c 'import json,sys; print(" ".join(str(len(r["epochs"])) if "epochs" in r else "same" for r in json.load(open(sys.argv[1]))["runs"]))' "$1"; }
 timed() { # timed OUTFILE CMD...: the command's wall seconds on stdout
     local out=$1 t0 t1
     shift
