@@ -62,7 +62,7 @@ CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backen
            kind_idx.c kind_cifar10.c kind_folder.c gen.c estimate.c \
            comm.c ddp.c report_ddp.c report_emulated.c report_columns.c emulate_profile.c allreduce_bw.c hostmm.c \
            stats.c progress.c compare.c compare_read.c effect.c machine.c dl.c rlimits.c signals.c \
-           tune.c tune_run.c staging.c \
+           tune.c tune_run.c pipeline.c staging.c \
            summary.c render_text.c render_json.c render_csv.c render_markdown.c renderers.c result_files.c \
            load.c rounds.c verdicts.c \
            cli.c sweep.c measure.c devices.c session.c registry.c mode_train.c mode_tune.c mode_export.c mode_h2d.c \

@@ -499,6 +499,7 @@ static int train_epoch(struct train *t, long ep, struct error *e)
     struct error end_err;
     int end_rc = be->epoch_end(ctx, &t->st, got < 0 ? &end_err : e); // keep the first error
     loader_epoch_end(&t->l);
+    t->st.load_s = 1e-9 * (double)t->l.fill_ns; // the pipeline model's load (pipeline.h)
     if (got < 0 || (end_rc && !cancelled))
         return EPOCH_FAILED;
     double seconds = now_seconds() - t0;
