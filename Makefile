@@ -173,7 +173,7 @@ run: dpbench
 # ---- tests ------------------------------------------------------------------
 TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 
-$(B)/tests/%: tests/%.c $(LIB) tests/testutil.h
+$(B)/tests/%: tests/%.c $(LIB) tests/testutil.h tests/sim_machine.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CMOCKA_CFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) $(CMOCKA_LIBS) -o $@
 
