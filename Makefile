@@ -8,6 +8,8 @@
 # /usr/local/cuda, with its nvcc for dpbench's kernels) unless CUDA=0; the
 # CPU tool is built either way.
 
+.DEFAULT_GOAL := all
+
 ifeq ($(origin CC),default)
 CC       := gcc
 endif
@@ -57,7 +59,7 @@ NVCC_GENCODE := $(foreach a,$(NVCC_ARCHS),-gencode arch=compute_$(a),code=sm_$(a
                 $(foreach a,$(lastword $(NVCC_ARCHS)),-gencode arch=compute_$(a),code=compute_$(a))
 endif
 
-CPU_SRC := util.c rng.c config.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c \
+CPU_SRC := util.c rng.c config.c config_set.c config_yaml.c config_rules.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c dataset_kinds.c files.c kind_random.c \
            kind_idx.c kind_cifar10.c kind_folder.c gen.c estimate.c \
            comm.c ddp.c report_ddp.c report_emulated.c report_columns.c emulate_profile.c allreduce_bw.c hostmm.c \
@@ -128,14 +130,15 @@ LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-asan-bin test-tsan \
         test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
-        test-docs test-tune test-fresh test-same-output bench bench-data bench-tune bench-verdicts clean
+        test-docs test-tune test-fresh test-arm64 test-same-output bench bench-data bench-tune bench-verdicts bench-rounds bench-stats clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
 # lists the files that show each package is there (.pc files, programs); the
 # check runs again when the script changes or one of those files is gone, and
-# make restarts with the flags pkg-config gives. Not for clean or test-fresh.
-NO_DEPS_GOALS := clean test-fresh
+# make restarts with the flags pkg-config gives. Not for clean, test-fresh or
+# test-arm64 (they install inside their own roots).
+NO_DEPS_GOALS := clean test-fresh test-arm64
 ifneq ($(filter-out $(NO_DEPS_GOALS),$(or $(MAKECMDGOALS),all)),)
 include $(B)/deps.mk
 endif
@@ -426,6 +429,12 @@ test-same-output: dpbench
 test-fresh:
 	@scripts/test-fresh.sh
 
+# make run and the unit, kernel, CLI, results and data tests on a clean Debian 12
+# arm64 root under qemu-user with binfmt_misc (root, the mirror; tens of minutes
+# on 2 cores, so outside make test and CI: docs/testing.md)
+test-arm64:
+	@scripts/test-fresh.sh --arch arm64
+
 bench: dpbench
 	@scripts/install-deps.sh make bench
 	scripts/bench.sh
@@ -445,6 +454,16 @@ bench-tune: dpbench
 bench-verdicts: dpbench
 	@scripts/install-deps.sh make bench
 	scripts/bench-verdicts.sh
+
+# what the rounds cost against a dpbench from before them (OLD=...), into
+# bench_results/rounds/; the statistics' time on long runs, into bench_results/stats/
+bench-rounds: dpbench
+	@scripts/install-deps.sh make bench
+	scripts/bench-rounds.sh
+
+bench-stats: dpbench
+	@scripts/install-deps.sh make bench
+	scripts/bench-stats-scale.sh
 
 clean:
 	rm -rf $(B) dpbench

@@ -11,11 +11,11 @@
 #     prebuilt kit that scripts/gpu-kit.sh packs (DPBENCH_KIT=DIR, or
 #     .gpu-kit when present), if the driver can run the CUDA it was built with.
 #  3. Runs each part on its own, a failing one reported and the next one run:
-#     the GPU tests; compute-sanitizer's memcheck, racecheck and synccheck on
-#     short runs (dpbench's own loss and accuracy kernels included); the
-#     host-to-device bandwidth sweep; the GPU configs and the cpu on gpu.yaml;
+#     the GPU tests; the host-to-device bandwidth sweep; the GPU configs and the cpu on gpu.yaml;
 #     the tutorial on 1, 2 and 8 replicas; waiting threads that block against
-#     spinning ones (DPBENCH_CUDA_SYNC); DDP under mpirun: with 2 or more
+#     spinning ones (DPBENCH_CUDA_SYNC); compute-sanitizer's memcheck,
+#     racecheck and synccheck on short runs (dpbench's own loss and accuracy
+#     kernels included); DDP under mpirun: with 2 or more
 #     GPUs over NCCL and over MPI (configs/ddp.yaml, gpu.yaml as ddp, and
 #     --allreduce-bandwidth), with one --allreduce-bandwidth over a 1-rank
 #     NCCL communicator; then scripts/gpu-targets.py on the results.
@@ -25,12 +25,15 @@
 # Writes into bench_results/gpu/ (stamped YYYYmmdd-HHMMSS): machine-STAMP.txt,
 # one NAME-STAMP.txt per part (its output), dpbench's NAME-STAMP.json / .csv /
 # -summary.csv result files, targets-STAMP.txt and summary-STAMP.txt.
-# Takes, estimated (not yet timed on a GPU): 2-4 minutes to build, about 15
-# minutes of runs on one H100 or H200, a few more per extra GPU, plus the
-# dependencies' install on a fresh machine. Exit status 0 when every part
+# Takes: with the kit on one H200, 90 s of runs with the rounds capped
+# (GPU_BENCH_ARGS='--set bench.budget_s=20 --set bench.min_rounds=3',
+# bench_results/gpu/); uncapped, each sweep adds rounds until its verdicts are
+# decided, up to bench.budget_s (480 s) each: up to about 20 minutes. Building
+# there adds 2-4 minutes, and the dependencies' install on a fresh machine. Exit status 0 when every part
 # that ran passed, 1 when one failed or no GPU could be used. GPU_BENCH_ARGS adds --set options to every
 # training run (e.g. '--set train.epochs=1' for a quick look), GPU_BENCH_OUT
-# names another folder for the results.
+# names another folder for the results, GPU_BENCH_SANITIZER_S limits each
+# compute-sanitizer run (default 600 s; the sanitizers run last).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -128,7 +131,9 @@ if [ -n "$dpbench" ]; then
     [ "$ngpu" -gt 0 ] 2>/dev/null || { echo "gpu-bench: CUDA sees no device: $(cat "$tmp/count")" >&2; ngpu=0; }
 fi
 {
-    echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    built=$(git rev-parse --short HEAD 2>/dev/null || echo unknown) # the kit's own where it runs
+    [ -n "$kit" ] && built=$(sed -n 's/^commit //p' "$kit/BUILD" 2>/dev/null)
+    echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  commit: ${built:-unknown}"
     echo "# driver: $driver (CUDA $driver_cuda); toolkit: ${toolkit:-none} $toolkit_ver; kit: ${kit:-none}"
     echo "# devices CUDA sees: $ngpu (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})"
     nvidia-smi --query-gpu=index,name,memory.total,mig.mode.current,compute_mode,pcie.link.gen.current,pcie.link.width.current \
@@ -145,12 +150,12 @@ run() { # NAME ARGS...: one dpbench run; its result files by --out
 json() { find "$out" -name "$1-2*.json" | sort | tail -1; } # the newest result file of a run name
 
 sanitize() { # TOOL: compute-sanitizer on two short runs (MSE; cross-entropy and the count)
-    local tool=$1 extra=()
+    local tool=$1 extra=() limit=${GPU_BENCH_SANITIZER_S:-600}
     [ "$tool" = memcheck ] && extra=(--leak-check full)
-    compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
+    timeout "$limit" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
         --config configs/gpu.yaml --set dataset.length=20000 --set train.warmup_epochs=0 \
         --set train.epochs=1 --set parallel.replicas=3 --set 'parallel.devices=[0,0,0]' &&
-    compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
+    timeout "$limit" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
         --config configs/gpu.yaml --set dataset.kind=idx --set dataset.path="$tmp/idx/train-images-idx3-ubyte" \
         --set loader.batch_size=64 --set train.warmup_epochs=0 --set train.epochs=1
 }
@@ -176,11 +181,6 @@ h2d() { # the table alone in the part's file (gpu-targets.py reads it); the prof
 if [ "$ngpu" -gt 0 ]; then
     part test-gpu "$gpu_test"
     "$dpbench" --make-dataset idx "$tmp/idx" --classes 10 --per-class 64 >/dev/null 2>&1
-    if command -v compute-sanitizer >/dev/null; then
-        for tool in memcheck racecheck synccheck; do part "sanitizer-$tool" sanitize "$tool"; done
-    else
-        skip compute-sanitizer "not on PATH (it comes with the CUDA toolkit)"
-    fi
     part h2d-bandwidth h2d
     run gpu --config configs/gpu.yaml
     run gpu-on-cpu --config configs/gpu.yaml --set parallel.device=cpu \
@@ -199,6 +199,11 @@ if [ "$ngpu" -gt 0 ]; then
             --set "parallel.devices=[$devs]" --set train.epochs=100 && tutorial+=("$(json "tutorial-gpu-$n")")
     done
     part block-vs-spin block_vs_spin
+    if command -v compute-sanitizer >/dev/null; then # last: the slowest part
+        for tool in memcheck racecheck synccheck; do part "sanitizer-$tool" sanitize "$tool"; done
+    else
+        skip compute-sanitizer "not on PATH (it comes with the CUDA toolkit)"
+    fi
 else
     skip "GPU parts" "no device CUDA can use (see above)"
 fi

@@ -29,7 +29,7 @@ ldd dpbench build/tests/gpu_test | awk '/=> \//{print $3}' | sort -u |
     while read -r lib; do cp -L "$lib" "$kit/lib/"; done
 {
     echo "cuda $("$CUDA_HOME/bin/nvcc" --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')"
-    echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "commit $(git describe --always --dirty 2>/dev/null || echo unknown)"
     echo "kernels $(cat build/cuda-archs 2>/dev/null)"
 } >"$kit/BUILD"
 cat "$kit/BUILD"

@@ -16,8 +16,9 @@ OUT=${2:-bench_results/sample}
 cd "$(dirname "$0")/.."
 [ -x "$BIN" ] || { echo "readme-sample: no dpbench at $BIN (run make first)" >&2; exit 2; }
 mkdir -p "$OUT"
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
-machine="$cpu, $(nproc) cores, $(uname -sr), load average $(cut -d" " -f1-3 /proc/loadavg); dpbench $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# the machine as dpbench's own header names it (arch, CPU, cores, memory, kernel)
+cpu=$("$BIN" --config configs/tutorial.yaml --set train.epochs=1 | sed -n 's/^# machine: //p')
+machine="$cpu, load average $(cut -d" " -f1-3 /proc/loadavg); dpbench $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 
 # sample FILE COMMAND...: the command's stdout (stderr too) into OUT/FILE
 sample() {

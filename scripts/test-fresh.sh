@@ -32,24 +32,48 @@
 # Needs root (debootstrap, chroot, mount) and the Debian mirror
 # (DEBIAN_MIRROR, default http://deb.debian.org/debian): when the mirror
 # cannot be reached it says so and fails.
+#
+# `scripts/test-fresh.sh --arch arm64` (make test-arm64) makes the same root
+# for arm64 instead and runs it under emulation: qemu-user-static (installed
+# if missing) registered with binfmt_misc (mounted and registered from the
+# package's /usr/lib/binfmt.d entry when they are not; the entry stays, as
+# the package leaves it on a systemd host), so every arm64 program in the
+# chroot runs through qemu-aarch64. One pass, CPU only (no aarch64 CUDA
+# toolkit is used; it says whether the host has one): `make run`, then
+# `make test` over the stages in ARM64_STAGES below with the tests that hold
+# a time skipped by name (DPBENCH_TEST_SKIP; docs/testing.md lists each and
+# why). Its root, logs and .deb cache are build/test-fresh-arm64/,
+# build/test-fresh-logs-arm64/ and the arm64 files in build/test-fresh-cache/.
+# Without binfmt_misc it says so and fails (no other way is tried).
 set -euo pipefail
 SELF=$(realpath "$0")
 cd "$(dirname "$SELF")/.."
 REPO=$PWD
 FETCH_ONLY=0
-case ${1:-} in
---fetch) FETCH_ONLY=1 ;;
-"") ;;
-*) echo "test-fresh.sh: unknown argument '$1' (expected --fetch or nothing)" >&2; exit 2 ;;
+FOREIGN=""   # --arch: the Debian architecture to emulate
+ARGS=("$@")
+while [ $# -gt 0 ]; do
+    case $1 in
+    --fetch) FETCH_ONLY=1 ;;
+    --arch) FOREIGN=${2:-}; [ $# -ge 2 ] && shift ;;
+    *) echo "test-fresh.sh: unknown argument '$1' (expected --fetch, --arch arm64 or nothing)" >&2; exit 2 ;;
+    esac
+    shift
+done
+case $FOREIGN in
+""|arm64) ;;
+*) echo "test-fresh.sh: --arch '$FOREIGN': only arm64 can be emulated" >&2; exit 2 ;;
 esac
 SUITE=bookworm
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 FUZZ=${FRESH_FUZZ_SECONDS:-5}
-WORK=$REPO/build/test-fresh          # tmpfs: the roots, removed on exit
-CACHE=$REPO/build/test-fresh-cache   # kept: debootstrap tarball, .deb files
-LOGS=$REPO/build/test-fresh-logs     # kept: one log per phase
-PROG=test-fresh
+SFX=${FOREIGN:+-$FOREIGN}            # the emulated architecture's files apart
+WORK=$REPO/build/test-fresh$SFX          # tmpfs: the roots, removed on exit
+CACHE=$REPO/build/test-fresh-cache       # kept: debootstrap tarball, .deb files
+LOGS=$REPO/build/test-fresh-logs$SFX     # kept: one log per phase
+ARCHIVES=$CACHE/archives$SFX             # apt's .deb files
+PROG=test-fresh$SFX
 
 say() { printf '%s: %s\n' "$PROG" "$*"; }
 die() { printf '%s: %s\n' "$PROG" "$*" >&2; exit 1; }
@@ -58,7 +82,7 @@ die() { printf '%s: %s\n' "$PROG" "$*" >&2; exit 1; }
 # In a mount namespace of its own: no mount is seen outside, and all of them
 # vanish with the namespace even if this script is killed outright.
 if [ -z "${DPBENCH_FRESH_NS:-}" ]; then
-    DPBENCH_FRESH_NS=1 exec unshare --mount --propagation private "$SELF" "$@"
+    DPBENCH_FRESH_NS=1 exec unshare --mount --propagation private "$SELF" "${ARGS[@]}"
 fi
 HEAD=$(git rev-parse --short HEAD) || die "not a git checkout"
 [ $FETCH_ONLY -eq 1 ] || [ -z "$(git status --porcelain --untracked-files=no)" ] ||
@@ -95,7 +119,7 @@ cleanup() {
         echo "$PROG: could not remove every mount under $WORK; left it in place" >&2
         rc=1
     else
-        rm -rf "$WORK" "$CACHE/archives-copy"
+        rm -rf "$WORK" "$CACHE/archives-copy$SFX"
     fi
     [ -z "${T0:-}" ] || [ $FETCH_ONLY -eq 1 ] || say "total $(($(date +%s) - T0)) s, exit $rc"
     exit $rc
@@ -125,7 +149,7 @@ phase() {
 }
 
 T0=$(date +%s)
-mkdir -p "$CACHE/archives/partial" "$LOGS"
+mkdir -p "$ARCHIVES/partial" "$LOGS"
 APT_WAIT=(-o DPkg::Lock::Timeout=600)   # others may be running apt-get too
 
 # ---- prerequisites on the host ---------------------------------------------
@@ -150,11 +174,43 @@ if ! command -v debootstrap >/dev/null; then
         >"$LOGS/debootstrap-install.log" 2>&1 ||
         die "apt-get install debootstrap failed: see $LOGS/debootstrap-install.log"
 fi
+HOST_ARCH=$(dpkg --print-architecture)
+DEB_ARCH=${FOREIGN:-$HOST_ARCH}
+[ "$DEB_ARCH" = "$HOST_ARCH" ] || [ -n "$FOREIGN" ] || die "internal: no architecture"
+if [ -n "$FOREIGN" ] && [ "$FOREIGN" = "$HOST_ARCH" ]; then
+    die "--arch $FOREIGN is this host's own architecture: run make test-fresh"
+fi
+
+# ---- emulation (--arch): qemu-user-static through binfmt_misc --------------
+QEMU=qemu-aarch64   # the emulator for arm64
+emulation_ready() {
+    local bm=/proc/sys/fs/binfmt_misc conf=/usr/lib/binfmt.d/$QEMU.conf
+    if [ ! -e "$conf" ]; then
+        say "installing qemu-user-static with apt-get"
+        DEBIAN_FRONTEND=noninteractive apt-get "${APT_WAIT[@]}" install -y -qq qemu-user-static \
+            >"$LOGS/qemu-install.log" 2>&1 ||
+            die "apt-get install qemu-user-static failed: see $LOGS/qemu-install.log"
+    fi
+    [ -e "$bm/status" ] || mnt -t binfmt_misc binfmt_misc "$bm" 2>"$LOGS/binfmt.log" ||
+        die "binfmt_misc cannot be mounted ($(head -1 "$LOGS/binfmt.log")): arm64 programs cannot run in a chroot here; failing"
+    if [ ! -e "$bm/$QEMU" ]; then
+        cat "$conf" >"$bm/register" 2>"$LOGS/binfmt.log" ||
+            die "cannot register $QEMU with binfmt_misc ($(head -1 "$LOGS/binfmt.log")); failing"
+        say "registered $QEMU with binfmt_misc (from $conf; it stays registered)"
+    fi
+    grep -qx enabled "$bm/status" && grep -qx enabled "$bm/$QEMU" ||
+        die "binfmt_misc or its $QEMU entry is disabled; failing"
+    # F: the kernel opens the emulator when it is registered, so a chroot needs no copy of it
+    grep -q '^flags:.*F' "$bm/$QEMU" ||
+        die "$QEMU is registered without the F flag (its emulator must be inside each root): re-register it from $conf"
+    say "emulation: binfmt_misc + qemu-user-static ($($QEMU-static --version | head -1)) in a chroot"
+}
+[ -z "$FOREIGN" ] || emulation_ready
 
 # ---- the base root: debootstrap's tarball downloaded, and the root it
 # unpacks to saved as a tar, both kept for a week --------------------------
-TARBALL=$CACHE/$SUITE-minbase.tgz
-BASE_TAR=$CACHE/$SUITE-minbase-root.tar
+TARBALL=$CACHE/$SUITE$SFX-minbase.tgz
+BASE_TAR=$CACHE/$SUITE$SFX-minbase-root.tar
 INCLUDE=make,gcc,libc6-dev,git
 TAR_OPTS=(--numeric-owner --xattrs --xattrs-include='*')
 fetch_tarball() {
@@ -165,13 +221,13 @@ fetch_tarball() {
         return 0
     fi
     rm -rf "$TARBALL" "$TARBALL.include" "$BASE_TAR" "$CACHE/scratch"
-    debootstrap --variant=minbase --include=$INCLUDE --make-tarball="$TARBALL.tmp" \
+    debootstrap --arch="$DEB_ARCH" --variant=minbase --include=$INCLUDE --make-tarball="$TARBALL.tmp" \
         "$SUITE" "$CACHE/scratch" "$MIRROR" >"$LOGS/debootstrap-fetch.log" 2>&1 ||
         { tail -20 "$LOGS/debootstrap-fetch.log" >&2; die "debootstrap could not download $SUITE from $MIRROR"; }
     rm -rf "$CACHE/scratch"
     mv "$TARBALL.tmp" "$TARBALL"
     echo "$INCLUDE $MIRROR" >"$TARBALL.include"
-    say "debootstrap download ($SUITE minbase + $INCLUDE): ok, $(($(date +%s) - s)) s"
+    say "debootstrap download ($SUITE $DEB_ARCH minbase + $INCLUDE): ok, $(($(date +%s) - s)) s"
 }
 # base_root DIR: the root in DIR (on a tmpfs): the saved one when it is newer
 # than the tarball, else unpacked by debootstrap and saved
@@ -182,18 +238,18 @@ base_root() {
         mkdir -p "$dir"
         if tar -C "$dir" "${TAR_OPTS[@]}" -xpf "$BASE_TAR" 2>"$LOGS/base-untar.log"; then
             cp /etc/resolv.conf "$dir/etc/resolv.conf"
-            say "debootstrap root ($SUITE minbase + $INCLUDE, saved by an earlier run): ok, $(($(date +%s) - s)) s"
+            say "debootstrap root ($SUITE $DEB_ARCH minbase + $INCLUDE, saved by an earlier run): ok, $(($(date +%s) - s)) s"
             return 0
         fi
         rm -rf "$BASE_TAR" "$dir"
     fi
-    debootstrap --variant=minbase --include=$INCLUDE --unpack-tarball="$TARBALL" \
+    debootstrap --arch="$DEB_ARCH" --variant=minbase --include=$INCLUDE --unpack-tarball="$TARBALL" \
         "$SUITE" "$dir" "$MIRROR" >"$LOGS/debootstrap.log" 2>&1 ||
         { tail -20 "$LOGS/debootstrap.log" >&2; die "debootstrap failed: see $LOGS/debootstrap.log"; }
     rm -rf "$dir"/var/cache/apt/archives/*.deb
     tar -C "$dir" "${TAR_OPTS[@]}" -cpf "$BASE_TAR.tmp" . && mv "$BASE_TAR.tmp" "$BASE_TAR"
     cp /etc/resolv.conf "$dir/etc/resolv.conf"
-    say "debootstrap ($SUITE minbase + $INCLUDE, unpacked): ok, $(($(date +%s) - s)) s"
+    say "debootstrap ($SUITE $DEB_ARCH minbase + $INCLUDE, unpacked): ok, $(($(date +%s) - s)) s"
 }
 
 exec 9>"$CACHE/lock"
@@ -269,6 +325,46 @@ pass2() {
     [ $rc -eq 0 ] || return 1
     phase "pass 2 (CUDA toolkit $1, read-only): make test" "$LOGS/pass2-test.log" inroot 2 'make test'
 }
+
+# ---- the emulated pass (--arch arm64) -------------------------------------
+# After `make run` and the test binaries' build, two `make test` runs side by
+# side (one a core: each emulated program is one host thread), over the
+# stages in ARM64_STAGES_A and _B. ARM64_SKIP names the tests skipped there:
+# each holds a time that qemu-user, many times slower than the host, cannot
+# keep (docs/testing.md gives each one's reason).
+ARM64_STAGES_A="test-cli test-data-cli"
+ARM64_STAGES_B="test-unit test-kernels test-results"
+ARM64_SKIP="test_pinned_beats_pageable test_async_needs_pinned test_copy_depth"
+# foreign_tests: the two runs; fails when either did
+foreign_tests() {
+    local log=$LOGS/pass-$FOREIGN rc=0 pa
+    phase "pass $FOREIGN: make test TEST_STAGES=\"$ARM64_STAGES_A\"" "$log-test-a.log" \
+        inroot "$FOREIGN" "DPBENCH_TEST_SKIP='$ARM64_SKIP' make test TEST_STAGES='$ARM64_STAGES_A'" &
+    pa=$!
+    PIDS+=($pa)
+    phase "pass $FOREIGN: make test TEST_STAGES=\"$ARM64_STAGES_B\"" "$log-test-b.log" \
+        inroot "$FOREIGN" "DPBENCH_TEST_SKIP='$ARM64_SKIP' make test TEST_STAGES='$ARM64_STAGES_B'" || rc=1
+    wait "$pa" || rc=1
+    PIDS=()
+    sed -n '/^# stage/,/^test:/p' "$log-test-a.log" "$log-test-b.log" | sed "s/^/    /"
+    return $rc
+}
+if [ -n "$FOREIGN" ]; then
+    if [ -e "$CUDA_HOME/targets/sbsa-linux/include/cuda_runtime.h" ]; then
+        say "pass $FOREIGN: CPU only: the host's aarch64 (sbsa) CUDA toolkit is not mounted into the root"
+    else
+        say "pass $FOREIGN: CPU only: no aarch64 (sbsa) CUDA toolkit on this host ($CUDA_HOME/targets: $(ls "$CUDA_HOME/targets" 2>/dev/null | tr '\n' ' ')), so the arm64 build has no cuda backend"
+    fi
+    mkroot "$FOREIGN" "$ARCHIVES"
+    log=$LOGS/pass-$FOREIGN
+    phase "pass $FOREIGN (emulated, no CUDA): make run" "$log-run.log" inroot "$FOREIGN" 'make run' || exit 1
+    say "    $(grep -m1 '^# machine:' "$log-run.log")"
+    phase "pass $FOREIGN: the unit tests' build" "$log-build.log" \
+        inroot "$FOREIGN" 'make -j2 $(ls tests/test_*.c | sed "s|^tests/\(.*\)\.c$|build/tests/\1|")' || exit 1
+    foreign_tests || exit 1
+    say "passed: make run + make test ($ARM64_STAGES_A $ARM64_STAGES_B) on a fresh $SUITE $FOREIGN root under qemu-user"
+    exit 0
+fi
 
 CUDA_DIR=""
 [ -e "$CUDA_HOME/include/cuda_runtime.h" ] && CUDA_DIR=$(realpath "$CUDA_HOME")

@@ -754,7 +754,9 @@ def git_commit():
 
 
 def machine():
-    """The `machine` block: cpu model, cores, memory, kernel, CUDA devices."""
+    """The `machine` block: architecture, cpu model (/proc/cpuinfo's model name:
+    x86-64; arm64 has none, and dpbench's own result names its core), cores,
+    memory, kernel, CUDA devices."""
     cpu = "unknown cpu"
     try:
         with open("/proc/cpuinfo") as f:
@@ -770,6 +772,7 @@ def machine():
         devices = "; ".join("%d: %s" % (i, torch.cuda.get_device_name(i))
                             for i in range(torch.cuda.device_count()))
     return {
+        "arch": uname.machine,
         "cpu": cpu,
         "cores": os.sysconf("SC_NPROCESSORS_ONLN"),
         "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),

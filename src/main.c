@@ -2,6 +2,7 @@
  * nn.DataParallel does, while the DataLoader's knobs are toggled, and reports
  * where each epoch's time went. main picks the run mode from the table below
  * (src/app/mode_*.c, one file each) and returns its exit status. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,22 @@ static const struct mode *const modes[] = {
 };
 enum { N_MODES = sizeof modes / sizeof modes[0] };
 
+/* A command's word later on the line (dpbench --export D --make-dataset
+ * idx D2): it names its command only as the first argument. Words after a
+ * flag are that flag's value (-c compare). */
+static bool misplaced_command(int argc, char **argv, struct error *e)
+{
+    for (int j = 2; j < argc; j++)
+        for (int i = 0; i < N_MODES; i++)
+            if (modes[i]->command && strcmp(argv[j], modes[i]->command) == 0 &&
+                !(argv[j - 1][0] == '-' && !strchr(argv[j - 1], '=') && argv[j][0] != '-')) {
+                error_set(e, "%s must come first, before any option (dpbench %s --help)",
+                          argv[j], argv[j]);
+                return true;
+            }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     app_register();
@@ -31,6 +48,7 @@ int main(int argc, char **argv)
         config_free(&a.res.cfg);
         if (rc > 0)
             return EXIT_OK;
+        misplaced_command(argc, argv, &e);
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return EXIT_USAGE;
     }

@@ -259,7 +259,7 @@ expect 2 "$TMP/dangling is a dangling symbolic link" -- --make-dataset cifar10 "
 if [ ! -e "$TMP/nowhere" ]; then ok; else bad "a dangling --out link was followed"; fi
 # --allreduce-bandwidth --out: the table on stdout and in NAME-STAMP.allreduce.txt
 expect 0 "table written to $TMP/ab/x/bw-" -- --allreduce-bandwidth --set name=bw --out "$TMP/ab/x"
-if cmp -s "$TMP/out" "$TMP"/ab/x/bw-*.allreduce.txt && grep -q "^# best busbw" "$TMP/out"; then ok
+if cmp -s "$TMP/out" "$TMP"/ab/x/bw-*.allreduce.txt && grep -q "^# one rank: busbw is 0" "$TMP/out"; then ok
 else bad "--allreduce-bandwidth --out: $(ls -A "$TMP/ab/x")"; fi
 expect 2 "--max-memory: expected bytes" -- --max-memory lots
 expect 2 "more than the" -- --set dataset.length=1000000 --set dataset.features=1000 --max-memory 1G
@@ -270,6 +270,12 @@ printf 'name: caf\xc3\n' >"$TMP/utf8.yaml"
 expect 2 "utf8.yaml:1:" -- --config "$TMP/utf8.yaml"
 
 # ---- refused up front (exit 2), one line naming the problem
+# a command word after options: it names its command only first
+for cmd in --make-dataset compare; do
+    expect 2 "$cmd must come first, before any option" -- --export "$TMP/D" $cmd idx "$TMP/D2"
+    expect 2 "$cmd must come first, before any option" -- -q --set seed=1 $cmd A B
+done
+[ ! -e "$TMP/D" ] && [ ! -e "$TMP/D2" ] && ok || bad "a misplaced command wrote something"
 expect 2 "more than 4096 points" -- --sweep loader.num_workers=0,1,2,3,4,5,6,7 \
     --sweep loader.batch_size=1,2,3,4,5,6,7,8 --sweep seed=1,2,3,4,5,6,7,8 --sweep train.epochs=1,2,3,4,5,6,7,8,9
 # every list's limit is named, whatever its length and wherever it comes from
@@ -436,6 +442,37 @@ rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))
 if [ $rc -eq 130 ] && [ $ms -lt 5000 ] && grep -q "interrupted by SIGINT" "$TMP/slow.err"; then ok
 else bad "second SIGINT with slow samples: exit $rc after $ms ms: $(cat "$TMP/slow.err")"; fi
 
+# a stop in every phase of a run, one stop path: DPBENCH_TEST_SIGNAL_AT=WORDS
+# raises SIGINT as the phase whose name holds WORDS begins. Exit 130, the
+# last stderr line says what was kept, and stdout holds every epoch that
+# completed (want: measured epochs per point in the JSON, - for none); the
+# phases after the measuring keep all of it, whole.
+"$BIN" --make-dataset folder "$TMP/sigdata" --classes 2 --per-class 4 --size 8x8 >/dev/null
+S2="--sweep loader.num_workers=0,1 --set train.warmup_epochs=1 --set train.epochs=5"
+FOLDER="--set dataset.kind=folder --set dataset.path=$TMP/sigdata/train --set model.out_features=2"
+while IFS='|' read -r phase want msg args; do
+    [ -z "$phase" ] && continue
+    DPBENCH_TEST_SIGNAL_AT="$phase" "$BIN" -q --format json $args >"$TMP/ph.json" 2>"$TMP/ph.err" </dev/null
+    rc=$?
+    got=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(','.join(str(len(r['epochs'])) for r in d['runs']))" "$TMP/ph.json" 2>/dev/null || echo -)
+    if [ $rc -eq 130 ] && [ "$got" = "$want" ] && tail -1 "$TMP/ph.err" | grep -qF "$msg"; then ok
+    else bad "SIGINT as '$phase' began: exit $rc, epochs $got (want 130, $want): $(cat "$TMP/ph.err")"; fi
+done <<EOF2
+generating the dataset|-|before any epoch completed|$S2
+loading the dataset|-|before any epoch completed|$S2 $FOLDER
+timing the BLAS|-|before any epoch completed|$S2
+measuring the floor|-|before any epoch completed|$S2 --set report.floor=true
+setting up the run|-|before any epoch completed|$S2
+running the warmup epochs|-|before any epoch completed|$S2
+running the epochs|-|before any epoch completed|$S2
+finishing the run|5|only what completed is reported|$S2
+deciding whether the verdicts|45,45|only what completed is reported|$S2
+computing the statistics|10,10|after the last epoch; the results are complete|$S2 --repeat 2
+writing the results|10,10|after the last epoch; the results are complete|$S2 --repeat 2
+writing the dataset|-|interrupted by SIGINT before the run|--set dataset.kind=folder --set dataset.path=$TMP/sigmade/train --set dataset.make=folder
+EOF2
+rm -f "$TMP/ph.json" # empty where nothing completed: not a result
+[ ! -e "$TMP/sigmade" ] && ok || bad "a stop while dataset.make wrote left $TMP/sigmade"
 # ---- the emulated device (docs/emulated.md)
 expect 0 "[emulated]" -- -c configs/tutorial.yaml --set parallel.device=emulated
 expect 0 "emulated model" -- -c configs/tutorial.yaml --set parallel.device=emulated \
@@ -447,7 +484,7 @@ expect 2 "rows[0].pinned_gbps: expected a positive number" -- --set parallel.dev
     --set emulate.profile="$TMP/badprof.json"
 expect 2 "emulate.h2d_gbps: expected a number in" -- --set emulate.h2d_gbps=0
 expect 2 "\`dpbench --make-dataset folder $TMP/no-such-data\` writes one" -- \
-    -c configs/emulated-sync-vs-async.yaml --set dataset.path="$TMP/no-such-data/train"
+    -c configs/emulated-sync-vs-async.yaml --set dataset.path="$TMP/no-such-data/train" --set dataset.make=
 # every path dpbench reads refuses what is not a regular file at once, never
 # waiting in open() (a FIFO without a writer blocked emulate.profile forever)
 mkfifo "$TMP/fifo-open" # and $TMP/fifo, made above

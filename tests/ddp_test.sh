@@ -129,6 +129,7 @@ dataset.noise|||--set dataset.noise=0.5
 dataset.sample_cost_us|||--set dataset.sample_cost_us=1
 dataset.path|$IDX||--set dataset.path=$I/b/train-images-idx3-ubyte
 dataset.eval_path|$IDX||--set dataset.eval_path=$I/b/t10k-images-idx3-ubyte
+dataset.make|$IDX||--set dataset.make=idx
 dataset.drop_cache|||--set dataset.drop_cache=true
 transform.resize|$IDX||--set transform.resize=20
 transform.crop|$IDX||--set transform.crop=20

@@ -10,7 +10,8 @@
 #
 # Each binary runs with the step's library forced (DPBENCH_TEST_BLAS, so that
 # nothing depends on what parallel.blas=auto picks): OpenBLAS under each core
-# type whose instructions this CPU has, libxsmm under each target it has;
+# type of this architecture (x86-64 or arm64) whose instructions this CPU has,
+# libxsmm under each target it has (x86-64 only);
 # --native DIR runs DIR/<binary> too (OpenBLAS and libxsmm as found). A core
 # type or target the CPU lacks, or one the library does not take (it reports
 # running another), is skipped with the reason. Prints one line per path and
@@ -21,8 +22,64 @@ native=""
 if [ "${1:-}" = "--native" ]; then native=$2; shift 2; fi
 [ $# -gt 0 ] || { echo "usage: $0 [--native DIR] TEST_BINARY..." >&2; exit 2; }
 
-flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
-# missing FLAG...: the flags of /proc/cpuinfo this CPU lacks
+# hwcap_flags: arm64's instruction-set extensions, by their /proc/cpuinfo
+# names, from the aux vector's AT_HWCAP and AT_HWCAP2 bits as the dynamic
+# loader prints them: qemu-user fills the aux vector for its guest, while
+# /proc/cpuinfo under it is the host's
+hwcap_flags() {
+    local auxv hw hw2 out="" bit
+    auxv=$(LD_SHOW_AUXV=1 /bin/true)
+    hw=$(awk '$1 == "AT_HWCAP:" {print $2}' <<<"$auxv")
+    hw2=$(awk '$1 == "AT_HWCAP2:" {print $2}' <<<"$auxv")
+    hw=$((16#${hw#0x})) hw2=$((16#${hw2#0x}))
+    for bit in 1:asimd 8:atomics 20:asimddp 22:sve; do
+        [ $((hw >> ${bit%%:*} & 1)) -eq 0 ] || out+=" ${bit#*:}"
+    done
+    for bit in 1:sve2 14:bf16; do
+        [ $((hw2 >> ${bit%%:*} & 1)) -eq 0 ] || out+=" ${bit#*:}"
+    done
+    echo "${out# }"
+}
+
+# This CPU's flags and OpenBLAS's core types for its architecture, each with
+# the instructions its kernels use (the names OPENBLAS_CORETYPE takes and
+# OPENBLAS_VERBOSE=2 reports as "Core: NAME")
+case $(uname -m) in
+x86_64)
+    flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+    cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+    CORE_TYPES='Prescott pni
+Nehalem ssse3 sse4_1 sse4_2
+Sandybridge avx
+Haswell avx2 fma
+Zen avx2 fma
+SkylakeX avx512f avx512dq avx512cd avx512bw avx512vl
+Cooperlake avx512f avx512dq avx512cd avx512bw avx512vl avx512_bf16
+SapphireRapids avx512f avx512bw avx512vl avx512_bf16 avx512_fp16 amx_tile amx_bf16' ;;
+aarch64)
+    # Debian's 0.3.21 builds the armv8.1-a and later types with the compiler
+    # free to use LSE atomics, and neoversev1/neoversen2 with SVE kernels
+    flags=" $(hwcap_flags) "
+    cpu="aarch64 with${flags% }"
+    CORE_TYPES='armv8 asimd
+cortexa53 asimd
+cortexa55 asimd atomics
+cortexa57 asimd
+cortexa72 asimd
+cortexa73 asimd
+falkor asimd
+thunderx asimd
+thunderx2t99 asimd atomics
+thunderx3t110 asimd atomics
+tsv110 asimd atomics
+emag8180 asimd
+neoversen1 asimd atomics
+neoversev1 asimd atomics asimddp sve
+neoversen2 asimd atomics asimddp sve sve2 bf16' ;;
+*)
+    flags=" " cpu=$(uname -m) CORE_TYPES="" ;;
+esac
+# missing FLAG...: the flags this CPU lacks
 missing() {
     local f out=""
     for f in "$@"; do [[ $flags == *" $f "* ]] || out+=" $f"; done
@@ -56,22 +113,14 @@ run() {
 }
 
 BINS=("$@")
-echo "# kernel paths on: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-# OpenBLAS core types and the instructions their kernels use
+echo "# kernel paths on: $cpu"
+[ -n "$CORE_TYPES" ] || { echo "  openblas: skipped: no core-type list for $(uname -m)"; skip=$((skip + 1)); }
 while read -r core need; do
+    [ -n "$core" ] || continue
     m=$(missing $need)
     if [ -n "$m" ]; then echo "  openblas $core: skipped: this CPU lacks $m"; skip=$((skip + 1)); continue; fi
     run "openblas $core" "Core: $core" OPENBLAS_CORETYPE="$core" OPENBLAS_VERBOSE=2 DPBENCH_TEST_BLAS=openblas
-done <<'EOF'
-Prescott pni
-Nehalem ssse3 sse4_1 sse4_2
-Sandybridge avx
-Haswell avx2 fma
-Zen avx2 fma
-SkylakeX avx512f avx512dq avx512cd avx512bw avx512vl
-Cooperlake avx512f avx512dq avx512cd avx512bw avx512vl avx512_bf16
-SapphireRapids avx512f avx512bw avx512vl avx512_bf16 avx512_fp16 amx_tile amx_bf16
-EOF
+done <<<"$CORE_TYPES"
 # libxsmm targets (wsm = SSE4.2, snb = AVX, hsw = AVX2, skx = AVX-512)
 # built in: the library's environment names are in the binary (linked statically)
 if ! grep -qa LIBXSMM_TARGET "${BINS[0]}"; then

@@ -210,5 +210,5 @@ int main(void)
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_replicas_own_devices),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_run_tests("emulated", tests, NULL, NULL);
 }

@@ -106,9 +106,11 @@ static void test_advice_follows_the_measurement(void **state)
     assert_non_null(strstr(v, "loader workers measured no faster here (loader.num_workers=2: "
                               "28.00x the time, slower)"));
     assert_null(strstr(v, "would help"));
+    config_free(&r.cfg); // the sweep's values
     sweep_of_two(&r, runs, eps, rounds, 0.5); // and twice as fast
     report_verdict(&r, 0, v, sizeof v);
     assert_non_null(strstr(v, "loader workers measured faster here"));
+    config_free(&r.cfg);
     r.n_runs = 1; // one run: nothing measured to go by
     r.cfg.n_sweep = 0;
     report_summarize(&r);

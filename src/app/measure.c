@@ -161,7 +161,9 @@ static bool measure_done(void *ctx, int rounds, double alpha)
     struct measure *m = ctx;
     (void)rounds;
     m->res->alpha = alpha;
+    const char *was = signals_phase("deciding whether the verdicts need more rounds");
     bool done = report_decided(m->res);
+    signals_phase(was);
     char why[800];
     if (!m->quiet && !done)
         progress_note(report_undecided(m->res, why, sizeof why));

@@ -19,8 +19,15 @@ static int export_points(const struct config *c, struct points *pts, const char 
     size_t estimate;
     bool rebuild;
     signal(SIGXFSZ, SIG_IGN); // a file size limit fails the write (EFBIG): the export is removed
-    if (points_of(c, pts, &e) || sweep_check(pts, max_memory, false, &estimate, &rebuild, &e) ||
-        export_init(&x, dir, &e)) {
+    if (points_of(c, pts, &e)) {
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+        return EXIT_USAGE;
+    }
+    if (points_make_data(pts, &e) && !stop_requested()) {
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+        return EXIT_RUN;
+    }
+    if (sweep_check(pts, max_memory, false, &estimate, &rebuild, &e) || export_init(&x, dir, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return EXIT_USAGE;
     }

@@ -11,6 +11,7 @@
 #include "comm.h"
 #include "config.h"
 #include "dataset_kind.h"
+#include "gen.h"
 #include "loss.h"
 
 /* "x, y or auto": the backends whose replicas run on numbered devices (one
@@ -77,6 +78,29 @@ static int rule_data_kind(const struct config *c, struct error *e)
     return 0;
 }
 
+/* dataset.make: --make-dataset's options for this config's kind. */
+static int rule_data_make(const struct config *c, struct error *e)
+{
+    const struct dataset_kind *made;
+    char name[64];
+    if (!c->dataset.make[0])
+        return 0;
+    if (!dataset_kind_of(c)->labelled)
+        return error_set(e, "dataset.make: only for dataset.kind idx, cifar10 or folder");
+    if (gen_spec_check(c->dataset.make, &made, name, sizeof name, e)) {
+        error_wrap(e, "dataset.make");
+        return -1;
+    }
+    if (made != dataset_kind_of(c))
+        return error_set(e, "dataset.make: \"%s\" makes a %s dataset, but dataset.kind is %s",
+                         c->dataset.make, made->name, c->dataset.kind);
+    const char *path = c->dataset.path, *slash = strrchr(path, '/');
+    if (name[0] && strcmp(slash ? slash + 1 : path, name) != 0)
+        return error_set(e, "dataset.make: \"%s\" writes DIR/%s (and the rest); dataset.path "
+                            "must name it, found %s", c->dataset.make, name, path);
+    return 0;
+}
+
 void app_register(void)
 {
     config_register_names("model.loss", loss_name);
@@ -87,4 +111,5 @@ void app_register(void)
     config_register_rule(rule_devices);
     config_register_rule(rule_comm);
     config_register_rule(rule_data_kind);
+    config_register_rule(rule_data_make);
 }

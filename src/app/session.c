@@ -105,6 +105,8 @@ static int prepare(struct app *a, struct backends *bes, size_t *estimate)
         rc = EXIT_USAGE;
     else if (a->points.n == 0 && points_of(c, &a->points, &e))
         rc = EXIT_USAGE;
+    else if (points_make_data(&a->points, &e) && !stop_requested()) // a stop: said below
+        rc = EXIT_RUN;
     else if (sweep_check(&a->points, a->opts.max_memory, true, estimate, &a->rebuild, &e))
         rc = EXIT_USAGE;
     else if (!stop_requested() && backends_resolve(a->points.cfg, a->points.n, bes, &e))
@@ -210,8 +212,9 @@ static int finish(struct app *a, const struct session_ops *ops, const struct com
         res->peak_rss_bytes = (double)ru.ru_maxrss * 1024; // Linux reports KiB
     bool placed = false; // the result files have their names
     if (res->n_runs > 0) {
-        signals_phase("writing the results");
+        signals_phase("computing the statistics");
         report_summarize(res);
+        signals_phase("writing the results");
         if (emit(a, ops, &placed, &e) && !signals_pending()) {
             fprintf(stderr, "dpbench: %s\n", e.msg);
             status = EXIT_RUN;
@@ -222,6 +225,12 @@ static int finish(struct app *a, const struct session_ops *ops, const struct com
                 signals_name(train_stop), placed ? "the result files were written, stdout was cut "
                                                   "short" : "no result files written");
         return 128 + train_stop;
+    }
+    if (train_stop && !res->interrupted && res->n_runs > 0) { // after the last epoch: all kept
+        if (comm->rank == 0)
+            fprintf(stderr, "dpbench: interrupted by %s after the last epoch; the results are "
+                            "complete\n", signals_name(train_stop));
+        return status == EXIT_OK ? 128 + train_stop : status;
     }
     if (res->interrupted && train_stop) {
         if (comm->rank > 0)
@@ -256,7 +265,7 @@ int session_run(struct app *a, const struct session_ops *ops)
     signals_on_stuck(write_stuck, a);
     rc = ops->measure(a, &bes, &comm, cm, &e);
     signals_on_stuck(NULL, NULL); // no run in progress any more
-    signals_settle(); // stopped: what completed is written unless another signal comes
+    signals_finishing(); // what completed is written unless another signal comes
     int status = finish(a, ops, &comm, run_status(rc, res, &comm, &e));
     comm_close(&comm);
     return status;

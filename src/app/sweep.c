@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dataset_files.h"
 #include "effect.h"
 #include "emulate_profile.h"
 #include "estimate.h"
@@ -160,6 +161,17 @@ static size_t datasets_sum(const struct points *pts)
             sum = est.dataset > SIZE_MAX - sum ? SIZE_MAX : sum + est.dataset;
     }
     return sum;
+}
+
+int points_make_data(const struct points *pts, struct error *e)
+{
+    for (long p = 0; p < pts->n && !stop_requested(); p++)
+        if (dataset_files_make(&pts->cfg[p], e)) {
+            if (pts->label[p][0])
+                error_wrap(e, "sweep point %s", pts->label[p]);
+            return -1;
+        }
+    return 0;
 }
 
 /* Checks every point before any runs: its estimated host footprint

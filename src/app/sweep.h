@@ -38,6 +38,9 @@ int points_add(struct points *pts, const struct config *c, const char *label, st
 void points_resolve_auto(struct points *pts, const struct backend *be);
 void points_free(struct points *pts);
 
+/* dataset.make: makes each point's dataset that is not at its path yet
+ * (before sweep_check, whose estimate reads the files' headers). */
+int points_make_data(const struct points *pts, struct error *e);
 /* Every point's estimated host memory against max_memory (0: what the
  * machine has), before anything is allocated; *peak is the largest need.
  * keep_data: every distinct dataset is kept for the whole run (the rounds),

@@ -27,7 +27,8 @@ struct backend_setup {
     const long *device_ids; // (replicas) device of each replica (cuda), NULL on cpu
     bool pin_memory, async_copy;
     int copy_depth;         // device buffers in the async ring
-    int compute_cores;      // host cores left for compute after the loader's workers
+    int spare_cores;        // host cores the loader's workers leave (0 or less: none)
+    int compute_cores;      // of those, for compute: spare_cores, at least 1
     int blas_threads;       // OpenBLAS threads per replica, measured (blas_tune.c); cpu only
     int blas_lib;           // enum hostmm_lib: the step's products' library, measured; cpu only
     const float *w0;        // (out_features, features) initial weight

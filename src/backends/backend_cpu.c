@@ -45,7 +45,7 @@ struct replica {
     struct hostmm mm;           // this replica's matrix kernels
     struct cpu_op ops[MAX_OPS]; // this phase's calls, in order
     int n_ops;
-    _Alignas(64) atomic_long go; // bumps when this replica has a phase to run (or must exit);
+    _Alignas(CACHE_LINE) atomic_long go; // bumps when this replica has a phase to run (or must exit);
                                  // on a cache line of its own, as are pending and sleepers
     pthread_t thread;
 };
@@ -64,8 +64,8 @@ struct cpu_dp {
     /* phase hand-off to the replica threads */
     pthread_mutex_t mu;
     pthread_cond_t cv_go, cv_done;
-    _Alignas(64) atomic_int pending; // threads still working on this phase
-    _Alignas(64) atomic_int sleepers; // threads blocked (or about to block) on cv_go or cv_done:
+    _Alignas(CACHE_LINE) atomic_int pending; // threads still working on this phase
+    _Alignas(CACHE_LINE) atomic_int sleepers; // threads blocked (or about to block) on cv_go or cv_done:
                              // only then does a hand-off touch the mutex
     bool exit;
     int threads;             // replica threads started
@@ -307,7 +307,7 @@ static void cpu_free(void *ctx)
 static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
 {
     struct cpu_dp *dp = NULL;
-    if (posix_memalign((void **)&dp, 64, sizeof *dp) != 0)
+    if (posix_memalign((void **)&dp, CACHE_LINE, sizeof *dp) != 0)
         return error_set(e, "cpu backend: out of memory");
     memset(dp, 0, sizeof *dp);
     dp->F = s->features;
@@ -326,7 +326,7 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
     dp->spin = dp->n > 1 && dp->n <= s->compute_cores;
 
     /* cache-line aligned: each thread's hand-off counter on a line of its own */
-    if (posix_memalign((void **)&dp->reps, 64, (size_t)dp->n * sizeof *dp->reps) == 0)
+    if (posix_memalign((void **)&dp->reps, CACHE_LINE, (size_t)dp->n * sizeof *dp->reps) == 0)
         memset(dp->reps, 0, (size_t)dp->n * sizeof *dp->reps);
     else
         dp->reps = NULL;

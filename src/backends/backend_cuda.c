@@ -78,20 +78,28 @@ cudaError_t cuda_pin_free(void *p)
     return cudaFreeHost(p);
 }
 
-/* Blocking sleeps a waiting thread until the device signals: the copy
- * thread, the training thread and an epoch's end would otherwise each spin
- * on a core that the loader's workers need. "spin" is there to measure what
- * the wake-up costs (scripts/gpu-bench.sh runs both). */
-bool cuda_blocking(void)
+/* Whether a host thread that waits for the device (the copy thread, the
+ * training thread, an epoch's end) sleeps until the device signals or spins.
+ * Sleeping costs a wake-up per wait: on an H200 it made gpu.yaml's epoch 1.7x
+ * and the tutorial's 1.9x the spinning ones (docs/gpu.md). Spinning costs a
+ * core: so by default (auto) the waits spin while the waiting threads have
+ * cores of their own beside the loader's workers (spare_cores), and sleep
+ * when they would take one the workers need. DPBENCH_CUDA_SYNC=spin or block
+ * forces either (scripts/gpu-bench.sh runs both). */
+bool cuda_blocking(int spare_cores, int waiters)
 {
     const char *v = getenv("DPBENCH_CUDA_SYNC");
-    return !v || strcmp(v, "spin") != 0;
+    if (v && strcmp(v, "spin") == 0)
+        return false;
+    if (v && strcmp(v, "block") == 0)
+        return true;
+    return spare_cores < waiters;
 }
 
 /* Makes dev current (opening its context) with the waiting policy above. A
  * driver that refuses the flags on an open context leaves the device's
  * default; the events the host waits on still block. */
-static int use_device(int dev, struct error *e)
+static int use_device(int dev, bool blocking, struct error *e)
 {
     cudaError_t err = cudaSetDevice(dev);
     if (err == cudaErrorDevicesUnavailable)
@@ -100,7 +108,7 @@ static int use_device(int dev, struct error *e)
                             "mode is PROHIBITED (nvidia-smi -q -d COMPUTE)", dev);
     if (err != cudaSuccess)
         return cuda_fail(e, err, "cudaSetDevice(dev)", __FILE__, __LINE__);
-    unsigned flags = cuda_blocking() ? cudaDeviceScheduleBlockingSync : cudaDeviceScheduleSpin;
+    unsigned flags = blocking ? cudaDeviceScheduleBlockingSync : cudaDeviceScheduleSpin;
     if (cudaSetDeviceFlags(flags) != cudaSuccess)
         cudaGetLastError(); // cleared: not an error of the run
     return 0;
@@ -161,7 +169,7 @@ static size_t bytes_on(const struct backend_setup *s, long dev)
 }
 
 /* Device ids exist, and each device has the memory its replicas need. */
-static int check_devices(const struct backend_setup *s, struct error *e)
+static int check_devices(const struct backend_setup *s, bool blocking, struct error *e)
 {
     int count = 0;
     CUDA_CHECK(cudaGetDeviceCount(&count));
@@ -175,7 +183,7 @@ static int check_devices(const struct backend_setup *s, struct error *e)
     }
     for (int i = 0; i < s->replicas; i++) {
         size_t free_b = 0, total = 0, need = bytes_on(s, s->device_ids[i]);
-        if (use_device((int)s->device_ids[i], e)) // its context, the first one there
+        if (use_device((int)s->device_ids[i], blocking, e)) // its context, the first one there
             return -1;
         CUDA_CHECK(cudaMemGetInfo(&free_b, &total));
         if (need > free_b)
@@ -276,7 +284,8 @@ static int ring_setup(struct cuda_dp *dp, struct error *e)
 
 static int dp_setup(struct cuda_dp *dp, const struct backend_setup *s, struct error *e)
 {
-    if (check_devices(s, e))
+    dp->blocking = cuda_blocking(s->spare_cores, s->async_copy ? 2 : 1);
+    if (check_devices(s, dp->blocking, e))
         return -1;
     dp->F = s->features;
     dp->O = s->out_features;

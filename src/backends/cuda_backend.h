@@ -119,6 +119,7 @@ struct cuda_dp {
     const struct loss_fn *loss; // the loss of this epoch's steps (for epoch_end)
     float *scratch;        // (3 batch_max O) pinned host: a loss without a kernel
     bool classify;         // count correct predictions (labelled data), on device 0
+    bool blocking;         // waiting threads sleep (cuda_blocking), else spin
     unsigned long long *correct; // device 0: this epoch's correct predictions
     struct cuda_kernels k;
     struct timeline tl;
@@ -133,9 +134,11 @@ struct cuda_dp {
 /* Waits for everything queued on every stream, all of them even after an
  * error (teardown frees what they use); returns the first error. */
 int cuda_sync_all(struct cuda_dp *dp, struct error *e);
-/* Whether host threads sleep while they wait for a device (DPBENCH_CUDA_SYNC
- * is not "spin"): the device's schedule flag and the waited-on events'. */
-bool cuda_blocking(void);
+/* Whether host threads sleep while they wait for a device (the device's
+ * schedule flag and the waited-on events'): DPBENCH_CUDA_SYNC=spin or block,
+ * else only when the waiting threads (waiters) outnumber the cores left
+ * beside the loader's workers (spare_cores). */
+bool cuda_blocking(int spare_cores, int waiters);
 /* cudaMalloc / cudaFree, counted: the backend's buffers live now
  * (cuda_buffers_live, 0 after every teardown). */
 cudaError_t cuda_mem_alloc(void **p, size_t bytes);

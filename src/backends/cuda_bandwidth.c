@@ -94,7 +94,7 @@ static int bw_setup(struct bw *bw, struct error *e)
     CUDA_CHECK(cuda_mem_alloc(&bw->dev, bw->max));
     CUDA_CHECK(cudaStreamCreateWithFlags(&bw->stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreate(&bw->t0));
-    CUDA_CHECK(cudaEventCreateWithFlags(&bw->t1, cuda_blocking() ? cudaEventBlockingSync : 0));
+    CUDA_CHECK(cudaEventCreateWithFlags(&bw->t1, cuda_blocking(1, 1) ? cudaEventBlockingSync : 0));
     if (!(bw->pageable = malloc(bw->max)))
         return error_set(e, "out of memory (%zu bytes)", bw->max);
     unsigned *p = bw->pinned, *q = bw->pageable;

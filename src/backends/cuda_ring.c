@@ -43,12 +43,12 @@ void cuda_timeline_free(struct cuda_dp *dp)
 /* The ring of event sets: a batch's set is reused 2 x depth batches later.
  * The copy thread fills batch j once batch j - depth is released, which is
  * after step j - depth began, by when batch j - 2 depth was read (step_read).
- * The events the host waits on block it rather than spin (cuda_blocking). */
+ * The events the host waits on block it or spin as dp->blocking says. */
 static int ring_create(struct cuda_dp *dp, struct error *e)
 {
     struct timeline *t = &dp->tl;
     size_t R = 2 * (size_t)dp->pipe.depth, G = (size_t)dp->G;
-    unsigned waited = cuda_blocking() ? cudaEventBlockingSync : cudaEventDefault;
+    unsigned waited = dp->blocking ? cudaEventBlockingSync : cudaEventDefault;
     t->start = calloc(R, sizeof *t->start);
     t->end = calloc(R, sizeof *t->end);
     t->copy_begin = calloc(R * G, sizeof *t->copy_begin);

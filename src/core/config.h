@@ -13,6 +13,7 @@
 #define CONFIG_MAX_SWEEP_KEYS 8
 #define CONFIG_MAX_SWEEP_VALUES 64
 #define CONFIG_MAX_SWEEP_POINTS 4096 // runs one sweep may ask for
+#define CONFIG_MAX_KEYS 64 // the key table's size at most: explicit_keys has a bit per key
 #define CONFIG_STR 256 // longest accepted string value, including the NUL
 #define CONFIG_MAX_CHANNELS 4
 #define CONFIG_MAX_FEATURES (1 << 20) // dataset.features, and a transformed sample
@@ -35,6 +36,7 @@ struct config {
         double sample_cost_us; // emulated decode/augment work per sample, microseconds
         char path[CONFIG_STR];      // idx images file, cifar10 directory or folder root
         char eval_path[CONFIG_STR]; // held-out split, "" = the kind's default (or none)
+        char make[CONFIG_STR];      // --make-dataset's KIND and options, run when path is missing
         bool drop_cache;            // evict the files from the page cache before each epoch
     } dataset;
     struct {
@@ -104,6 +106,7 @@ struct config {
     int n_sweep;
     char source[CONFIG_STR]; // file the config came from, "" = defaults only
     unsigned long long explicit_keys; // bit i: keys[i] was given (file, --set, sweep)
+    int key_line[CONFIG_MAX_KEYS]; // keys[i]'s line in source, 0 = not from the file
 };
 
 /* Fills every key with its default. */

@@ -80,7 +80,7 @@ static size_t thread_stack(void)
         pthread_attr_getstacksize(&a, &size);
         pthread_attr_destroy(&a);
     }
-    return size + 4096; // and its guard page
+    return size + (size_t)sysconf(_SC_PAGESIZE); // and its guard page (4 KiB, 16 or 64 KiB on arm64)
 }
 
 /* The threads OpenBLAS starts at load: its environment variables, else the

@@ -21,6 +21,8 @@ static const double STUCK_S = 0.4; // in one call this long after a signal: stuc
 static sem_t wake;         // posted once per signal
 static int n_signals;      // signals received (atomic)
 static int n_settled;      // of them, those the main thread has answered (atomic)
+static int free_signal;    // atomic: the next signal is answered as it comes (finishing)
+static const char *signal_at; // DPBENCH_TEST_SIGNAL_AT: a phase a test stops the run in
 static char tracked[TRACKED][PATH_MAX_LEN];
 static int tracked_on[TRACKED]; // atomic: tracked[i] holds a path
 enum { IDLE, IN_CALL, TAKEN };
@@ -39,6 +41,8 @@ static void on_signal(int sig)
 {
     int saved = errno;
     stop_request(sig);
+    if (__atomic_exchange_n(&free_signal, 0, __ATOMIC_SEQ_CST)) // settled before it counts,
+        __atomic_add_fetch(&n_settled, 1, __ATOMIC_SEQ_CST);   // so it is never pending
     __atomic_add_fetch(&n_signals, 1, __ATOMIC_SEQ_CST);
     sem_post(&wake);
     errno = saved;
@@ -48,6 +52,12 @@ void signals_settle(void)
 {
     __atomic_store_n(&n_settled, __atomic_load_n(&n_signals, __ATOMIC_SEQ_CST),
                      __ATOMIC_SEQ_CST);
+}
+
+void signals_finishing(void)
+{
+    __atomic_store_n(&free_signal, !stop_requested(), __ATOMIC_SEQ_CST);
+    signals_settle();
 }
 
 bool signals_pending(void)
@@ -132,6 +142,8 @@ void signals_call_end(void)
 
 const char *signals_phase(const char *what)
 {
+    if (what && signal_at && *signal_at && strstr(what, signal_at))
+        raise(SIGINT); // the test's stop, as the phase begins
     return __atomic_exchange_n(&phase, what, __ATOMIC_SEQ_CST);
 }
 
@@ -144,6 +156,7 @@ void signals_on_stuck(void (*fn)(void *), void *arg)
 void signals_init(void)
 {
     sem_init(&wake, 0, 0);
+    signal_at = getenv("DPBENCH_TEST_SIGNAL_AT");
     struct sigaction sa = {.sa_handler = on_signal}; // no SA_RESTART: a blocked write returns
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);

@@ -1,8 +1,10 @@
 /* How dpbench ends on a signal. SIGINT, SIGTERM and SIGHUP (a terminal or
  * an ssh session going away) ask the run to stop: every phase ends at its
  * next stop point, complete epochs are reported, and the exit status is
- * 128 + the first signal's number. A signal that arrives while the results
- * are written stops the writing (temp files removed). A watchdog thread ends
+ * 128 + the first signal's number. Once the measuring is over (statistics,
+ * output), a first signal is answered at once: the results are complete and
+ * are written whole. Any further signal stops the writing (temp files
+ * removed). A watchdog thread ends
  * the process when the main thread has not reached a stop point 1.5 s after
  * a signal (a library call that does not return, or a phase of dpbench's own
  * that has no stop point), naming the phase it was in. SIGXFSZ is ignored,
@@ -19,6 +21,13 @@ void signals_init(void);
 /* Called by the main thread once it has seen the stop and is winding down
  * (writing what completed): the signals so far are answered. */
 void signals_settle(void);
+/* Called by the main thread when the measuring is over, before the
+ * statistics and the output: what was measured is complete, so a first
+ * signal from now on (none came before) is answered as it comes: the
+ * output is still written whole and the exit status is 128 + the signal.
+ * A signal after that one (or the second in all) stops the writing. Also
+ * settles the signals so far (signals_settle). */
+void signals_finishing(void);
 /* A signal arrived since the last signals_settle: output being written
  * should stop. */
 bool signals_pending(void);
@@ -42,7 +51,9 @@ void signals_on_stuck(void (*fn)(void *arg), void *arg);
 /* What the main thread does now ("writing the results", "loading the
  * dataset"; a string that lives as long as the program), for the watchdog's
  * message, which names it; NULL: "running". Returns the phase it replaces,
- * for the caller to put back when its phase ends. */
+ * for the caller to put back when its phase ends. Tests stop a run as it
+ * enters a phase: DPBENCH_TEST_SIGNAL_AT=WORDS raises SIGINT when a phase
+ * that contains WORDS begins (read by signals_init). */
 const char *signals_phase(const char *what);
 /* "SIGINT", "SIGTERM", "SIGHUP" */
 const char *signals_name(int sig);

@@ -78,9 +78,22 @@ float *floats_alloc(size_t n)
     return posix_memalign(&p, 64, (n ? n : 1) * sizeof(float)) == 0 ? p : NULL;
 }
 
+/* The kernel's transparent huge page size; 2 MiB where it does not say. */
+static size_t huge_page(void)
+{
+    size_t huge = (size_t)2 << 20;
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+    unsigned long long v;
+    if (f && fscanf(f, "%llu", &v) == 1 && v >= 4096 && (v & (v - 1)) == 0)
+        huge = (size_t)v;
+    if (f)
+        fclose(f);
+    return huge;
+}
+
 void *huge_alloc(size_t bytes)
 {
-    const size_t huge = (size_t)2 << 20;
+    const size_t huge = huge_page();
     if (bytes < huge)
         return malloc(bytes ? bytes : 1);
     void *p = NULL;

@@ -8,6 +8,14 @@
 
 #define DPBENCH_VERSION "0.1.0"
 
+/* Bytes that keep two threads' hot fields off each other's cache line: 64 on
+ * x86-64, 128 on arm64 (Apple's cores have 128-byte lines). */
+#if defined(__aarch64__)
+#define CACHE_LINE 128
+#else
+#define CACHE_LINE 64
+#endif
+
 struct error {
     char msg[1024]; // one line, no trailing newline
 };
@@ -51,9 +59,10 @@ int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
  * operand off that boundary splits loads across cache lines. */
 float *floats_alloc(size_t n);
 
-/* A large array read at random for the whole run (the dataset): from 2 MiB
- * up, 2 MiB-aligned and advised to transparent huge pages, so a random row
- * costs no TLB miss. Freed with free(). */
+/* A large array read at random for the whole run (the dataset): from one
+ * transparent huge page up (2 MiB with 4 KiB pages, as on x86-64; an arm64
+ * kernel with 16 or 64 KiB pages has 32 or 512 MiB ones), aligned to it and
+ * advised to huge pages, so a random row costs no TLB miss. Freed with free(). */
 void *huge_alloc(size_t bytes);
 /* Pins threads t[0..n-1] each to a core of its own, none on the calling
  * thread's current core; leaves them to the scheduler when there are not

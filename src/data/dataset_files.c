@@ -15,6 +15,7 @@
 #include "config.h"
 #include "dataset_kind.h"
 #include "files.h"
+#include "gen.h"
 #include "image.h"
 #include "transform.h"
 
@@ -126,35 +127,91 @@ static void eval_path(const struct config *c, char *out, size_t n)
         out[0] = '\0';
 }
 
-/* A dataset that is not there: the `dpbench --make-dataset` command that
- * writes one where dataset.path looks for it, appended to e. Debian's
- * packaged datasets have their own advice (idx_load). */
-static void make_dataset_hint(const struct config *c, struct error *e)
+/* Whether the dataset's first file (the kind's probe) is at dataset.path. */
+static bool dataset_present(const struct config *c)
 {
-    const char *kind = c->dataset.kind, *path = c->dataset.path;
     const struct dataset_kind *k = dataset_kind_of(c);
-    char probe[PATH_MAX], dir[PATH_MAX];
-    snprintf(probe, sizeof probe, "%s%s%s", path, k->probe ? "/" : "", k->probe ? *k->probe : "");
-    if (files_exist(probe) || strstr(e->msg, "apt-get install"))
-        return;
+    char probe[PATH_MAX];
+    snprintf(probe, sizeof probe, "%s%s%s", c->dataset.path, k->probe ? "/" : "",
+             k->probe ? *k->probe : "");
+    return files_exist(probe);
+}
+
+/* The folder `dpbench --make-dataset KIND DIR` writes so that dataset.path
+ * finds it, into dir; false when DIR's files land one level below
+ * dataset.path (a folder root not ending in /train: dataset.path must then
+ * be DIR/train). */
+static bool made_dir(const struct config *c, char *dir, size_t n)
+{
+    const char *path = c->dataset.path;
+    const struct dataset_kind *k = dataset_kind_of(c);
     /* idx files and a folder's train/ live in the directory --make-dataset writes */
     const char *slash = strrchr(path, '/');
     bool parent = k->made_in == MADE_IN_PARENT ||
                   (k->made_in == MADE_IN_PARENT_OF_TRAIN && slash && strcmp(slash, "/train") == 0);
     if (!parent)
+        snprintf(dir, n, "%s", path);
+    else if (slash)
+        snprintf(dir, n, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    else
+        snprintf(dir, n, ".");
+    return !(k->made_in == MADE_IN_PARENT_OF_TRAIN && !parent);
+}
+
+/* A dataset that is not there: the `dpbench --make-dataset` command that
+ * writes one where dataset.path looks for it, appended to e. Debian's
+ * packaged datasets have their own advice (idx_load). */
+static void make_dataset_hint(const struct config *c, struct error *e)
+{
+    char dir[PATH_MAX];
+    if (dataset_present(c) || strstr(e->msg, "apt-get install"))
+        return;
+    bool here = made_dir(c, dir, sizeof dir);
+    const char *path = c->dataset.path;
+    size_t len = strlen(path), used = strlen(e->msg);
+    bool gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
+    char tail[PATH_MAX + 64] = "";
+    if (!here)
+        snprintf(tail, sizeof tail, ", then set dataset.path to %s/train", dir);
+    snprintf(e->msg + used, sizeof e->msg - used,
+             "; no such dataset: `dpbench --make-dataset %s %s%s` writes one%s (or dataset.make: "
+             "\"%s%s\" in the config, on first use)", c->dataset.kind, dir, gz ? " --gzip" : "",
+             tail, c->dataset.kind, gz ? " --gzip" : "");
+}
+
+int dataset_files_make(const struct config *c, struct error *e)
+{
+    char dir[PATH_MAX], name[64];
+    const struct dataset_kind *made;
+    if (!c->dataset.make[0] || !dataset_kind_of(c)->labelled || dataset_present(c))
+        return 0;
+    if (gen_spec_check(c->dataset.make, &made, name, sizeof name, e))
+        return error_wrap(e, "dataset.make");
+    /* dataset.path is DIR/name (the config's rule checked it) */
+    const char *path = c->dataset.path, *slash = strrchr(path, '/');
+    if (!name[0])
         snprintf(dir, sizeof dir, "%s", path);
     else if (slash)
         snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
     else
         snprintf(dir, sizeof dir, ".");
-    size_t len = strlen(path), used = strlen(e->msg);
-    bool gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
-    char tail[PATH_MAX + 64] = "";
-    if (k->made_in == MADE_IN_PARENT_OF_TRAIN && !parent)
-        snprintf(tail, sizeof tail, ", then set dataset.path to %s/train", dir);
-    snprintf(e->msg + used, sizeof e->msg - used,
-             "; no such dataset: `dpbench --make-dataset %s %s%s` writes one%s", kind, dir,
-             gz ? " --gzip" : "", tail);
+    int lock = files_lock_dir(dir, e); // ranks or runs on this host make it once
+    if (lock < 0)
+        return -1;
+    int rc = 0;
+    if (!dataset_present(c)) { // not made meanwhile by the lock's holder
+        fprintf(stderr, "dpbench: dataset.path %s is not there: making it (dataset.make: %s) "
+                        "in %s ...\n", c->dataset.path, c->dataset.make, dir);
+        double t0 = now_seconds();
+        rc = gen_make(c->dataset.make, dir, e);
+        if (!rc && !dataset_present(c))
+            rc = error_set(e, "dataset.make: \"%s\" wrote %s, but dataset.path %s is not among "
+                              "its files", c->dataset.make, dir, c->dataset.path);
+        if (!rc)
+            fprintf(stderr, "dpbench: made %s in %.1f s\n", dir, now_seconds() - t0);
+    }
+    files_unlock_dir(lock);
+    return rc;
 }
 
 int dataset_files_load(struct dataset *d, const struct config *c, struct error *e)

@@ -24,6 +24,11 @@ struct files_size {
  * malformed: loading reports why). */
 bool dataset_files_size(const struct config *c, struct files_size *s);
 
+/* dataset.make: when the dataset is not at dataset.path, writes it with
+ * the key's --make-dataset options into the folder dataset.path lies in,
+ * saying so on stderr (a lock on that folder: concurrent runs make it once).
+ * 0 when there was nothing to do. */
+int dataset_files_make(const struct config *c, struct error *e);
 /* Loads dataset.path and the eval split; on failure the caller frees d. */
 int dataset_files_load(struct dataset *d, const struct config *c, struct error *e);
 int dataset_files_get(const struct dataset *d, long i, long epoch, float *x, float *y,

@@ -16,6 +16,7 @@
 struct config;
 struct dataset;
 struct file_data;
+struct kind_maker;
 
 /* One split's sizes from its headers, before anything is loaded. */
 struct split_size {
@@ -54,6 +55,7 @@ struct dataset_kind {
     bool dense_labels;       // the labels alone number the classes: 0 to K-1, none empty
     const char *const *probe; // a file in dataset.path that the dataset has (NULL: the path)
     enum kind_made_in made_in;
+    const struct kind_maker *make; // what --make-dataset KIND writes (gen.h); NULL: none
 };
 
 extern const struct dataset_kind dataset_kind_random, dataset_kind_idx, dataset_kind_cifar10,

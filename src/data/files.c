@@ -2,9 +2,12 @@
 #include "files.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -124,6 +127,37 @@ bool files_exist(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+int files_lock_dir(const char *path, struct error *e)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    int fd;
+    for (;;) { // path's parent, or the nearest of its ancestors that exists
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else
+            slash[slash == dir] = '\0'; // "/x" -> "/"
+        if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 || !slash || errno != ENOENT)
+            break;
+    }
+    if (fd < 0)
+        return error_set(e, "%s: cannot open: %s", dir, strerror(errno));
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR || stop_requested()) {
+            int err = errno;
+            close(fd);
+            return error_set(e, "%s: cannot lock: %s", dir, strerror(err));
+        }
+    }
+    return fd;
+}
+
+void files_unlock_dir(int fd)
+{
+    close(fd); // releases the lock
 }
 
 void files_free_names(char **v, int n)

@@ -35,5 +35,10 @@ int files_read_plain(const char *path, size_t max, uint8_t **buf, size_t *n, boo
 uint32_t files_be32(const uint8_t *p);
 bool files_exist(const char *path);
 void files_free_names(char **v, int n);
+/* An exclusive lock (flock) on the folder path would be made in: its
+ * parent, or the nearest ancestor that exists; waits for another holder,
+ * ends at a stop request. Returns the descriptor, or -1 with e. */
+int files_lock_dir(const char *path, struct error *e);
+void files_unlock_dir(int fd);
 
 #endif

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,20 +20,9 @@
 #include "image.h"
 #include "rlimits.h"
 #include "rng.h"
+#include "signals.h"
 #include "staging.h"
 #include "util.h"
-
-struct gen_kind;
-
-struct gen {
-    const char *kind, *dir;
-    const struct gen_kind *gk; // what writes kind
-    int classes, per_class, eval_per_class;
-    int w, h, quality;
-    enum image_format format;
-    unsigned long seed;
-    int gzip;
-};
 
 void gen_usage(FILE *f)
 {
@@ -52,7 +40,7 @@ void gen_usage(FILE *f)
 }
 
 /* Sample `index` of class `cls` into px (h, w, c). */
-static void make_image(const struct gen *g, int cls, uint64_t index, int c, uint8_t *px)
+void gen_image(const struct gen *g, int cls, uint64_t index, int c, uint8_t *px)
 {
     struct rng rc, rs;
     rng_init(&rc, g->seed, RNG_GENERATE, (uint64_t)cls);
@@ -76,244 +64,40 @@ static void make_image(const struct gen *g, int cls, uint64_t index, int c, uint
         }
 }
 
-static int make_dir(const char *path, struct error *e)
+int gen_mkdir(const char *path, struct error *e)
 {
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
         return error_set(e, "%s: cannot create folder: %s", path, strerror(errno));
     return 0;
 }
 
-/* Sample j of a split: class j % K, so every split and file mixes classes. */
-static int write_folder(const struct gen *g, const char *split, int per_class, uint64_t base,
-                        struct error *e)
+uint64_t gen_eval_base(const struct gen *g)
 {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/%s", g->dir, split);
-    if (make_dir(dir, e))
-        return -1;
-    uint8_t *px = malloc((size_t)g->w * g->h * 3);
-    if (!px)
-        return error_set(e, "out of memory");
-    int rc = 0;
-    for (int k = 0; k < g->classes && !rc; k++) {
-        char cdir[4200];
-        snprintf(cdir, sizeof cdir, "%s/class_%02d", dir, k);
-        rc = make_dir(cdir, e);
-    }
-    for (long j = 0; j < (long)per_class * g->classes && !rc; j++) {
-        if (stop_requested()) {
-            rc = -1;
-            break;
-        }
-        int k = (int)(j % g->classes);
-        char path[4400];
-        snprintf(path, sizeof path, "%s/class_%02d/%06ld.%s", dir, k, j / g->classes,
-                 g->format == IMAGE_PNG ? "png" : "jpg");
-        make_image(g, k, base + (uint64_t)j, 3, px);
-        rc = image_write(path, g->format, px, g->w, g->h, g->quality, e);
-    }
-    free(px);
-    return rc;
+    return (uint64_t)g->per_class * (uint64_t)g->classes;
 }
 
-/* A write that failed with err; a file past RLIMIT_FSIZE (EFBIG) names it. */
-static int write_failed(const char *path, const char *how, int err, struct error *e)
+int gen_write_failed(const char *path, const char *how, int err, struct error *e)
 {
     char why[256];
     return error_set(e, "%s: cannot write%s: %s", path, how,
                      rlimits_write_error(err, why, sizeof why));
 }
 
-static int write_bytes(FILE *f, const void *p, size_t n, const char *path, struct error *e)
+int gen_write_bytes(FILE *f, const void *p, size_t n, const char *path, struct error *e)
 {
     if (fwrite(p, 1, n, f) != n)
-        return write_failed(path, "", errno, e);
+        return gen_write_failed(path, "", errno, e);
     return 0;
 }
 
-static int close_file(FILE *f, const char *path, int rc, struct error *e)
+int gen_close_file(FILE *f, const char *path, int rc, struct error *e)
 {
     if (fclose(f) != 0 && !rc)
-        return write_failed(path, "", errno, e);
+        return gen_write_failed(path, "", errno, e);
     return rc;
 }
 
-/* CIFAR-10 binary: files[i] takes samples j with j % n_files == i. */
-static int write_cifar(const struct gen *g, const char *const *names, int n_files,
-                       int per_class, uint64_t base, struct error *e)
-{
-    uint8_t px[3072], rec[3073];
-    long total = (long)per_class * g->classes;
-    for (int i = 0; i < n_files; i++) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s", g->dir, names[i]);
-        FILE *f = fopen(path, "wb");
-        if (!f)
-            return write_failed(path, "", errno, e);
-        int rc = 0;
-        for (long j = i; j < total && !rc && !stop_requested(); j += n_files) {
-            int k = (int)(j % g->classes);
-            make_image(g, k, base + (uint64_t)j, 3, px);
-            rec[0] = (uint8_t)k;
-            for (int p = 0; p < 1024; p++) // (32, 32, 3) -> planes R, G, B
-                for (int ch = 0; ch < 3; ch++)
-                    rec[1 + ch * 1024 + p] = px[p * 3 + ch];
-            rc = write_bytes(f, rec, sizeof rec, path, e);
-        }
-        if (close_file(f, path, rc, e))
-            return -1;
-    }
-    return 0;
-}
-
-/* A gzip write error with its cause: the system's (a full disk, EFBIG) or zlib's. */
-static int gz_failed(gzFile z, const char *path, struct error *e)
-{
-    int err = errno, zerr;
-    const char *msg = gzerror(z, &zerr);
-    if (zerr == Z_ERRNO)
-        return write_failed(path, " (gzip)", err, e);
-    return error_set(e, "%s: cannot write (gzip): %s", path, msg);
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
-/* One idx pair (images + labels), plain or gzip. */
-static int write_idx(const struct gen *g, const char *prefix, int per_class, uint64_t base,
-                     struct error *e)
-{
-    uint32_t n = (uint32_t)per_class * (uint32_t)g->classes;
-    size_t img = (size_t)g->w * g->h;
-    uint8_t *images = malloc(16 + (size_t)n * img), *labels = malloc(8 + (size_t)n);
-    int rc = 0;
-    if (!images || !labels) {
-        free(images);
-        free(labels);
-        return error_set(e, "out of memory");
-    }
-    put_be32(images, 0x803), put_be32(images + 4, n);
-    put_be32(images + 8, (uint32_t)g->h), put_be32(images + 12, (uint32_t)g->w);
-    put_be32(labels, 0x801), put_be32(labels + 4, n);
-    for (uint32_t j = 0; j < n && !stop_requested(); j++) {
-        int k = (int)(j % (uint32_t)g->classes);
-        labels[8 + j] = (uint8_t)k;
-        make_image(g, k, base + j, 1, images + 16 + (size_t)j * img);
-    }
-    const char *what[2] = {"images-idx3-ubyte", "labels-idx1-ubyte"};
-    const uint8_t *data[2] = {images, labels};
-    size_t size[2] = {16 + (size_t)n * img, 8 + (size_t)n};
-    for (int i = 0; i < 2 && !rc && !stop_requested(); i++) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s-%s%s", g->dir, prefix, what[i], g->gzip ? ".gz" : "");
-        if (g->gzip) {
-            gzFile z = gzopen(path, "wb");
-            if (!z)
-                rc = write_failed(path, "", errno, e);
-            else if (gzwrite(z, data[i], (unsigned)size[i]) != (int)size[i])
-                rc = gz_failed(z, path, e);
-            errno = 0;
-            if (z && gzclose(z) != Z_OK && !rc)
-                rc = write_failed(path, " (gzip)", errno ? errno : EIO, e);
-        } else {
-            FILE *f = fopen(path, "wb");
-            if (!f)
-                rc = write_failed(path, "", errno, e);
-            else
-                rc = close_file(f, path, write_bytes(f, data[i], size[i], path, e), e);
-        }
-    }
-    free(images);
-    free(labels);
-    return rc;
-}
-
-/* ---- the kinds --make-dataset writes: shape defaults and checks, then the
- * files (into g->dir, the staging folder) ---------------------------------- */
-
-static int cifar_check(struct gen *g, bool sized, struct error *e)
-{
-    if ((sized && (g->w != 32 || g->h != 32)) || g->classes != 10)
-        return error_set(e, "--make-dataset cifar10: the format is 10 classes of 32x32");
-    g->w = g->h = 32;
-    return 0;
-}
-
-static int idx_check(struct gen *g, bool sized, struct error *e)
-{
-    if (!sized)
-        g->w = g->h = 28;
-    if (g->w > 4096 || g->h > 4096)
-        return error_set(e, "--make-dataset idx --size: at most 4096x4096 (what dataset.kind "
-                            "idx reads), found %dx%d", g->w, g->h);
-    return 0;
-}
-
-/* New images beside old ones (other classes, counts or format) would make a
- * dataset that is neither. */
-static int folder_check(struct gen *g, bool sized, struct error *e)
-{
-    if (!sized)
-        g->w = g->h = 32;
-    static const char *const splits[] = {"train", "val"};
-    for (int i = 0; i < 2; i++) {
-        char dir[4200];
-        snprintf(dir, sizeof dir, "%s/%s", g->dir, splits[i]);
-        DIR *dp = opendir(dir);
-        if (!dp)
-            continue;
-        struct dirent *de;
-        while ((de = readdir(dp)) && de->d_name[0] == '.')
-            ;
-        closedir(dp);
-        if (de)
-            return error_set(e, "--make-dataset: %s is not empty: remove it or choose another "
-                                "DIR (new images would mix with the old)", dir);
-    }
-    return 0;
-}
-
-/* The eval samples follow the training ones (eval_base), so they differ. */
-static int folder_write(const struct gen *g, struct error *e)
-{
-    uint64_t eval_base = (uint64_t)g->per_class * (uint64_t)g->classes;
-    int rc = write_folder(g, "train", g->per_class, 0, e);
-    if (!rc && g->eval_per_class)
-        rc = write_folder(g, "val", g->eval_per_class, eval_base, e);
-    return rc;
-}
-
-static int cifar_write(const struct gen *g, struct error *e)
-{
-    uint64_t eval_base = (uint64_t)g->per_class * (uint64_t)g->classes;
-    const char *const test[] = {cifar10_test_file};
-    int rc = write_cifar(g, cifar10_train_files, CIFAR10_TRAIN_FILES, g->per_class, 0, e);
-    if (!rc && g->eval_per_class)
-        rc = write_cifar(g, test, 1, g->eval_per_class, eval_base, e);
-    return rc;
-}
-
-static int idx_write(const struct gen *g, struct error *e)
-{
-    uint64_t eval_base = (uint64_t)g->per_class * (uint64_t)g->classes;
-    int rc = write_idx(g, "train", g->per_class, 0, e);
-    if (!rc && g->eval_per_class)
-        rc = write_idx(g, "t10k", g->eval_per_class, eval_base, e);
-    return rc;
-}
-
-/* The dataset kinds --make-dataset writes, named by their struct dataset_kind. */
-static const struct gen_kind {
-    const struct dataset_kind *kind;
-    int (*check)(struct gen *g, bool sized, struct error *e);
-    int (*write)(const struct gen *g, struct error *e);
-} gen_kinds[] = {
-    {&dataset_kind_folder, folder_check, folder_write},
-    {&dataset_kind_cifar10, cifar_check, cifar_write},
-    {&dataset_kind_idx, idx_check, idx_write},
-};
+/* ---- the options ---------------------------------------------------------- */
 
 static int parse_int(const char *opt, const char *v, long lo, long hi, int *out, struct error *e)
 {
@@ -327,75 +111,108 @@ static int parse_int(const char *opt, const char *v, long lo, long hi, int *out,
     return 0;
 }
 
-static int parse(int argc, char **argv, struct gen *g, struct error *e)
+static const struct option gen_options[] = {
+    {"classes", required_argument, NULL, 'k'},
+    {"per-class", required_argument, NULL, 'n'},
+    {"eval-per-class", required_argument, NULL, 'v'},
+    {"size", required_argument, NULL, 's'},
+    {"format", required_argument, NULL, 'f'},
+    {"quality", required_argument, NULL, 'q'},
+    {"seed", required_argument, NULL, 'r'},
+    {"gzip", no_argument, NULL, 'z'},
+    {0},
+};
+
+/* One option ch with its value v into g (the seed into *seed). */
+static int parse_option(int ch, const char *v, struct gen *g, bool *sized, int *seed,
+                        struct error *e)
 {
-    static const struct option longopts[] = {
-        {"classes", required_argument, NULL, 'k'},
-        {"per-class", required_argument, NULL, 'n'},
-        {"eval-per-class", required_argument, NULL, 'v'},
-        {"size", required_argument, NULL, 's'},
-        {"format", required_argument, NULL, 'f'},
-        {"quality", required_argument, NULL, 'q'},
-        {"seed", required_argument, NULL, 'r'},
-        {"gzip", no_argument, NULL, 'z'},
-        {0},
-    };
+    switch (ch) {
+    case 'k': return parse_int("--classes", v, 2, 256, &g->classes, e);
+    case 'n': return parse_int("--per-class", v, 1, 1000000, &g->per_class, e);
+    case 'v': return parse_int("--eval-per-class", v, 0, 1000000, &g->eval_per_class, e);
+    case 'q': return parse_int("--quality", v, 1, 100, &g->quality, e);
+    case 'r': return parse_int("--seed", v, 0, 2147483647, seed, e);
+    case 'z': g->gzip = true; return 0;
+    case 's':
+        *sized = true;
+        if (sscanf(v, "%dx%d", &g->w, &g->h) != 2 || g->w < 1 || g->h < 1 || g->w > 8192 ||
+            g->h > 8192)
+            return error_set(e, "--make-dataset --size: expected WxH (e.g. 224x224), found '%s'", v);
+        return 0;
+    case 'f':
+        if (strcmp(v, "jpeg") == 0 || strcmp(v, "jpg") == 0)
+            g->format = IMAGE_JPEG;
+        else if (strcmp(v, "png") == 0)
+            g->format = IMAGE_PNG;
+        else
+            return error_set(e, "--make-dataset --format: expected jpeg or png, found '%s'", v);
+        return 0;
+    }
+    return -1;
+}
+
+/* argv: "--make-dataset" (or any argv[0]), then options, KIND and DIR in any
+ * order (getopt's permutation); with dir given: KIND alone (dataset.make),
+ * written into dir. */
+static int parse(int argc, char **argv, const char *dir, struct gen *g, struct error *e)
+{
     *g = (struct gen){.classes = 10, .per_class = 100, .eval_per_class = -1, .quality = 90,
                       .format = IMAGE_JPEG};
     bool sized = false;
     int ch, seed = 0;
     optind = 1;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
-        int rc = 0;
-        switch (ch) {
-        case 'k': rc = parse_int("--classes", optarg, 2, 256, &g->classes, e); break;
-        case 'n': rc = parse_int("--per-class", optarg, 1, 1000000, &g->per_class, e); break;
-        case 'v': rc = parse_int("--eval-per-class", optarg, 0, 1000000, &g->eval_per_class, e); break;
-        case 'q': rc = parse_int("--quality", optarg, 1, 100, &g->quality, e); break;
-        case 'r': rc = parse_int("--seed", optarg, 0, 2147483647, &seed, e); break;
-        case 'z': g->gzip = 1; break;
-        case 's':
-            if (sscanf(optarg, "%dx%d", &g->w, &g->h) != 2 || g->w < 1 || g->h < 1 ||
-                g->w > 8192 || g->h > 8192)
-                rc = error_set(e, "--make-dataset --size: expected WxH (e.g. 224x224), found '%s'",
-                               optarg);
-            sized = true;
-            break;
-        case 'f':
-            if (strcmp(optarg, "jpeg") == 0 || strcmp(optarg, "jpg") == 0)
-                g->format = IMAGE_JPEG;
-            else if (strcmp(optarg, "png") == 0)
-                g->format = IMAGE_PNG;
-            else
-                rc = error_set(e, "--make-dataset --format: expected jpeg or png, found '%s'", optarg);
-            break;
-        case ':': return error_set(e, "--make-dataset: %s needs a value", argv[optind - 1]);
-        default:
+    while ((ch = getopt_long(argc, argv, ":", gen_options, NULL)) != -1) {
+        if (ch == ':')
+            return error_set(e, "--make-dataset: %s needs a value", argv[optind - 1]);
+        if (ch == '?')
             return error_set(e, "--make-dataset: unknown option '%s'", argv[optind - 1]);
-        }
-        if (rc)
+        if (parse_option(ch, optarg, g, &sized, &seed, e))
             return -1;
     }
-    if (argc - optind != 2)
-        return error_set(e, "--make-dataset: expected KIND DIR (dpbench --make-dataset --help)");
-    g->kind = argv[optind];
-    g->dir = argv[optind + 1];
+    if (argc - optind != (dir ? 1 : 2))
+        return error_set(e, dir ? "expected KIND and --make-dataset's options, e.g. \"folder "
+                                  "--per-class 100\""
+                                : "--make-dataset: expected KIND DIR (dpbench --make-dataset "
+                                  "--help)");
+    const char *name = argv[optind];
+    g->dir = dir ? dir : argv[optind + 1];
     g->seed = (unsigned long)seed;
     if (g->eval_per_class < 0)
         g->eval_per_class = g->per_class / 5 > 0 ? g->per_class / 5 : 1;
-    for (size_t i = 0; i < sizeof gen_kinds / sizeof *gen_kinds && !g->gk; i++)
-        if (strcmp(g->kind, gen_kinds[i].kind->name) == 0)
-            g->gk = &gen_kinds[i];
-    if (!g->gk)
-        return error_set(e, "--make-dataset: KIND must be folder, cifar10 or idx, found '%s'",
-                         g->kind);
-    return g->gk->check(g, sized, e);
+    g->kind = dataset_kind_find(name);
+    if (!g->kind || !g->kind->make)
+        return error_set(e, "--make-dataset: KIND must be folder, cifar10 or idx, found '%s'", name);
+    return g->kind->make->check(g, sized, e);
 }
 
-static const char *signal_name(int sig)
+/* ---- writing -------------------------------------------------------------- */
+
+/* The files go to a staging folder, moved into dir when all are written: a
+ * signal, a full disk or a file size limit (EFBIG; SIGXFSZ is ignored by
+ * signals_init) leaves nothing behind. Returns 0, 2 (dir unusable) or 1,
+ * with e. */
+static int write_staged(struct gen *g, const char *dir, struct error *e)
 {
-    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+    struct staging st;
+    if (staging_open(&st, dir, "--make-dataset", e)) // refused, as --export's
+        return 2;
+    g->dir = st.path;
+    const char *was = signals_phase("writing the dataset");
+    int rc = g->kind->make->write(g, e);
+    signals_phase(was);
+    if (stop_requested())
+        signals_settle(); // seen: the staging folder goes, nothing else is written
+    if (!rc && !stop_requested())
+        rc = staging_commit(&st, NULL, e);
+    else
+        staging_abort(&st);
+    g->dir = dir;
+    if (stop_requested())
+        return error_set(e, "interrupted by %s; nothing written to %s", signals_name(train_stop),
+                         dir), 1;
+    return rc ? 1 : 0;
 }
 
 int gen_main(int argc, char **argv)
@@ -406,43 +223,76 @@ int gen_main(int argc, char **argv)
         gen_usage(stdout);
         return 0;
     }
-    if (parse(argc, argv, &g, &e)) {
+    if (parse(argc, argv, NULL, &g, &e)) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return 2;
     }
-    /* the files go to a staging folder, moved into DIR when all are written:
-     * a signal, a full disk or a file size limit (EFBIG, not SIGXFSZ's kill)
-     * leaves nothing behind */
-    struct sigaction sa = {.sa_handler = stop_request};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    struct sigaction hup;
-    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) // nohup: ignored
-        sigaction(SIGHUP, &sa, NULL);
-    signal(SIGXFSZ, SIG_IGN);
-    struct staging st;
+    signals_init();
     const char *dir = g.dir;
-    if (staging_open(&st, dir, "--make-dataset", &e)) { // DIR unusable: refused, as --export's
-        fprintf(stderr, "dpbench: %s\n", e.msg);
-        return 2;
-    }
-    g.dir = st.path;
-    int rc = g.gk->write(&g, &e); // into the staging folder
-    if (!rc && !stop_requested())
-        rc = staging_commit(&st, NULL, &e);
-    else
-        staging_abort(&st);
+    int rc = write_staged(&g, dir, &e);
     if (stop_requested()) {
-        fprintf(stderr, "dpbench: --make-dataset: interrupted by %s; nothing written to %s\n",
-                signal_name(train_stop), dir);
+        fprintf(stderr, "dpbench: --make-dataset: %s\n", e.msg);
         return 128 + train_stop;
     }
-    if (rc) {
+    if (rc == 2)
+        fprintf(stderr, "dpbench: %s\n", e.msg);
+    else if (rc)
         fprintf(stderr, "dpbench: --make-dataset: %s (nothing written to %s)\n", e.msg, dir);
-        return 1;
-    }
+    if (rc)
+        return rc;
     printf("dpbench: wrote a %s dataset to %s: %d classes, %d training and %d eval samples "
-           "per class, %dx%d\n", g.kind, dir, g.classes, g.per_class, g.eval_per_class, g.w, g.h);
+           "per class, %dx%d\n", g.kind->name, dir, g.classes, g.per_class, g.eval_per_class,
+           g.w, g.h);
     return 0;
+}
+
+/* ---- dataset.make ------------------------------------------------------------ */
+
+enum { SPEC_MAX_WORDS = 32 };
+
+/* spec's words into argv (after a first "dataset.make"), in buf. */
+static int split_spec(const char *spec, char *buf, size_t n, char **argv, int *argc,
+                      struct error *e)
+{
+    if (snprintf(buf, n, "%s", spec) >= (int)n)
+        return error_set(e, "longer than %zu characters", n - 1);
+    *argc = 0;
+    argv[(*argc)++] = "dataset.make";
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        if (*argc == SPEC_MAX_WORDS)
+            return error_set(e, "more than %d words", SPEC_MAX_WORDS - 1);
+        argv[(*argc)++] = w;
+    }
+    argv[*argc] = NULL;
+    return 0;
+}
+
+static int parse_spec(const char *spec, const char *dir, struct gen *g, struct error *e)
+{
+    char buf[1024], *argv[SPEC_MAX_WORDS + 1];
+    int argc;
+    if (split_spec(spec, buf, sizeof buf, argv, &argc, e) || parse(argc, argv, dir, g, e))
+        return -1;
+    return 0;
+}
+
+int gen_spec_check(const char *spec, const struct dataset_kind **kind, char *name, size_t n,
+                   struct error *e)
+{
+    struct gen g;
+    if (parse_spec(spec, "", &g, e)) // "": the kind's checks of an existing dir pass
+        return -1;
+    *kind = g.kind;
+    snprintf(name, n, "%s%s", g.kind->make->train_name, g.gzip ? ".gz" : "");
+    return 0;
+}
+
+int gen_make(const char *spec, const char *dir, struct error *e)
+{
+    struct gen g;
+    if (parse_spec(spec, dir, &g, e)) {
+        error_wrap(e, "dataset.make");
+        return -1;
+    }
+    return write_staged(&g, dir, e) ? -1 : 0;
 }

@@ -3,7 +3,9 @@
  * dataset.eval_path's directory or file. */
 #include "dataset_kind.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 
 #include "dataset.h"
 #include "files.h"
+#include "gen.h"
 
 const char *const cifar10_train_files[CIFAR10_TRAIN_FILES] = {
     "data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
@@ -140,6 +143,58 @@ static void cifar_label_where(const struct file_data *f, long i, char *buf, size
     }
 }
 
+/* ---- --make-dataset cifar10 -------------------------------------------- */
+
+/* CIFAR-10 binary: files[i] takes samples j with j % n_files == i. */
+static int write_cifar(const struct gen *g, const char *const *names, int n_files,
+                       int per_class, uint64_t base, struct error *e)
+{
+    uint8_t px[3072], rec[3073];
+    long total = (long)per_class * g->classes;
+    for (int i = 0; i < n_files; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", g->dir, names[i]);
+        FILE *f = fopen(path, "wb");
+        if (!f)
+            return gen_write_failed(path, "", errno, e);
+        int rc = 0;
+        for (long j = i; j < total && !rc && !stop_requested(); j += n_files) {
+            int k = (int)(j % g->classes);
+            gen_image(g, k, base + (uint64_t)j, 3, px);
+            rec[0] = (uint8_t)k;
+            for (int p = 0; p < 1024; p++) // (32, 32, 3) -> planes R, G, B
+                for (int ch = 0; ch < 3; ch++)
+                    rec[1 + ch * 1024 + p] = px[p * 3 + ch];
+            rc = gen_write_bytes(f, rec, sizeof rec, path, e);
+        }
+        if (gen_close_file(f, path, rc, e))
+            return -1;
+    }
+    return 0;
+}
+
+static int cifar_make_check(struct gen *g, bool sized, struct error *e)
+{
+    if (g->gzip)
+        return error_set(e, "--make-dataset cifar10: --gzip is for idx files");
+    if ((sized && (g->w != 32 || g->h != 32)) || g->classes != 10)
+        return error_set(e, "--make-dataset cifar10: the format is 10 classes of 32x32");
+    g->w = g->h = 32;
+    return 0;
+}
+
+static int cifar_make_write(const struct gen *g, struct error *e)
+{
+    uint64_t eval_base = gen_eval_base(g);
+    const char *const test[] = {cifar10_test_file};
+    int rc = write_cifar(g, cifar10_train_files, CIFAR10_TRAIN_FILES, g->per_class, 0, e);
+    if (!rc && g->eval_per_class)
+        rc = write_cifar(g, test, 1, g->eval_per_class, eval_base, e);
+    return rc;
+}
+
+static const struct kind_maker cifar10_maker = {cifar_make_check, cifar_make_write, ""};
+
 const struct dataset_kind dataset_kind_cifar10 = {
     .name = "cifar10",
     .labelled = true,
@@ -149,4 +204,5 @@ const struct dataset_kind dataset_kind_cifar10 = {
     .label_where = cifar_label_where,
     .probe = &cifar10_train_files[0],
     .made_in = MADE_IN_PATH,
+    .make = &cifar10_maker,
 };

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "dataset.h"
 #include "files.h"
+#include "gen.h"
 #include "image.h"
 
 enum {
@@ -372,6 +374,79 @@ static void folder_label_where(const struct file_data *f, long i, char *buf, siz
     snprintf(buf, n, "%s", f->paths[i]);
 }
 
+/* ---- --make-dataset folder --------------------------------------------- */
+
+/* Sample j of a split: class j % K, so every split and file mixes classes. */
+static int write_folder(const struct gen *g, const char *split, int per_class, uint64_t base,
+                        struct error *e)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", g->dir, split);
+    if (gen_mkdir(dir, e))
+        return -1;
+    uint8_t *px = malloc((size_t)g->w * g->h * 3);
+    if (!px)
+        return error_set(e, "out of memory");
+    int rc = 0;
+    for (int k = 0; k < g->classes && !rc; k++) {
+        char cdir[4200];
+        snprintf(cdir, sizeof cdir, "%s/class_%02d", dir, k);
+        rc = gen_mkdir(cdir, e);
+    }
+    for (long j = 0; j < (long)per_class * g->classes && !rc; j++) {
+        if (stop_requested()) {
+            rc = -1;
+            break;
+        }
+        int k = (int)(j % g->classes);
+        char path[4400];
+        snprintf(path, sizeof path, "%s/class_%02d/%06ld.%s", dir, k, j / g->classes,
+                 g->format == IMAGE_PNG ? "png" : "jpg");
+        gen_image(g, k, base + (uint64_t)j, 3, px);
+        rc = image_write(path, g->format, px, g->w, g->h, g->quality, e);
+    }
+    free(px);
+    return rc;
+}
+
+/* New images beside old ones (other classes, counts or format) would make a
+ * dataset that is neither. */
+static int folder_make_check(struct gen *g, bool sized, struct error *e)
+{
+    if (g->gzip)
+        return error_set(e, "--make-dataset folder: --gzip is for idx files");
+    if (!sized)
+        g->w = g->h = 32;
+    static const char *const splits[] = {"train", "val"};
+    for (int i = 0; i < 2 && *g->dir; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s/%s", g->dir, splits[i]);
+        DIR *dp = opendir(dir);
+        if (!dp)
+            continue;
+        struct dirent *de;
+        while ((de = readdir(dp)) && de->d_name[0] == '.')
+            ;
+        closedir(dp);
+        if (de)
+            return error_set(e, "--make-dataset: %s is not empty: remove it or choose another "
+                                "DIR (new images would mix with the old)", dir);
+    }
+    return 0;
+}
+
+/* The eval samples follow the training ones (eval_base), so they differ. */
+static int folder_make_write(const struct gen *g, struct error *e)
+{
+    uint64_t eval_base = gen_eval_base(g);
+    int rc = write_folder(g, "train", g->per_class, 0, e);
+    if (!rc && g->eval_per_class)
+        rc = write_folder(g, "val", g->eval_per_class, eval_base, e);
+    return rc;
+}
+
+static const struct kind_maker folder_maker = {folder_make_check, folder_make_write, "train"};
+
 const struct dataset_kind dataset_kind_folder = {
     .name = "folder",
     .labelled = true,
@@ -379,4 +454,5 @@ const struct dataset_kind dataset_kind_folder = {
     .size = folder_size,
     .label_where = folder_label_where,
     .made_in = MADE_IN_PARENT_OF_TRAIN,
+    .make = &folder_maker,
 };

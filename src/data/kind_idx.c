@@ -3,7 +3,10 @@
  * file lies beside it; the eval split is t10k* beside a train* file. */
 #include "dataset_kind.h"
 
+#include <errno.h>
+#include <zlib.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,7 @@
 
 #include "dataset.h"
 #include "files.h"
+#include "gen.h"
 
 
 /* The labels file beside an images file: *-images-idx3-ubyte[.gz] ->
@@ -206,6 +210,94 @@ static void idx_label_where(const struct file_data *f, long i, char *buf, size_t
     snprintf(buf, n, "%s: index %ld (byte %ld)", f->sources[1], i, 8 + i);
 }
 
+/* ---- --make-dataset idx ------------------------------------------------ */
+
+/* A gzip write error with its cause: the system's (a full disk, EFBIG) or zlib's. */
+static int gz_failed(gzFile z, const char *path, struct error *e)
+{
+    int err = errno, zerr;
+    const char *msg = gzerror(z, &zerr);
+    if (zerr == Z_ERRNO)
+        return gen_write_failed(path, " (gzip)", err, e);
+    return error_set(e, "%s: cannot write (gzip): %s", path, msg);
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* One idx pair (images + labels), plain or gzip. */
+static int write_idx(const struct gen *g, const char *prefix, int per_class, uint64_t base,
+                     struct error *e)
+{
+    uint32_t n = (uint32_t)per_class * (uint32_t)g->classes;
+    size_t img = (size_t)g->w * g->h;
+    uint8_t *images = malloc(16 + (size_t)n * img), *labels = malloc(8 + (size_t)n);
+    int rc = 0;
+    if (!images || !labels) {
+        free(images);
+        free(labels);
+        return error_set(e, "out of memory");
+    }
+    put_be32(images, 0x803), put_be32(images + 4, n);
+    put_be32(images + 8, (uint32_t)g->h), put_be32(images + 12, (uint32_t)g->w);
+    put_be32(labels, 0x801), put_be32(labels + 4, n);
+    for (uint32_t j = 0; j < n && !stop_requested(); j++) {
+        int k = (int)(j % (uint32_t)g->classes);
+        labels[8 + j] = (uint8_t)k;
+        gen_image(g, k, base + j, 1, images + 16 + (size_t)j * img);
+    }
+    const char *what[2] = {"images-idx3-ubyte", "labels-idx1-ubyte"};
+    const uint8_t *data[2] = {images, labels};
+    size_t size[2] = {16 + (size_t)n * img, 8 + (size_t)n};
+    for (int i = 0; i < 2 && !rc && !stop_requested(); i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s-%s%s", g->dir, prefix, what[i], g->gzip ? ".gz" : "");
+        if (g->gzip) {
+            gzFile z = gzopen(path, "wb");
+            if (!z)
+                rc = gen_write_failed(path, "", errno, e);
+            else if (gzwrite(z, data[i], (unsigned)size[i]) != (int)size[i])
+                rc = gz_failed(z, path, e);
+            errno = 0;
+            if (z && gzclose(z) != Z_OK && !rc)
+                rc = gen_write_failed(path, " (gzip)", errno ? errno : EIO, e);
+        } else {
+            FILE *f = fopen(path, "wb");
+            if (!f)
+                rc = gen_write_failed(path, "", errno, e);
+            else
+                rc = gen_close_file(f, path, gen_write_bytes(f, data[i], size[i], path, e), e);
+        }
+    }
+    free(images);
+    free(labels);
+    return rc;
+}
+
+static int idx_make_check(struct gen *g, bool sized, struct error *e)
+{
+    if (!sized)
+        g->w = g->h = 28;
+    if (g->w > 4096 || g->h > 4096)
+        return error_set(e, "--make-dataset idx --size: at most 4096x4096 (what dataset.kind "
+                            "idx reads), found %dx%d", g->w, g->h);
+    return 0;
+}
+
+static int idx_make_write(const struct gen *g, struct error *e)
+{
+    uint64_t eval_base = gen_eval_base(g);
+    int rc = write_idx(g, "train", g->per_class, 0, e);
+    if (!rc && g->eval_per_class)
+        rc = write_idx(g, "t10k", g->eval_per_class, eval_base, e);
+    return rc;
+}
+
+static const struct kind_maker idx_maker = {idx_make_check, idx_make_write,
+                                            "train-images-idx3-ubyte"};
+
 const struct dataset_kind dataset_kind_idx = {
     .name = "idx",
     .labelled = true,
@@ -215,4 +307,5 @@ const struct dataset_kind dataset_kind_idx = {
     .label_where = idx_label_where,
     .dense_labels = true,
     .made_in = MADE_IN_PARENT,
+    .make = &idx_maker,
 };

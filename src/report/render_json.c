@@ -460,6 +460,7 @@ char *report_json(const struct results *r)
     cJSON_AddStringToObject(tool, "backends", backend_list());
     cJSON_AddStringToObject(root, "date", r->date);
     cJSON *m = cJSON_AddObjectToObject(root, "machine");
+    cJSON_AddStringToObject(m, "arch", r->machine.arch);
     cJSON_AddStringToObject(m, "cpu", r->machine.cpu);
     cJSON_AddItemToObject(m, "cpu_mhz", r->machine.cpu_mhz > 0 ? cJSON_CreateNumber(r->machine.cpu_mhz)
                                                                 : cJSON_CreateNull());

@@ -104,8 +104,8 @@ static void text_header(FILE *f, const struct results *r)
     fprintf(f, "# dpbench %s  name: %s  config: %s  date: %s\n", DPBENCH_VERSION, c->name,
             c->source[0] ? c->source : "(defaults)", r->date);
     const struct machine *m = &r->machine;
-    fprintf(f, "# machine: %s, %ld cores, %ld threads, %.1f GiB, %s\n", m->cpu, m->cores,
-            m->threads, m->mem_bytes / (1 << 30), m->kernel);
+    fprintf(f, "# machine: %s, %s, %ld cores, %ld threads, %.1f GiB, %s\n", m->arch, m->cpu,
+            m->cores, m->threads, m->mem_bytes / (1 << 30), m->kernel);
     fprintf(f, "# build: dpbench %s (%s), %s, %s (core %s)%s%s\n", DPBENCH_VERSION, DPBENCH_GIT,
             m->compiler, m->blas, m->openblas_core, m->xsmm[0] ? ", libxsmm " : "", m->xsmm);
     if (r->machine.devices[0])
@@ -695,6 +695,10 @@ int report_allreduce_text(FILE *f, const struct allreduce_table *t)
         fprintf(f, " %12zu %12zu %6s %6s %7ld %11.2f %10.3f %10.3f %7.0f\n", r->bytes, r->count,
                 "float", "sum", r->iters, 1e6 * r->seconds, r->algbw, r->busbw, r->wrong);
     }
-    fprintf(f, "# best busbw %.3f GB/s at %zu B\n", t->best_busbw, t->best_bytes);
+    if (t->world == 1) // busbw counts the bytes between ranks: none here
+        fprintf(f, "# one rank: busbw is 0 by its definition; the times are the engine's own "
+                   "call\n");
+    else
+        fprintf(f, "# best busbw %.3f GB/s at %zu B\n", t->best_busbw, t->best_bytes);
     return 0;
 }

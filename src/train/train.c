@@ -82,12 +82,11 @@ static void trace_batch(FILE *f, const long *split, int replicas, long rows, int
     fprintf(f, "Outside: input size [%ld, %d] output_size [%ld, %d]\n", rows, F, rows, O);
 }
 
-/* Cores the compute may use: those the loader's workers leave free, shared
- * with the other ranks on this host, at least one. */
-static int compute_cores(long num_workers, int local_ranks)
+/* Cores the loader's workers leave free, shared with the other ranks on this
+ * host: 0 or less when the workers alone take them all. */
+static int spare_cores(long num_workers, int local_ranks)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN) / local_ranks;
-    return cores - num_workers > 1 ? (int)(cores - num_workers) : 1;
+    return (int)(sysconf(_SC_NPROCESSORS_ONLN) / local_ranks - num_workers);
 }
 
 /* out->stopped for a loss that became nan (or infinite) at batch index k of
@@ -254,12 +253,13 @@ static void describe_setup(struct train *t)
         .pin_memory = c->loader.pin_memory,
         .async_copy = c->loader.async_copy,
         .copy_depth = (int)c->loader.copy_depth,
-        .compute_cores = compute_cores(c->loader.num_workers, cm ? cm->local_size : 1),
+        .spare_cores = spare_cores(c->loader.num_workers, cm ? cm->local_size : 1),
         .w0 = t->w0,
         .b0 = t->w0 + t->OF,
         .classify = t->d->classes > 0,
         .emulate = &c->emulate,
     };
+    t->setup.compute_cores = t->setup.spare_cores > 1 ? t->setup.spare_cores : 1;
     t->lo = (struct loader_options){
         .batch_size = c->loader.batch_size,
         .shuffle = c->loader.shuffle,
@@ -583,10 +583,14 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     /* each phase named for the watchdog, should a signal find it stuck */
     const char *before = signals_phase("setting up the run (the loader, the replicas)");
     int rc = train_setup(&t, e), epoch = EPOCH_NEXT;
-    signals_phase("running the epochs");
-    for (long ep = 0; rc == 0 && epoch == EPOCH_NEXT && ep < t.total_epochs && !stopping(t.cm);
-         ep++)
+    for (long ep = 0; rc == 0 && epoch == EPOCH_NEXT && ep < t.total_epochs; ep++) {
+        if (ep == 0 || ep == c->train.warmup_epochs)
+            signals_phase(ep < c->train.warmup_epochs ? "running the warmup epochs"
+                                                      : "running the epochs");
+        if (stopping(t.cm))
+            break;
         epoch = train_epoch(&t, ep, e);
+    }
     signals_phase("finishing the run (final parameters, the eval split)");
     if (rc == 0)
         rc = epoch == EPOCH_FAILED ? train_failed(&t, e) : train_finish(&t, e);

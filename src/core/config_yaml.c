@@ -1,0 +1,353 @@
+/* The YAML reader built on libyaml's event parser. It accepts exactly the
+ * shape dpbench uses (a mapping of scalars and sections, sections of scalars
+ * or scalar lists, and `sweep:` of key -> list) and refuses anything else at
+ * the first event that does not fit, so deep nesting or alias bombs never get
+ * expanded. */
+#include "config_keys.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+/* ---- YAML ---------------------------------------------------------------- */
+
+struct reader {
+    yaml_parser_t parser;
+    yaml_event_t ev; // the current event
+    bool have_ev;
+    const char *file;
+    struct config *c;
+    bool seen[CONFIG_MAX_KEYS]; // a key given twice is refused
+    bool seen_section[CONFIG_MAX_SECTIONS + 1]; // + sweep
+    struct error *e;
+};
+
+static int at(struct reader *r, yaml_mark_t m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int at(struct reader *r, yaml_mark_t m, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return error_set(r->e, "%s:%zu:%zu: %s", r->file, m.line + 1, m.column + 1, msg);
+}
+
+static const char *event_name(yaml_event_type_t t)
+{
+    switch (t) {
+    case YAML_SCALAR_EVENT: return "a scalar";
+    case YAML_SEQUENCE_START_EVENT: return "a list";
+    case YAML_MAPPING_START_EVENT: return "a mapping";
+    case YAML_ALIAS_EVENT: return "an alias";
+    case YAML_MAPPING_END_EVENT: return "the end of a mapping";
+    case YAML_SEQUENCE_END_EVENT: return "the end of a list";
+    case YAML_DOCUMENT_START_EVENT: return "a new document";
+    default: return "the end of the document";
+    }
+}
+
+/* Advances to the next event; refuses aliases everywhere. */
+static int next(struct reader *r)
+{
+    if (r->have_ev)
+        yaml_event_delete(&r->ev);
+    r->have_ev = false;
+    if (!yaml_parser_parse(&r->parser, &r->ev)) {
+        yaml_parser_t *p = &r->parser;
+        yaml_mark_t m = p->problem_mark;
+        if (p->context) // where the construct that is not closed began
+            return at(r, m, "malformed YAML: %s (from line %zu, column %zu): %s", p->context,
+                      p->context_mark.line + 1, p->context_mark.column + 1, p->problem);
+        return at(r, m, "malformed YAML: %s", p->problem ? p->problem : "parse error");
+    }
+    r->have_ev = true;
+    if (r->ev.type == YAML_ALIAS_EVENT)
+        return at(r, r->ev.start_mark, "YAML aliases (*%s) are not supported in dpbench configs",
+                  (const char *)r->ev.data.alias.anchor);
+    /* a tag (!!binary, !!python/object:..., !custom) asks for a type or a
+     * constructor dpbench does not have: refuse it rather than ignore it */
+    const yaml_char_t *tag = r->ev.type == YAML_SCALAR_EVENT ? r->ev.data.scalar.tag
+                           : r->ev.type == YAML_SEQUENCE_START_EVENT ? r->ev.data.sequence_start.tag
+                           : r->ev.type == YAML_MAPPING_START_EVENT ? r->ev.data.mapping_start.tag
+                           : NULL;
+    static const char core[] = "tag:yaml.org,2002:"; // what libyaml makes of "!!"
+    if (tag && strncmp((const char *)tag, core, sizeof core - 1) == 0)
+        return at(r, r->ev.start_mark, "YAML tags (!!%s) are not supported in dpbench configs",
+                  (const char *)tag + sizeof core - 1);
+    if (tag)
+        return at(r, r->ev.start_mark, "YAML tags (%s) are not supported in dpbench configs",
+                  (const char *)tag);
+    return 0;
+}
+
+static const char *scalar(const struct reader *r) { return (const char *)r->ev.data.scalar.value; }
+
+/* Reads a scalar, or a list of scalars joined with commas, for `k`. */
+static int read_value(struct reader *r, const struct key *k, const char *path)
+{
+    yaml_mark_t m = r->ev.start_mark;
+    if (r->ev.type == YAML_SCALAR_EVENT) {
+        if ((k->type == KEY_INT_LIST || k->type == KEY_FLOAT_LIST) && scalar(r)[0] == '\0')
+            return set_value(r->c, k, "", r->e) ? at(r, m, "%s", r->e->msg) : 0;
+        if (r->ev.data.scalar.length != strlen(scalar(r)))
+            return at(r, m, "%s: NUL byte in value", path);
+        if (set_value(r->c, k, scalar(r), r->e))
+            return at(r, m, "%s", r->e->msg);
+        return 0;
+    }
+    if (r->ev.type != YAML_SEQUENCE_START_EVENT ||
+        (k->type != KEY_INT_LIST && k->type != KEY_FLOAT_LIST))
+        return at(r, m, "%s: expected a scalar value, found %s", path, event_name(r->ev.type));
+    /* the items joined as --set writes them, however many: set_value's
+     * list says how many the key takes */
+    char *joined = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&joined, &size);
+    int rc = f ? 0 : at(r, m, "%s: out of memory", path);
+    for (int n = 0; !rc; n++) {
+        if ((rc = next(r)) || r->ev.type == YAML_SEQUENCE_END_EVENT)
+            break;
+        if (r->ev.type != YAML_SCALAR_EVENT)
+            rc = at(r, r->ev.start_mark, "%s: expected a list of %s, found %s", path,
+                    k->type == KEY_INT_LIST ? "integers" : "numbers", event_name(r->ev.type));
+        else if (fprintf(f, "%s%s", n ? "," : "", scalar(r)) < 0)
+            rc = at(r, m, "%s: out of memory", path);
+    }
+    if (f && fclose(f) != 0 && !rc)
+        rc = at(r, m, "%s: out of memory", path);
+    if (!rc && set_value(r->c, k, joined, r->e))
+        rc = at(r, m, "%s", r->e->msg);
+    free(joined);
+    return rc;
+}
+
+/* A key scalar at the current event; refuses non-scalar keys. */
+static int read_key(struct reader *r, const char *where, char *key, size_t n)
+{
+    if (r->ev.type != YAML_SCALAR_EVENT)
+        return at(r, r->ev.start_mark, "%s: expected a key, found %s", where,
+                  event_name(r->ev.type));
+    if (strlen(scalar(r)) >= n)
+        return at(r, r->ev.start_mark, "%s: key too long", where);
+    snprintf(key, n, "%s", scalar(r));
+    return 0;
+}
+
+static int read_sweep(struct reader *r)
+{
+    if (r->ev.type != YAML_MAPPING_START_EVENT)
+        return at(r, r->ev.start_mark, "sweep: expected a mapping of key: [values], found %s",
+                  event_name(r->ev.type));
+    for (;;) {
+        char key[CONFIG_STR];
+        if (next(r))
+            return -1;
+        if (r->ev.type == YAML_MAPPING_END_EVENT)
+            return 0;
+        yaml_mark_t km = r->ev.start_mark;
+        if (read_key(r, "sweep", key, sizeof key))
+            return -1;
+        if (sweep_add(r->c, key, r->e))
+            return at(r, km, "%s", r->e->msg);
+        if (next(r))
+            return -1;
+        if (r->ev.type == YAML_SCALAR_EVENT) {
+            if (sweep_value(r->c, scalar(r), r->e))
+                return at(r, r->ev.start_mark, "%s", r->e->msg);
+            continue;
+        }
+        if (r->ev.type != YAML_SEQUENCE_START_EVENT)
+            return at(r, r->ev.start_mark, "sweep: %s: expected a list of values, found %s", key,
+                      event_name(r->ev.type));
+        for (;;) {
+            if (next(r))
+                return -1;
+            if (r->ev.type == YAML_SEQUENCE_END_EVENT)
+                break;
+            if (r->ev.type != YAML_SCALAR_EVENT)
+                return at(r, r->ev.start_mark, "sweep: %s: expected a scalar value, found %s",
+                          key, event_name(r->ev.type));
+            if (sweep_value(r->c, scalar(r), r->e))
+                return at(r, r->ev.start_mark, "%s", r->e->msg);
+        }
+        if (r->c->sweep[r->c->n_sweep - 1].n_values == 0)
+            return at(r, km, "sweep: %s: expected at least one value", key);
+    }
+}
+
+/* One `path: value` pair, the key event current; `prefix` is the section. */
+static int read_pair(struct reader *r, const char *prefix)
+{
+    char key[CONFIG_STR], path[CONFIG_STR * 2];
+    yaml_mark_t km = r->ev.start_mark;
+    if (read_key(r, prefix[0] ? prefix : "config", key, sizeof key))
+        return -1;
+    snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+    if (next(r))
+        return -1;
+
+    if (!prefix[0]) {
+        for (size_t s = 0; s <= config_n_sections; s++) {
+            const char *name = s < config_n_sections ? config_sections[s] : "sweep";
+            if (strcmp(key, name) != 0)
+                continue;
+            if (r->seen_section[s])
+                return at(r, km, "duplicate key '%s'", key);
+            r->seen_section[s] = true;
+            if (s == config_n_sections)
+                return read_sweep(r);
+            if (r->ev.type != YAML_MAPPING_START_EVENT)
+                return at(r, r->ev.start_mark, "%s: expected a mapping of %s.* keys, found %s",
+                          key, key, event_name(r->ev.type));
+            for (;;) {
+                if (next(r))
+                    return -1;
+                if (r->ev.type == YAML_MAPPING_END_EVENT)
+                    return 0;
+                if (read_pair(r, key))
+                    return -1;
+            }
+        }
+    }
+    const struct key *k = key_find(path);
+    if (!k) {
+        unknown_key(path, r->e);
+        return at(r, km, "%s", r->e->msg);
+    }
+    if (r->seen[k - config_keys])
+        return at(r, km, "duplicate key '%s'", path);
+    r->seen[k - config_keys] = true;
+    if (read_value(r, k, path))
+        return -1;
+    r->c->key_line[k - config_keys] = (int)km.line + 1; // for the rules' errors
+    return 0;
+}
+
+/* The whole text through libyaml once, before any key is read: a syntax error
+ * anywhere (an unclosed [ or {, a bad indent) is reported as itself, with its
+ * line, rather than as what the half-read value looked like to the reader.
+ * Nesting deeper than CONFIG_MAX_DEPTH is refused here, at its first level
+ * too many: a config needs 3 (the document, sweep:, a key's list). */
+static int syntax_check(const char *text, size_t len, const char *file, struct error *e)
+{
+    struct reader r = {.file = file, .e = e};
+    if (!yaml_parser_initialize(&r.parser))
+        return error_set(e, "%s: cannot initialise the YAML parser", file);
+    yaml_parser_set_input_string(&r.parser, (const unsigned char *)text, len);
+    int rc, depth = 0;
+    while ((rc = next(&r)) == 0 && r.ev.type != YAML_STREAM_END_EVENT) {
+        yaml_event_type_t t = r.ev.type;
+        depth += t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT;
+        depth -= t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT;
+        if (depth > CONFIG_MAX_DEPTH) {
+            rc = at(&r, r.ev.start_mark, "YAML nested deeper than %d levels (the limit; a "
+                                         "dpbench config needs 3)", CONFIG_MAX_DEPTH);
+            break;
+        }
+    }
+    if (r.have_ev)
+        yaml_event_delete(&r.ev);
+    yaml_parser_delete(&r.parser);
+    return rc;
+}
+
+int config_parse(struct config *c, const char *text, size_t len, const char *file,
+                 struct error *e)
+{
+    if (syntax_check(text, len, file, e))
+        return -1;
+    struct reader r = {.file = file, .c = c, .e = e};
+    if (!yaml_parser_initialize(&r.parser))
+        return error_set(e, "%s: cannot initialise the YAML parser", file);
+    yaml_parser_set_input_string(&r.parser, (const unsigned char *)text, len);
+    int rc = -1;
+    yaml_mark_t start = {0};
+    if (next(&r) || next(&r)) // STREAM_START, then DOCUMENT_START or STREAM_END
+        goto out;
+    if (r.ev.type == YAML_STREAM_END_EVENT) {
+        at(&r, start, "empty config: expected a mapping of keys (see dpbench --help-config)");
+        goto out;
+    }
+    if (next(&r))
+        goto out;
+    if (r.ev.type == YAML_SCALAR_EVENT && r.ev.data.scalar.length == 0 &&
+        r.ev.data.scalar.plain_implicit) {
+        at(&r, r.ev.start_mark, "empty config: expected a mapping of keys");
+        goto out;
+    }
+    if (r.ev.type != YAML_MAPPING_START_EVENT) {
+        at(&r, r.ev.start_mark, "the document must be a mapping of keys, found %s",
+           event_name(r.ev.type));
+        goto out;
+    }
+    for (;;) {
+        if (next(&r))
+            goto out;
+        if (r.ev.type == YAML_MAPPING_END_EVENT)
+            break;
+        if (read_pair(&r, ""))
+            goto out;
+    }
+    if (next(&r) || next(&r)) // DOCUMENT_END, then STREAM_END
+        goto out;
+    if (r.ev.type != YAML_STREAM_END_EVENT) {
+        at(&r, r.ev.start_mark, "expected one YAML document, found more");
+        goto out;
+    }
+    snprintf(c->source, sizeof c->source, "%s", file);
+    rc = 0;
+out:
+    if (r.have_ev)
+        yaml_event_delete(&r.ev);
+    yaml_parser_delete(&r.parser);
+    return rc;
+}
+
+int config_load(struct config *c, const char *path, struct error *e)
+{
+    enum { MAX_BYTES = 1 << 20 };
+    int fd = file_open_regular(path, "config", e); // a FIFO is refused, not waited on
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        return error_set(e, "%s: cannot read config: %s", path, strerror(err));
+    }
+    if (st.st_size > MAX_BYTES) {
+        close(fd);
+        return error_set(e, "%s: config is %lld bytes, more than the %d accepted", path,
+                         (long long)st.st_size, MAX_BYTES);
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        close(fd);
+        return error_set(e, "%s: out of memory", path);
+    }
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n <= 0) {
+            int err = n < 0 ? errno : EIO;
+            free(buf);
+            close(fd);
+            return error_set(e, "%s: cannot read config: %s", path, strerror(err));
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    int rc = config_parse(c, buf, got, path, e);
+    free(buf);
+    return rc;
+}
+
