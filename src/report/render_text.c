@@ -481,15 +481,14 @@ static void text_rounds(FILE *f, const struct results *r)
             r->rounds, r->rounds_end ? r->rounds_end : "-", 100 * r->cfg.bench.threshold);
 }
 
-/* PyTorch's DataLoader line: prefetch_factor and persistent_workers only
- * with workers (PyTorch refuses them without) */
+/* PyTorch's DataLoader line (prefetch_factor, persistent_workers: with workers only) */
 static void text_dataloader(FILE *f, const struct config *c)
 {
     bool w = c->loader.num_workers > 0, pin = c->loader.pin_memory;
     fprintf(f, "#   PyTorch: DataLoader(..., num_workers=%ld%s%.0ld%s%s, pin_memory=%s)\n",
             c->loader.num_workers, w ? ", prefetch_factor=" : "", w ? c->loader.prefetch_factor : 0,
-            w ? ", persistent_workers=" : "", !w ? "" : c->loader.persistent_workers ? "True"
-            : "False", pin ? "True" : "False");
+            w ? ", persistent_workers=" : "", w ? c->loader.persistent_workers ? "True" : "False"
+            : "", pin ? "True" : "False");
     if (c->loader.async_copy)
         fprintf(f, "#   and %s, %ld batches ahead\n", pin ? "batch.to(device, non_blocking=True)"
                 : "a thread copying each batch ahead of the step (non_blocking=True alone "
@@ -501,21 +500,21 @@ static void text_dataloader(FILE *f, const struct config *c)
 static void text_tune_trials(FILE *f, const struct results *r)
 {
     int w = label_width(r);
-    fprintf(f, "%5s  %-*s  %6s  %9s  %9s  %19s  %19s  %5s  %-8s  %s\n%5s  %-*s  %6s  %9s  %9s  "
-            "%19s  %19s\n", "trial", w, "settings", "rounds", "predicted", "median",
-            "95% interval", "vs the given", "AU", "bound", "decision", "", w, "", "", "(ms)",
-            "(ms)", "(ms)", "(time ratio)");
+    fprintf(f, "%5s  %-*s  %6s  %9s  %9s  %19s  %19s  %5s  %-8s  %s\n", "trial", w, "settings",
+            "rounds", "model ms", "median ms", "95% interval (ms)", "time / given's", "AU",
+            "bound", "decision");
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
-        const struct run_summary *s = &run->sum;
+        const struct tune_trial_info *t = &r->tune->trials[i];
+        struct ratio q;
         char ci[48], vs[48];
-        snprintf(ci, sizeof ci, "[%.3f, %.3f]", s->ci95_ms[0], s->ci95_ms[1]);
-        snprintf(vs, sizeof vs, !i ? "1" : isfinite(s->speedup) ? "%.2f [%.2f, %.2f]" : "-",
-                 1 / s->speedup, 1 / s->speedup_ci95[1], 1 / s->speedup_ci95[0]);
-        fprintf(f, "%5d  %-*s  %6d  %9.3f  %9.3f  %19s  %19s  %5.2f  %-8s  %s\n", i, w,
-                run->label, r->tune->trials[i].rounds, 1e3 * r->tune->trials[i].predicted_s,
-                1e3 * s->median_s, ci, vs, s->au, bound_name(report_run_bound(run)),
-                r->tune->trials[i].decision);
+        report_pair(r, 0, i, &q);
+        snprintf(ci, sizeof ci, "[%.3f, %.3f]", run->sum.ci95_ms[0], run->sum.ci95_ms[1]);
+        snprintf(vs, sizeof vs, !i ? "1" : q.units ? "%.2f [%.2f, %.2f]" : "-", q.ratio,
+                 q.ci95[0], q.ci95[1]);
+        fprintf(f, "%5d  %-*s  %6d  %9.3f  %9.3f  %19s  %19s  %5.2f  %-8s  %s\n", i, w, run->label,
+                t->rounds, 1e3 * t->predicted_s, 1e3 * run->sum.median_s, ci, vs, run->sum.au,
+                bound_name(report_run_bound(run)), t->decision);
     }
 }
 
@@ -534,16 +533,13 @@ static void text_tune_choice(FILE *f, const struct results *r)
                 "given, 95%% interval [%.2f, %.2f]: its epoch %.2fx the given's [%.2f, %.2f], "
                 "paired over %d rounds\n", t->best, b->label, 1 / g->ratio, 1 / g->ci95[1],
                 1 / g->ci95[0], g->ratio, g->ci95[0], g->ci95[1], g->units);
-    fprintf(f, "#   epoch %.3f ms [%.3f, %.3f] (the median of its %d %s); AU %.2f%s\n",
-            1e3 * b->sum.median_s, b->sum.ci95_ms[0], b->sum.ci95_ms[1],
-            b->n_rounds > 1 ? b->n_rounds : b->n_epochs, b->n_rounds > 1 ? "rounds' medians"
-            : "epochs", b->sum.au, t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
+    fprintf(f, "#   epoch %.3f ms [%.3f, %.3f] over %d epochs in %d rounds; AU %.2f%s\n",
+            1e3 * b->sum.median_s, b->sum.ci95_ms[0], b->sum.ci95_ms[1], b->n_epochs, b->n_rounds,
+            b->sum.au, t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
     if (isfinite(t->rerun_s[0]))
         fprintf(f, "#   a rerun of %s-tuned.yaml: its median epoch in [%.3f, %.3f] ms (95%% "
                 "prediction)\n", r->cfg.name, 1e3 * t->rerun_s[0], 1e3 * t->rerun_s[1]);
     text_dataloader(f, &b->cfg);
-    if (t->best > 0 && t->statement[0])
-        fprintf(f, "# note: %s\n", t->statement);
 }
 
 static int text_tune(FILE *f, const struct results *r)
@@ -551,9 +547,9 @@ static int text_tune(FILE *f, const struct results *r)
     const struct tune_result *t = r->tune;
     const struct pipeline_costs *c = &t->costs;
     text_header(f, r);
-    fprintf(f, "# --tune: %s (max_workers %ld, budget %.0f s): %.1f s of trials\n",
-            t->target_au > 0 ? "the cheapest settings whose AU reaches the target"
-                             : "the fastest epoch", t->max_workers, t->budget_s, t->seconds);
+    fprintf(f, "# --tune: %s (max_workers %ld, budget %.0f s): %.1f s of trials\n", t->target_au > 0
+            ? "the cheapest settings reaching the target AU" : "the fastest epoch", t->max_workers,
+            t->budget_s, t->seconds);
     if (t->batches)
         fprintf(f, "# profile, per batch: load %.3f ms on one thread, hand-off %.3f ms, step "
                 "%.3f ms (+%.3f ms of the loop's own), device %.3f ms, copy %.3f ms pageable, "

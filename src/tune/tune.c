@@ -14,9 +14,6 @@
 #define NEAR 0.10    // fastest: candidates predicted within this of the best
 #define ROUND_S 0.1  // a race round measures each point for at least this long
 
-static const char *const knob_names[TUNE_N_KNOBS] = {
-    "num_workers", "prefetch_factor", "persistent_workers", "pin_memory", "async_copy",
-    "copy_depth"};
 /* where a knob acts, the values tried (num_workers: 0 to max_workers) */
 static const struct { int n; long v[5]; } knob_values[TUNE_N_KNOBS] = {
     {0, {0}}, {5, {1, 2, 4, 8, 16}}, {2, {0, 1}}, {2, {0, 1}}, {2, {0, 1}}, {4, {1, 2, 4, 8}}};
@@ -28,6 +25,7 @@ const char *tune_knob_key(enum tune_knob k)
         "loader.pin_memory",  "loader.async_copy",      "loader.copy_depth"};
     return keys[k];
 }
+#define KNOB_NAME(k) (tune_knob_key(k) + strlen("loader."))
 
 int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
 {
@@ -35,7 +33,7 @@ int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
     for (const char *p = text + strspn(text, " "); *p;) {
         size_t len = strcspn(p, ", ");
         int k = 0;
-        while (k < TUNE_N_KNOBS && !(strlen(knob_names[k]) == len && !strncmp(p, knob_names[k], len)))
+        while (k < TUNE_N_KNOBS && !(strlen(KNOB_NAME(k)) == len && !strncmp(p, KNOB_NAME(k), len)))
             k++;
         p += len + strspn(p + len, " ");
         bool empty = !len || (*p == ',' && !p[1 + strspn(p + 1, " ")]);
@@ -71,15 +69,16 @@ static bool acts(const struct tune_options *o, int knob, const struct pipeline_k
     return effect_knob_acts(o->be, tune_knob_key(knob), &c);
 }
 
-void tune_knobs_text(const struct tune_options *o, const struct pipeline_knobs *k, char *buf,
-                     size_t n)
+/* The knobs that act for k as text: "num_workers=2 prefetch_factor=4 ...". */
+static void knobs_text(const struct tune_options *o, const struct pipeline_knobs *k, char *buf,
+                       size_t n)
 {
     size_t used = (size_t)snprintf(buf, n, "num_workers=%ld", k->num_workers);
     for (int i = 1; i < TUNE_N_KNOBS && used < n; i++) {
         bool flag = i == TUNE_PERSISTENT || i == TUNE_PIN || i == TUNE_ASYNC;
         if (acts(o, i, k))
             used += (size_t)snprintf(buf + used, n - used, flag ? " %s=%s" : " %s=%.0s%ld",
-                                     knob_names[i], k->v[i] ? "true" : "false", k->v[i]);
+                                     KNOB_NAME(i), k->v[i] ? "true" : "false", k->v[i]);
     }
 }
 
@@ -130,7 +129,7 @@ static int add_trial(struct search *s, const struct pipeline_knobs *k)
     if (config_copy(&run->cfg, s->o->base))
         return error_set(s->e, "out of memory");
     pipeline_knobs_apply(k, &run->cfg);
-    tune_knobs_text(s->o, k, run->label, sizeof run->label);
+    knobs_text(s->o, k, run->label, sizeof run->label);
     s->res->n_runs++;
     return i;
 }
@@ -287,28 +286,24 @@ static int pick_fastest(const struct search *s, int *pick)
     return n;
 }
 
-/* In the target's order: the first setting of the next dearer (dir 1) or
- * cheaper (dir -1) cost than sp[j]'s (its highest AU), -1 when none. */
-static int next_cost(const struct search *s, int j, int dir)
-{
-    const struct tune_setting *sp = s->t->space;
-    int i = j, n = s->t->n_space;
-    while (i >= 0 && i < n && cost_of(&sp[i].k) == cost_of(&sp[j].k))
-        i += dir;
-    while (dir < 0 && i > 0 && cost_of(&sp[i - 1].k) == cost_of(&sp[i].k))
-        i--;
-    return i >= 0 && i < n ? i : -1;
-}
-
-/* Target AU: the cheapest predicted to reach it (none doing so: the highest
- * AU), and the next cheaper and dearer. */
+/* Target AU (the settings cheapest first): the cheapest predicted to reach
+ * it (none doing so: the highest AU), and the dearer and cheaper settings
+ * next to it. */
 static int pick_target(const struct search *s, int *pick)
 {
     const struct tune_setting *sp = s->t->space;
-    int c = 0, n = 0;
-    for (int j = 0; j >= 0 && sp[c].predicted_au < s->o->target_au; j = next_cost(s, j, 1))
-        c = sp[j].predicted_au >= s->o->target_au || sp[j].predicted_au > sp[c].predicted_au ? j : c;
-    int around[3] = {next_cost(s, c, -1), c, next_cost(s, c, 1)};
+    int c = 0, n = 0, m = s->t->n_space;
+    while (c < m && sp[c].predicted_au < s->o->target_au)
+        c++;
+    if (c == m) // none does: the highest AU
+        for (int j = c = 0; j < m; j++)
+            c = sp[j].predicted_au > sp[c].predicted_au ? j : c;
+    int up = c + 1, down = c - 1; // each cost's highest AU
+    while (up < m && cost_of(&sp[up].k) == cost_of(&sp[c].k))
+        up++;
+    while (down > 0 && cost_of(&sp[down - 1].k) == cost_of(&sp[down].k))
+        down--;
+    int around[3] = {down, c, up < m ? up : -1};
     for (int i = 0; i < 3; i++)
         if (around[i] >= 0 && n < s->o->candidates)
             pick[n++] = around[i];

@@ -55,9 +55,6 @@ void tune_options_init(struct tune_options *o, const struct config *base,
  * -1 with e set when a trial failed (what was measured stays in res). */
 int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 struct results *res, struct error *e);
-/* The knobs that act for k as text: "num_workers=2 prefetch_factor=4 ...". */
-void tune_knobs_text(const struct tune_options *o, const struct pipeline_knobs *k, char *buf,
-                     size_t n);
 
 /* ---- on the real training path (tune_run.c) ------------------------------ */
 
