@@ -130,7 +130,7 @@ LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
 .PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-asan-bin test-tsan \
         test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
-        test-docs test-tune test-fresh test-arm64 test-same-output bench bench-data bench-tune bench-verdicts bench-rounds bench-stats clean
+        test-docs test-samples test-layers test-tune test-fresh test-arm64 test-same-output bench bench-data bench-tune bench-verdicts bench-rounds bench-stats clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -312,6 +312,20 @@ test-scripts: dpbench
 test-docs: dpbench
 	@printf 'docs: '; tests/docs_test.sh ./dpbench
 
+# The structure docs/architecture.md states (tests/layers_test.py): no
+# #include edge between src/ folders to a higher layer, no cycle, no source
+# file over 700 lines, no function over 60. Under a second.
+test-layers:
+	@$(PYTHON) tests/layers_test.py src docs/architecture.md
+
+# The sample outputs that README.md and docs/ show (tests/samples_test.py,
+# docs/testing.md): each block marked <!-- sample: NAME --> is a run of the
+# committed bench_results/sample/NAME, and scripts/readme-sample.sh run again
+# with this binary gives every sample in the same form (numbers masked), so a
+# change of output fails here until the samples are regenerated. Seconds.
+test-samples: dpbench
+	@$(PYTHON) tests/samples_test.py --bin ./dpbench
+
 # DDP over MPI with mpirun on this machine (skips without mpirun or MPI).
 test-ddp: dpbench
 	@printf 'ddp: '; tests/ddp_test.sh ./dpbench
@@ -332,7 +346,7 @@ test-multinode: dpbench
 
 # `make test`: every stage, even after a failure, then one table and the total
 # (tests/run_stages.sh). A new stage is one more word here.
-TEST_STAGES := test-unit test-kernels test-cli test-results test-data-cli test-docs test-asan test-tsan \
+TEST_STAGES := test-unit test-kernels test-cli test-results test-data-cli test-docs test-samples test-layers test-asan test-tsan \
                test-ubsan test-fuzz test-asan-bin test-valgrind test-scripts test-tune test-ddp test-limits \
                test-cuda-emulated test-gpu
 test:

@@ -455,7 +455,7 @@ fi
 expect 2 "apt-get install dataset-fashion-mnist" -- -c configs/fashion-mnist.yaml --set dataset.path=/usr/share/datasets/fashion-mnist/nothing-images-idx3-ubyte.gz
 
 # every result file this test wrote follows docs/result.schema.json
-if python3 scripts/validate_result.py --skip-other $(find "$TMP" -name '*.json') >"$TMP/schema.out" 2>&1
+if python3 scripts/validate_result.py --described --skip-other $(find "$TMP" -name '*.json') >"$TMP/schema.out" 2>&1
 then ok; else bad "result schema: $(head -20 "$TMP/schema.out")"; fi
 
 echo "data-cli: $pass passed, $fail failed"

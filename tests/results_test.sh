@@ -36,6 +36,11 @@ else bad "--repeat 0: exit $rc: $(cat "$TMP/err")"; fi
 if "$BIN" -c $T >"$TMP/out" 2>&1 && grep -q '^# median epoch [0-9.]* ms ± [0-9.]* (95% CI of the median' "$TMP/out"
 then ok; else bad "text summary: median ± half-width: $(grep median "$TMP/out")"; fi
 
+# ---- the markdown format: a table to paste, one row per point; --help names it
+expect 0 "| point | median epoch (ms) | 95% CI (ms) |" -- -c $T -q --sweep parallel.replicas=1,2 -f markdown
+if [ "$(grep -c '^| ' "$TMP/out")" -eq 3 ]; then ok; else bad "-f markdown: $(cat "$TMP/out")"; fi
+expect 0 "json, csv or markdown" -- --help
+
 # ---- dpbench compare on crafted result files whose answer is known
 # craft OUT BASE SPEC: copies result BASE with each run's epoch times replaced;
 # SPEC is a Python list of (overrides of config as {"section.key": value},
@@ -212,6 +217,10 @@ runs = json.load(open(r))["runs"]
 assert [len(x["rounds"]) for x in runs] == [6, 6] and len(json.load(open(r))["rounds"]["order"]) == 6
 PY
 then ok; else bad "compare -c: $(cat "$TMP/cmp.json" "$TMP/err")"; fi
+# its text names the method the paired verdict uses
+"$BIN" compare -c $T -c $T -q --repeat 6 >"$TMP/cmp.txt" 2>"$TMP/err"
+if grep -q "^# unit: interleaved rounds: .* the Hodges-Lehmann estimate of the per-round ratios, the Wilcoxon signed-rank interval$" "$TMP/cmp.txt"
+then ok; else bad "compare -c text: the unit's method: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
 for c in "-c $TMP/A.yaml:takes two configs" "-c $TMP/A.yaml -c $TMP/B.yaml -c $TMP/A.yaml:a third" \
          "-c $TMP/A.yaml -c $TMP/B.yaml --tune:a command of its own" \
          "-c $TMP/A.yaml -c configs/sync-vs-async.yaml:has a sweep" \
@@ -244,6 +253,24 @@ for r in runs:
         assert len(r["epochs"]) == 10 * len(r["rounds"]) and "stats" in r
 PY
 then ok; else bad "same_as in a sweep: $(cat "$TMP/err")"; fi
+# a point not run again says what its run resolved from the data (the loss
+# "auto" picks), so the base config needs no config_differs, and compare
+# pairs it (run 2: 0 workers, prefetch 4, no pinning) with the same point
+# measured in another file
+"$BIN" -c $T --sweep loader.num_workers=0 --sweep loader.prefetch_factor=4 --format json \
+    >"$TMP/pf4.json" 2>"$TMP/err"
+if python3 - "$TMP/same.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert "config_differs" not in d and d["config"]["model"]["loss"] == "mse", d.get("config_differs")
+for r in d["runs"]:
+    m = d["runs"][r.get("same_as", d["runs"].index(r))]
+    assert r["config"]["model"] == m["config"]["model"], (r["point"], r["config"]["model"])
+PY
+then ok; else bad "same_as points' resolved config: $(cat "$TMP/err")"; fi
+if "$BIN" compare "$TMP/same.json" "$TMP/pf4.json" --format json >"$TMP/cmp-same.json" 2>"$TMP/err" &&
+    python3 -c 'import json,sys; p, = json.load(open(sys.argv[1]))["pairs"]; assert p["a"]["run"] == 2 and p["b"]["run"] == 0, p' "$TMP/cmp-same.json"
+then ok; else bad "compare pairs a same_as point: $(cat "$TMP/err")"; fi
 "$BIN" -c $T --sweep loader.num_workers=0,1 --sweep loader.prefetch_factor=2,4 >"$TMP/same.txt" 2>"$TMP/err"
 if grep -q "^loader.num_workers=0 loader.prefetch_factor=4  *= point 0 " "$TMP/same.txt" &&
     [ "$(grep -c "= point" "$TMP/same.txt")" -eq 1 ]; then ok
@@ -345,8 +372,9 @@ then ok; else bad "missing dataset: exit $rc, '$cmd': $(cat "$TMP/err")"; fi
 if grep -qF "\`dpbench --make-dataset idx $TMP/mn --gzip\` writes one" "$TMP/err"; then ok
 else bad "missing idx dataset: $(cat "$TMP/err")"; fi
 
-# ---- every result file this test wrote follows docs/result.schema.json
-if python3 scripts/validate_result.py --skip-other $(find "$TMP" -name '*.json') >"$TMP/v.out" 2>"$TMP/err" &&
+# ---- every result file this test wrote follows docs/result.schema.json, which
+# describes every field they hold
+if python3 scripts/validate_result.py --described --skip-other $(find "$TMP" -name '*.json') >"$TMP/v.out" 2>"$TMP/err" &&
     grep -q "[1-9][0-9]* result files checked, 0 invalid" "$TMP/err"; then ok
 else bad "schema: $(cat "$TMP/v.out" "$TMP/err")"; fi
 # ... and the check can fail: a stats block with a key too many, a run without epochs
@@ -363,6 +391,17 @@ for f in bad1 bad2; do
     if ! python3 scripts/validate_result.py "$TMP/$f.json" >/dev/null 2>&1; then ok
     else bad "the schema accepts $f"; fi
 done
+# ... and a field the schema does not describe fails --described (valid without it)
+python3 - "$TMP/rep.json" "$TMP/bad3.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["runs"][0]["summary"]["iqr_ms"] = 1.0
+json.dump(d, open(sys.argv[2], "w"))
+PY
+if python3 scripts/validate_result.py "$TMP/bad3.json" >/dev/null 2>&1 &&
+    ! python3 scripts/validate_result.py --described "$TMP/bad3.json" >"$TMP/v.out" 2>&1 &&
+    grep -q "/runs/0/summary/iqr_ms: not in the schema" "$TMP/v.out"; then ok
+else bad "--described accepts an undescribed field: $(cat "$TMP/v.out")"; fi
 
 echo "results: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

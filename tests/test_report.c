@@ -118,6 +118,35 @@ static void test_advice_follows_the_measurement(void **state)
     assert_non_null(strstr(v, "may help: measure it (--sweep loader.num_workers=...)"));
 }
 
+/* The conclusion's fastest point is chosen by the paired per-round ratio
+ * the verdicts use: here the second point's rounds' median (0.95) is below
+ * the first's (1), but round by round it takes 1.07x the first's time (its
+ * slow rounds are slower), so the first is the fastest, and the knob's
+ * effect from it reads above 1. */
+static void test_fastest_by_paired_rounds(void **state)
+{
+    (void)state;
+    struct results r;
+    struct run_result runs[2];
+    struct epoch_result eps[12];
+    struct run_round rounds[14];
+    sweep_of_two(&r, runs, eps, rounds, 1.0);
+    const double a[7] = {1, 1, 1, 1, 5, 5, 5}, b[7] = {0.95, 0.95, 0.95, 0.95, 6, 6, 6};
+    for (int i = 0; i < 2; i++) {
+        runs[i].rounds = rounds + 7 * i;
+        runs[i].n_rounds = 7;
+        for (int k = 0; k < 7; k++)
+            rounds[7 * i + k] = (struct run_round){.round = k, .first_epoch = k < 6 ? k : 5,
+                                                   .n_epochs = 1, .median_s = i ? b[k] : a[k]};
+    }
+    assert_true(report_round_median(&runs[1]) < report_round_median(&runs[0]));
+    report_summarize(&r);
+    assert_int_equal(r.conclusion.fastest, 0);
+    assert_int_equal(r.conclusion.n_knobs, 1);
+    assert_true(r.conclusion.knobs[0].vs.ratio > 1);
+    config_free(&r.cfg);
+}
+
 /* On a device, waiting is the device's idle time: the verdict's shares and
  * the AU (compute / epoch) come from one accounting and add up. */
 static void test_device_accounting(void **state)
@@ -324,6 +353,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verdict_needs_a_dominant_stage),
         cmocka_unit_test(test_advice_follows_the_measurement),
+        cmocka_unit_test(test_fastest_by_paired_rounds),
         cmocka_unit_test(test_device_accounting),
         cmocka_unit_test(test_nonfinite_loss_stops_the_run),
         cmocka_unit_test(test_stats_and_noise_warning),

@@ -52,7 +52,7 @@ check "t['best_epoch_ms'] == t['trials'][t['best_trial']]['median_ms'] == 1e3 * 
     "$TMP/in.json" "the recommendation's epoch is not the table's"
 check "not any(tr['settings']['pin_memory'] or tr['settings']['async_copy'] for tr in t['trials'] + t['predicted'])" \
     "$TMP/in.json" "pin_memory/async_copy tried on the cpu, where they do nothing"
-if python3 scripts/validate_result.py "$TMP/in.json" "$TMP"/in/*.json >"$TMP/v.out" 2>&1; then ok
+if python3 scripts/validate_result.py --described "$TMP/in.json" "$TMP"/in/*.json >"$TMP/v.out" 2>&1; then ok
 else bad "schema: $(head -5 "$TMP/v.out")"; fi
 
 # the tuned config: loads as is, carries the choice and the workload

@@ -18,7 +18,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: dpbench [--config FILE.yaml] [--set key=value]... [--sweep key=v1,v2]...\n"
-            "               [--format text|json|csv] [--out DIR] [--max-memory BYTES]\n"
+            "               [--format text|json|csv|markdown] [--out DIR] [--max-memory BYTES]\n"
             "\n"
             "Trains Linear(features, out_features) on a seeded random dataset with\n"
             "nn.DataParallel's semantics (torch.chunk scatter, broadcast, parallel forward,\n"
@@ -27,7 +27,7 @@ static void usage(FILE *f)
             "  -c, --config FILE     YAML config (defaults reproduce the tutorial)\n"
             "  -s, --set KEY=VALUE   override one key; repeatable\n"
             "  -w, --sweep KEY=V1,V2 run every combination of the swept keys; repeatable\n"
-            "  -f, --format FMT      text (default), json or csv on stdout\n"
+            "  -f, --format FMT      text (default), json, csv or markdown (a table) on stdout\n"
             "  -o, --out DIR         also write NAME-YYYYmmdd-HHMMSS.json, .csv and -summary.csv\n"
             "                        (UTC) into DIR\n"
             "  -m, --max-memory N    refuse runs estimated above N bytes (suffixes K, M, G)\n"

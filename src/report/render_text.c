@@ -495,8 +495,7 @@ static void text_dataloader(FILE *f, const struct config *c)
                 "overlaps no copy from pageable memory)", c->loader.copy_depth);
 }
 
-/* The trials: the model's epoch, the median of the rounds' medians, the
- * time against the config as given's paired per round */
+/* The trials: the model's epoch, the measured one, the time paired per round */
 static void text_tune_trials(FILE *f, const struct results *r)
 {
     int w = label_width(r);
@@ -642,8 +641,9 @@ static void compare_method_text(FILE *f, const struct compare_result *c)
                "slower only when the 95%% interval lies wholly beyond 1 -+ it, same when wholly "
                "inside\n", 100 * c->threshold);
     if (unit[COMPARE_INTERLEAVED])
-        fprintf(f, "# unit: interleaved rounds: A and B ran side by side in each round; the "
-                   "median of the per-round ratios, the sign test's interval\n");
+        fprintf(f, "# unit: interleaved rounds: A and B ran side by side in each round, in a "
+                   "random order; the Hodges-Lehmann estimate of the per-round ratios, the "
+                   "Wilcoxon signed-rank interval\n");
     if (unit[COMPARE_RUNS])
         fprintf(f, "# unit: rounds of separate runs: each round's median epoch; the "
                    "Hodges-Lehmann ratio, Moses' interval; not interleaved, so drift between "

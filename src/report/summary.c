@@ -118,6 +118,21 @@ void report_summarize_run(struct results *r, int i)
     report_emulated_summarize(run);
 }
 
+/* A point not run again (same_as) never read its data: its config takes
+ * the value of `key` that the run holding its measurement resolved, so that
+ * it says what it stands for and compare finds its workload. */
+static void resolve_same(struct results *r, const char *key)
+{
+    for (int i = 0; i < r->n_runs; i++) {
+        char v[CONFIG_STR];
+        struct error e;
+        if (!r->runs[i].same)
+            continue;
+        config_get_text(&r->runs[report_measured(r, i)].cfg, key, v, sizeof v);
+        config_set(&r->runs[i].cfg, key, v, &e); // a value a run took: valid
+    }
+}
+
 /* The keys a run resolves from its data (a file-backed dataset's shape, the
  * loss "auto" picks): the base config shows what the runs used, or, where
  * they used different values without a sweep of the key, says so. */
@@ -133,6 +148,7 @@ static void resolve_base(struct results *r)
             swept |= strcmp(r->cfg.sweep[i].key, data_keys[k]) == 0;
         if (swept) // the sweep list says the values
             continue;
+        resolve_same(r, data_keys[k]);
         char first[CONFIG_STR], v[CONFIG_STR];
         config_get_text(&r->runs[0].cfg, data_keys[k], first, sizeof first);
         bool same = true;
