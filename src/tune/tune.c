@@ -94,7 +94,7 @@ struct search {
     struct tune_result *t;     // res->tune
     int race[MAX_TRIALS];      // the runs raced; race[0] = 0, the config as given
     bool out[MAX_TRIALS];      // left the race
-    int n_race, epochs;        // a race round's measured epochs (no warm-up)
+    int n_race, epochs, warmup; // a race round's measured epochs, after warmup (0 or 1)
     double t0;
     struct error *e;
 };
@@ -243,8 +243,9 @@ static enum step profile(struct search *s)
     bool workers = (s->o->knobs >> TUNE_WORKERS & 1) && s->o->max_workers > 0;
     bool pin = (s->o->knobs >> TUNE_PIN & 1) && acts(s->o, TUNE_PIN, &k);
     int b = -1;
-    if (workers)
+    if (workers) // persistent where it may be: the hand-off, not each epoch's worker start-up
         k.num_workers = k.num_workers ? 0 : (long)fmin(s->o->cores, (double)s->o->max_workers);
+    k.persistent_workers |= workers && k.num_workers && (s->o->knobs >> TUNE_PERSISTENT & 1);
     k.pin_memory ^= pin;
     if (workers || pin)
         st = profile_run(s, b = add_trial(s, &k));
@@ -315,7 +316,8 @@ static int pick_target(const struct search *s, int *pick)
 static int race_measure(void *search, int p, int r, int k, struct error *e)
 {
     struct search *s = search;
-    int rc = s->out[p] ? 0 : s->trial(s->ctx, &s->res->runs[s->race[p]], r, k, 0, s->epochs, e);
+    int rc = s->out[p] ? 0 : s->trial(s->ctx, &s->res->runs[s->race[p]], r, k, s->warmup,
+                                                 s->epochs, e);
     s->t->trials[s->race[p]].rounds += rc == 0 && !s->out[p];
     return rc;
 }
@@ -376,6 +378,7 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
     }
     long most = s->o->base->train.epochs > 1 ? s->o->base->train.epochs : 1;
     s->epochs = (int)fmin((double)most, fmax(1, ceil(ROUND_S / fastest)));
+    s->warmup = s->o->base->train.warmup_epochs > 0; // workers start before what is measured
     struct rounds_plan plan = {
         .points = s->n_race, .min_rounds = s->o->min_rounds, .max_rounds = s->o->max_rounds,
         .budget_s = fmax(1e-9, s->o->budget_s - (clock_of(s) - s->t0)),
