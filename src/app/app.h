@@ -27,15 +27,12 @@ struct options {
     char **argv;
 };
 
-struct tune_report;
-
 /* What one invocation holds: its options, and the results its runs fill
  * (res.cfg is the config the command line built). */
 struct app {
     struct options opts;
     struct results res;
     struct points points;     // what the run measures (the sweep's points; compare -c: A, B)
-    struct tune_report *tune; // --tune's search, NULL otherwise
     bool rebuild;             // the points' datasets do not fit in memory together: each
                               // is built again for its round (sweep_check)
 };

@@ -169,6 +169,25 @@ static const struct option longopts[] = {
     {0},
 };
 
+/* --tune runs a search of its own: another command, or a flag it would
+ * ignore (its race decides its rounds), is refused rather than dropped. */
+static int tune_alone(const struct options *o, unsigned seen, struct error *e)
+{
+    static const int ignored[] = {'r', OPT_PRECISION, OPT_BUDGET};
+    const char *command = o->h2d_bandwidth ? "--h2d-bandwidth" : o->export_dir ? "--export"
+                          : o->allreduce_bandwidth ? "--allreduce-bandwidth" : NULL;
+    const char *flag = NULL;
+    for (int k = 0; k < N_KEY_FLAGS; k++)
+        for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++)
+            if (key_flags[k].ch == ignored[i] && seen & 1u << k)
+                flag = key_flags[k].flag;
+    if (!o->tune || (!command && !flag))
+        return 0;
+    return error_set(e, "--tune cannot be combined with %s (%s)", command ? command : flag,
+                     command ? "a command of its own"
+                             : "--tune decides its own rounds; tune.budget_s bounds its time");
+}
+
 /* The first pass over argv: every flag but the config overrides. -1 with e
  * set on bad usage, 1 when a help or version text was printed. */
 static int parse_flags(int argc, char **argv, struct options *opts, struct error *e)
@@ -223,7 +242,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
     if (optind < argc)
         return error_set(e, "unexpected argument '%s' (the config goes after --config)",
                          argv[optind]);
-    return 0;
+    return tune_alone(opts, seen, e);
 }
 
 /* One key flag's value into the config. */

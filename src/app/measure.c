@@ -111,77 +111,6 @@ static int points_begin(struct measure *m, const struct backends *bes, struct er
 
 /* ---- one point in one round -------------------------------------------- */
 
-/* Appends more's measured epochs (and each rank's) to into's, numbered on. */
-static int append_epochs(struct run_result *into, const struct run_result *more)
-{
-    int n = into->n_epochs, m = more->n_epochs;
-    struct epoch_result *ep = realloc(into->epochs, (size_t)(n + m + 1) * sizeof *ep);
-    if (!ep)
-        return -1;
-    into->epochs = ep;
-    for (int r = 0; into->ranks && more->ranks && r < into->world_size; r++) {
-        struct epoch_result *re = realloc(into->ranks[r].epochs, (size_t)(n + m + 1) * sizeof *re);
-        if (!re)
-            return -1;
-        into->ranks[r].epochs = re;
-        memcpy(re + n, more->ranks[r].epochs, (size_t)m * sizeof *re);
-        for (int k = 0; k < m; k++)
-            re[n + k].epoch = n + k + 1;
-    }
-    memcpy(ep + n, more->epochs, (size_t)m * sizeof *ep);
-    for (int k = 0; k < m; k++)
-        ep[n + k].epoch = n + k + 1;
-    into->n_epochs = n + m;
-    return 0;
-}
-
-static double median_epoch(const struct run_result *run, int first, int n)
-{
-    double *t = malloc((size_t)(n ? n : 1) * sizeof *t), med;
-    for (int k = 0; t && k < n; k++)
-        t[k] = run->epochs[first + k].seconds;
-    med = t && n ? stats_median(t, (size_t)n) : NAN;
-    free(t);
-    return med;
-}
-
-/* Round r's run of a point (more, freed here) into its run: the first round
- * becomes the run (its parameters, splits and evaluation stand for all, the
- * rounds being the same training again), later ones add their epochs; a
- * record of the round either way. */
-static int fold_round(struct run_result *run, struct run_result *more, int r, int k,
-                      const struct load *load, struct error *e)
-{
-    struct run_round rd = {.round = r, .position = k, .first_epoch = run->n_epochs,
-                           .n_epochs = more->n_epochs, .load = *load};
-    struct run_round *rounds = realloc(run->rounds, (size_t)(run->n_rounds + 1) * sizeof *rounds);
-    if (!rounds || (run->n_rounds > 0 && append_epochs(run, more))) {
-        free(rounds == run->rounds ? NULL : rounds);
-        run_result_free(more);
-        return error_set(e, "out of memory");
-    }
-    run->rounds = rounds;
-    if (run->n_rounds == 0) { // the run itself: more moves in; the label and rounds stay
-        struct run_result keep = *run;
-        *run = *more;
-        *more = (struct run_result){0};
-        snprintf(run->label, sizeof run->label, "%s", keep.label);
-        run->rounds = keep.rounds;
-        config_free(&keep.cfg);
-    } else {
-        run->interrupted |= more->interrupted;
-        run->failed |= more->failed;
-        run->together = more->together;
-        if (more->stopped[0])
-            snprintf(run->stopped, sizeof run->stopped, "round %d: %s", r + 1, more->stopped);
-    }
-    rd.median_s = median_epoch(run, rd.first_epoch, rd.n_epochs);
-    run->rounds[run->n_rounds++] = rd;
-    load_merge(&run->load, load);
-    run_result_free(more);
-    return 0;
-}
-
 /* Point m (of the measured) as the k-th of round r: its dataset, one
  * train_run, the machine's load meanwhile, folded into its run. 0, 1 (a stop:
  * no more rounds) or -1 (m->rc -2 for bad data). */
@@ -215,7 +144,7 @@ static int measure_point(void *ctx, int i, int r, int k, struct error *e)
     bool stopped = more.interrupted || more.n_epochs == 0;
     if (more.n_epochs == 0 && !more.failed)
         run_result_free(&more); // stopped before a measured epoch: nothing to keep
-    else if (fold_round(run, &more, r, k, &load, e))
+    else if (run_result_add_round(run, &more, r, k, &load, e))
         return -1;
     if (rc) { // a failure mid-run: its complete epochs are kept, the rounds end
         m->res->interrupted = true;

@@ -49,8 +49,8 @@ struct epoch_stats {
                        // waits excluded (cuda); 0 where the step computes on the host
     double engine_compute_s; // emulated: compute engines' busy seconds, summed over devices
     double p2p_s;      // emulated: seconds of the gradient reduce between devices
-    double load_s;     // emulated: seconds the loader spent filling batches, summed over
-                       // the threads that filled them (the pipeline model's input)
+    double load_s;     // seconds the loader spent filling batches, summed over the
+                       // threads that filled them (the pipeline model's input: train.c)
     double loss_sum;   // sum over batches of (mean loss * rows)
     long samples;      // rows trained on
     long correct;      // rows whose prediction matched the label (labelled data)

@@ -69,7 +69,6 @@ struct emu {
     double *step_iv;        // (cap, 2) step k on device 0: first kernel, end
     double *copy_iv;        // (G, cap, 2) batch k's copies to device g: first start, last end
     double *landed;         // (cap) batch k's copies have ended on every device
-    struct loader *loader;  // this epoch's
     long stepped;           // batches stepped this epoch (in order)
     double t_begin;         // begin(): host clock after the run-ahead wait
     double p2p_s;           // this epoch's reduce time
@@ -220,7 +219,6 @@ static int emu_epoch_begin(void *ctx, struct loader *l, struct error *e)
             return error_set(e, "emulated backend: out of memory for %ld batches", m->cap);
     }
     memset(m->step_iv, 0, 2 * (size_t)m->cap * sizeof *m->step_iv);
-    m->loader = l;
     m->stepped = 0;
     m->p2p_s = 0;
     for (int g = 0; g < m->G; g++)
@@ -263,7 +261,6 @@ static int emu_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
         st->hidden_s += devpipe_overlap(m->copy_iv + 2 * (size_t)g * (size_t)m->cap, n, m->step_iv, n);
     }
     st->p2p_s += m->p2p_s;
-    st->load_s += 1e-9 * (double)__atomic_load_n(&m->loader->fill_ns, __ATOMIC_RELAXED);
     return 0;
 }
 

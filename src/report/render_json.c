@@ -332,6 +332,124 @@ static cJSON *conclusion_json(const struct results *r)
     return o;
 }
 
+/* ---- dpbench --tune --------------------------------------------------------- */
+
+static cJSON *knobs_json(const struct pipeline_knobs *k)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "num_workers", (double)k->num_workers);
+    cJSON_AddNumberToObject(o, "prefetch_factor", (double)k->prefetch_factor);
+    cJSON_AddBoolToObject(o, "persistent_workers", k->persistent_workers);
+    cJSON_AddBoolToObject(o, "pin_memory", k->pin_memory);
+    cJSON_AddBoolToObject(o, "async_copy", k->async_copy);
+    cJSON_AddNumberToObject(o, "copy_depth", (double)k->copy_depth);
+    return o;
+}
+
+/* tune.trials[i]: run i's settings and figures (the result's, run i being
+ * the trial), the model's prediction, and what the search concluded */
+static cJSON *tune_trial_json(const struct results *r, int i)
+{
+    const struct run_result *run = &r->runs[i];
+    const struct run_summary *s = &run->sum;
+    const struct tune_trial_info *t = &r->tune->trials[i];
+    struct pipeline_knobs k;
+    pipeline_knobs_of(&k, &run->cfg);
+    cJSON *o = cJSON_CreateObject(), *st = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "settings", knobs_json(&k));
+    cJSON_AddNumberToObject(st, "epochs", run->n_epochs);
+    cJSON_AddNumberToObject(st, "search_epochs", run->n_epochs);
+    cJSON_AddItemToObject(st, "epoch_ms", stats_json(&s->epoch_ms));
+    cJSON_AddItemToObject(st, "au", number_or_null(s->au));
+    cJSON_AddItemToObject(st, "wait_share", number_or_null(s->wait_share));
+    cJSON_AddItemToObject(st, "copy_share", number_or_null(s->copy_share));
+    cJSON_AddItemToObject(st, "compute_share", number_or_null(s->compute_share));
+    cJSON_AddItemToObject(o, "stats", st);
+    cJSON_AddStringToObject(o, "bound", bound_name(report_run_bound(run)));
+    cJSON_AddStringToObject(o, "decision", t->decision);
+    cJSON_AddItemToObject(o, "predicted_ms", number_or_null(1e3 * t->predicted_s));
+    cJSON_AddItemToObject(o, "predicted_au", number_or_null(t->predicted_au));
+    cJSON_AddNumberToObject(o, "rounds", t->rounds);
+    cJSON_AddItemToObject(o, "median_ms", number_or_null(1e3 * s->median_s));
+    cJSON_AddItemToObject(o, "median_ci95_ms", pair_json(s->ci95_ms));
+    struct ratio q;
+    report_pair(r, 0, i, &q);
+    cJSON_AddItemToObject(o, "vs_given", ratio_json(&q));
+    return o;
+}
+
+/* tune.profile: the stage costs per batch the model took, ms */
+static cJSON *tune_profile_json(const struct tune_result *t)
+{
+    const struct pipeline_costs *c = &t->costs;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "batches", (double)t->batches);
+    cJSON_AddNumberToObject(o, "load_ms", 1e3 * c->load);
+    cJSON_AddNumberToObject(o, "handoff_ms", 1e3 * c->handoff);
+    cJSON_AddNumberToObject(o, "loop_ms", 1e3 * c->loop);
+    cJSON_AddNumberToObject(o, "host_ms", 1e3 * c->host);
+    cJSON_AddNumberToObject(o, "compute_ms", 1e3 * c->compute);
+    cJSON_AddNumberToObject(o, "copy_pageable_ms", 1e3 * c->copy[0]);
+    cJSON_AddNumberToObject(o, "copy_pinned_ms", 1e3 * c->copy[1]);
+    cJSON_AddNumberToObject(o, "cores", c->cores);
+    return o;
+}
+
+/* The recommendation's figures: the run's headline median, the gain (the
+ * speed-up: 1 / the paired ratio), where a rerun lands */
+static void tune_best_json(cJSON *o, const struct results *r)
+{
+    const struct tune_result *t = r->tune;
+    const struct run_result *b = t->best >= 0 ? &r->runs[t->best] : NULL;
+    struct pipeline_knobs k;
+    double ms[2] = {1e3 * t->rerun_s[0], 1e3 * t->rerun_s[1]};
+    double gain[2] = {1 / t->gain.ci95[1], 1 / t->gain.ci95[0]};
+    if (b)
+        pipeline_knobs_of(&k, &b->cfg);
+    cJSON_AddItemToObject(o, "best", b ? knobs_json(&k) : cJSON_CreateNull());
+    if (b)
+        cJSON_AddNumberToObject(o, "best_trial", t->best);
+    cJSON_AddItemToObject(o, "best_epoch_ms", b ? number_or_null(1e3 * b->sum.median_s)
+                                                : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "best_epoch_ci95", b ? pair_json(b->sum.ci95_ms) : cJSON_CreateNull());
+    cJSON_AddBoolToObject(o, "confirmed", b && t->trials[t->best].rounds > 0);
+    cJSON_AddItemToObject(o, "rerun_ms", b && isfinite(ms[0]) ? pair_json(ms) : cJSON_CreateNull());
+    if (b)
+        cJSON_AddItemToObject(o, "gain_ratio", number_or_null(1 / t->gain.ratio));
+    cJSON_AddItemToObject(o, "gain", b ? pair_json(gain) : cJSON_CreateNull());
+}
+
+static cJSON *tune_json(const struct results *r)
+{
+    static const char *const outcomes[] = {"change", "target", "keep_fastest", "keep_noisy",
+                                           "keep_budget", "no_target", "too_short", "stopped"};
+    const struct tune_result *t = r->tune;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "goal", t->target_au > 0 ? "target_au" : "fastest");
+    cJSON_AddNumberToObject(o, "target_au", t->target_au);
+    cJSON_AddNumberToObject(o, "max_workers", (double)t->max_workers);
+    cJSON_AddNumberToObject(o, "budget_s", t->budget_s);
+    cJSON_AddStringToObject(o, "outcome", outcomes[t->outcome]);
+    tune_best_json(o, r);
+    cJSON_AddStringToObject(o, "statement", t->statement);
+    cJSON_AddNumberToObject(o, "seconds", t->seconds);
+    cJSON_AddItemToObject(o, "profile", t->batches ? tune_profile_json(t) : cJSON_CreateNull());
+    cJSON *trials = cJSON_AddArrayToObject(o, "trials");
+    for (int i = 0; i < r->n_runs; i++)
+        cJSON_AddItemToArray(trials, tune_trial_json(r, i));
+    cJSON *space = cJSON_AddArrayToObject(o, "predicted");
+    for (int j = 0; j < t->n_space; j++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddItemToObject(x, "settings", knobs_json(&t->space[j].k));
+        cJSON_AddItemToObject(x, "predicted_ms", number_or_null(1e3 * t->space[j].predicted_s));
+        cJSON_AddItemToObject(x, "predicted_au", number_or_null(t->space[j].predicted_au));
+        cJSON_AddItemToObject(x, "trial", t->space[j].trial >= 0 ? cJSON_CreateNumber(t->space[j].trial)
+                                                                 : cJSON_CreateNull());
+        cJSON_AddItemToArray(space, x);
+    }
+    return o;
+}
+
 char *report_json(const struct results *r)
 {
     cJSON *root = cJSON_CreateObject();
@@ -371,7 +489,7 @@ char *report_json(const struct results *r)
         cJSON_AddItemToArray(runs, run_json(r, i));
     cJSON_AddItemToObject(root, "conclusion", conclusion_json(r));
     if (r->tune)
-        cJSON_AddItemToObject(root, "tune", cJSON_Duplicate(r->tune, true));
+        cJSON_AddItemToObject(root, "tune", tune_json(r));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;

@@ -481,10 +481,92 @@ static void text_rounds(FILE *f, const struct results *r)
             r->rounds, r->rounds_end ? r->rounds_end : "-", 100 * r->cfg.bench.threshold);
 }
 
+/* PyTorch's DataLoader line (prefetch_factor, persistent_workers: with workers only) */
+static void text_dataloader(FILE *f, const struct config *c)
+{
+    bool w = c->loader.num_workers > 0, pin = c->loader.pin_memory;
+    fprintf(f, "#   PyTorch: DataLoader(..., num_workers=%ld%s%.0ld%s%s, pin_memory=%s)\n",
+            c->loader.num_workers, w ? ", prefetch_factor=" : "", w ? c->loader.prefetch_factor : 0,
+            w ? ", persistent_workers=" : "", w ? c->loader.persistent_workers ? "True" : "False"
+            : "", pin ? "True" : "False");
+    if (c->loader.async_copy)
+        fprintf(f, "#   and %s, %ld batches ahead\n", pin ? "batch.to(device, non_blocking=True)"
+                : "a thread copying each batch ahead of the step (non_blocking=True alone "
+                "overlaps no copy from pageable memory)", c->loader.copy_depth);
+}
+
+/* The trials: the model's epoch, the measured one, the time paired per round */
+static void text_tune_trials(FILE *f, const struct results *r)
+{
+    int w = label_width(r);
+    fprintf(f, "%5s  %-*s  %6s  %9s  %9s  %19s  %19s  %5s  %-8s  %s\n", "trial", w, "settings",
+            "rounds", "model ms", "median ms", "95% interval (ms)", "time / given's", "AU",
+            "bound", "decision");
+    for (int i = 0; i < r->n_runs; i++) {
+        const struct run_result *run = &r->runs[i];
+        const struct tune_trial_info *t = &r->tune->trials[i];
+        struct ratio q;
+        char ci[48], vs[48];
+        report_pair(r, 0, i, &q);
+        snprintf(ci, sizeof ci, "[%.3f, %.3f]", run->sum.ci95_ms[0], run->sum.ci95_ms[1]);
+        snprintf(vs, sizeof vs, !i ? "1" : q.units ? "%.2f [%.2f, %.2f]" : "-", q.ratio,
+                 q.ci95[0], q.ci95[1]);
+        fprintf(f, "%5d  %-*s  %6d  %9.3f  %9.3f  %19s  %19s  %5.2f  %-8s  %s\n", i, w, run->label,
+                t->rounds, 1e3 * t->predicted_s, 1e3 * run->sum.median_s, ci, vs, run->sum.au,
+                bound_name(report_run_bound(run)), t->decision);
+    }
+}
+
+/* The recommendation in the table's numbers, or why there is none. */
+static void text_tune_choice(FILE *f, const struct results *r)
+{
+    const struct tune_result *t = r->tune;
+    const struct ratio *g = &t->gain;
+    if (t->best < 0)
+        return (void)fprintf(f, "# no recommendation: %s\n", t->statement);
+    const struct run_result *b = &r->runs[t->best];
+    if (t->best == 0)
+        fprintf(f, "# recommendation: keep the config as given (%s)\n", t->statement);
+    else
+        fprintf(f, "# recommendation (trial %d): %s\n#   %.2fx the speed of the config as "
+                "given, 95%% interval [%.2f, %.2f]: its epoch %.2fx the given's [%.2f, %.2f], "
+                "paired over %d rounds\n", t->best, b->label, 1 / g->ratio, 1 / g->ci95[1],
+                1 / g->ci95[0], g->ratio, g->ci95[0], g->ci95[1], g->units);
+    fprintf(f, "#   epoch %.3f ms [%.3f, %.3f] over %d epochs in %d rounds; AU %.2f%s\n",
+            1e3 * b->sum.median_s, b->sum.ci95_ms[0], b->sum.ci95_ms[1], b->n_epochs, b->n_rounds,
+            b->sum.au, t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
+    if (isfinite(t->rerun_s[0]))
+        fprintf(f, "#   a rerun of %s-tuned.yaml: its median epoch in [%.3f, %.3f] ms (95%% "
+                "prediction)\n", r->cfg.name, 1e3 * t->rerun_s[0], 1e3 * t->rerun_s[1]);
+    text_dataloader(f, &b->cfg);
+}
+
+static int text_tune(FILE *f, const struct results *r)
+{
+    const struct tune_result *t = r->tune;
+    const struct pipeline_costs *c = &t->costs;
+    text_header(f, r);
+    fprintf(f, "# --tune: %s (max_workers %ld, budget %.0f s): %.1f s of trials\n", t->target_au > 0
+            ? "the cheapest settings reaching the target AU" : "the fastest epoch", t->max_workers,
+            t->budget_s, t->seconds);
+    if (t->batches)
+        fprintf(f, "# profile, per batch: load %.3f ms on one thread, hand-off %.3f ms, step "
+                "%.3f ms (+%.3f ms of the loop's own), device %.3f ms, copy %.3f ms pageable, "
+                "%.3f ms pinned; %.0f cores; %d settings predicted (JSON: tune.predicted)\n",
+                1e3 * c->load, 1e3 * c->handoff, 1e3 * c->host, 1e3 * c->loop, 1e3 * c->compute,
+                1e3 * c->copy[0], 1e3 * c->copy[1], c->cores, t->n_space);
+    text_tune_trials(f, r);
+    text_rounds(f, r);
+    text_warnings(f, r);
+    return text_tune_choice(f, r), 0;
+}
+
 int report_text(FILE *f, const struct results *r)
 {
     if (r->n_runs == 0)
         return 0;
+    if (r->tune)
+        return text_tune(f, r);
     bool table = r->n_runs > 1; // a sweep's: one row per point
     text_header(f, r);
     if (!table)

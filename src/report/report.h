@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "machine.h"
+#include "pipeline.h"
 #include "rounds.h"
 #include "train.h"
 
@@ -30,6 +31,50 @@ struct conclusion {
     int fastest;       // run index; -1 without a sweep or a measured point
     struct knob_effect knobs[CONFIG_MAX_SWEEP_KEYS]; // (n_knobs) in the sweep's order
     int n_knobs;
+};
+
+/* dpbench --tune's result (src/tune/ fills it, the renderers show it). Its
+ * trials are the result's runs, run 0 the config as given; their rounds are
+ * the race's (the profile's runs: rounds numbered below 0, never paired). */
+enum tune_outcome {
+    TUNE_CHANGE,       // a setting measured faster than the config as given
+    TUNE_TARGET,       // tune.target_au: the cheapest setting measured to reach it
+    TUNE_KEEP_FASTEST, // keeps the config as given: nothing measured faster
+    TUNE_KEEP_NOISY,   // keeps it: the race could not tell its leader from it
+    TUNE_KEEP_BUDGET,  // keeps it: tune.budget_s ended the race before it decided
+    TUNE_NO_TARGET,    // no setting reaches tune.target_au
+    TUNE_TOO_SHORT,    // epochs too short for a loader setting to be measured
+    TUNE_STOPPED,      // interrupted, or a trial failed: what was measured, no recommendation
+};
+
+struct tune_trial_info {
+    double predicted_s, predicted_au; // the pipeline model's epoch and AU for its settings
+    int rounds;                       // race rounds it ran
+    char decision[256];               // what the search concluded from it
+};
+
+/* A setting --tune could choose, and what the model predicts for it. */
+struct tune_setting {
+    struct pipeline_knobs k;
+    double predicted_s, predicted_au;
+    int trial;                        // its run, -1 when not run
+};
+
+struct tune_result {
+    enum tune_outcome outcome;
+    double target_au;                 // 0: the fastest epoch
+    long max_workers;
+    double budget_s, seconds;         // tune.budget_s; wall seconds the trials took
+    int best;                         // the run recommended, -1 for none
+    struct ratio gain;                // best's time / the config as given's, paired per round
+    double rerun_s[2];                // where a rerun's median epoch lands (95%), NAN: none
+    struct pipeline_costs costs;      // per batch, from the profile
+    long batches;                     // per epoch
+    struct tune_trial_info *trials;   // (n_trials) one per run
+    int n_trials;
+    struct tune_setting *space;       // (n_space) every setting in reach, fastest predicted first
+    int n_space;
+    char statement[640];              // why the outcome, and what limited it
 };
 
 struct results {
@@ -57,8 +102,7 @@ struct results {
     double estimate_bytes;   // host memory estimated before the run (the largest point)
     double peak_rss_bytes;   // the process's peak resident memory after the runs
     struct conclusion conclusion; // a sweep's (report_summarize)
-    struct cJSON *tune;      // dpbench --tune: its "tune" object (owned), runs one per trial;
-                             // NULL otherwise
+    struct tune_result *tune; // dpbench --tune's (owned; runs: one per trial), NULL otherwise
 };
 
 void report_summarize(struct results *r);
@@ -87,6 +131,8 @@ void report_summarize_run(struct results *r, int i);
 enum bound { BOUND_BALANCED, BOUND_INPUT, BOUND_COPY, BOUND_COMPUTE };
 enum bound report_bound(double wait, double exposed_copy, double compute);
 const char *bound_name(enum bound b); // "balanced", "input", "copy", "compute"
+/* A summarized run's bound, from the shares its verdict weighs. */
+enum bound report_run_bound(const struct run_result *run);
 /* Run i's bounding stage in words, e.g. "input-bound: ...", with what to try
  * as far as the result measured it (a sweep's neighbouring points); to buf. */
 void report_verdict(const struct results *r, int i, char *buf, size_t n);

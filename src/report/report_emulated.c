@@ -7,13 +7,8 @@
  * its step on the devices (launch + rows x compute per replica, replicas of
  * one device in turn, then the reduce); L the loader's time per batch and H
  * the host's per step, both measured in the same epoch. The period of batch
- * k (W workers, ring depth D):
- *   sync, W = 0:  max(H + L, C_k) + X_k   (one slot: the copy waits for the
- *                                           step before; loading overlaps it)
- *   sync, W > 0:  max(L / W, max(H, C_k) + X_k)
- *   async:        max(feed, D = 1 ? X_k + C_k : max(X_k, C_k), H), with
- *                 feed = L + (pageable ? X_k : 0) for W = 0 (the copy thread
- *                 loads and stages), max(L / W, pageable ? X_k : 0) for W > 0
+ * k is the pipeline model's (pipeline.c) for X_k and C_k, without the
+ * hand-off and the core bound that --tune fits and applies,
  * and the epoch is L + X_0 + sum over k >= 1 of the periods + C_last. */
 #include "report_emulated.h"
 
@@ -21,6 +16,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pipeline.h"
 
 /* Replica i's emulated device, as backend_emulated.c maps them. */
 static int device_of(const struct config *c, int i, int *G, long *seen)
@@ -68,15 +65,14 @@ static void batch_times(const struct run_result *run, long k, double *x, double 
         *c += (double)(used - 1) * (double)(O * F + O) * sizeof(float) / (1e9 * em->p2p_gbps);
 }
 
+/* The period of a batch: the pipeline model (pipeline.c) with the loader's
+ * and host's times measured in the epoch, no hand-off or core bound. */
 static double period(const struct config *cf, double L, double H, double X, double C)
 {
-    double W = (double)cf->loader.num_workers;
-    if (!cf->loader.async_copy)
-        return W == 0 ? fmax(H + L, C) + X : fmax(L / W, fmax(H, C) + X);
-    double staged = cf->loader.pin_memory ? 0 : X; // pageable: the copy thread stages it
-    double feed = W == 0 ? L + staged : fmax(L / W, staged);
-    double dev = cf->loader.copy_depth == 1 ? X + C : fmax(X, C);
-    return fmax(fmax(feed, dev), H);
+    struct pipeline_costs c = {.load = L, .host = H};
+    struct pipeline_knobs k;
+    pipeline_knobs_of(&k, cf);
+    return pipeline_period(&c, &k, X, C);
 }
 
 double emu_predict_epoch(const struct run_result *run, double load_s, double host_s)

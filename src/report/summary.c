@@ -221,6 +221,13 @@ static void verdict_shares(const struct run_result *run, double *wait, double *c
     *wait = be && be->device_copies ? fmax(0, 1 - *compute - *copy) : s->wait_share;
 }
 
+enum bound report_run_bound(const struct run_result *run)
+{
+    double wait, copy, compute;
+    verdict_shares(run, &wait, &copy, &compute);
+    return report_bound(wait, copy, compute);
+}
+
 /* The run of the sweep that differs from run i in key alone, with the next
  * value up (more workers, or the knob on); -1 when none. */
 static int next_up(const struct results *r, int i, const char *key)
@@ -327,7 +334,11 @@ void results_free(struct results *r)
     for (int i = 0; i < r->n_runs; i++)
         run_result_free(&r->runs[i]);
     free(r->runs);
-    cJSON_Delete(r->tune);
+    if (r->tune) {
+        free(r->tune->trials);
+        free(r->tune->space);
+        free(r->tune);
+    }
     config_free(&r->cfg);
     memset(r, 0, sizeof *r);
 }

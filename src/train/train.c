@@ -499,6 +499,7 @@ static int train_epoch(struct train *t, long ep, struct error *e)
     struct error end_err;
     int end_rc = be->epoch_end(ctx, &t->st, got < 0 ? &end_err : e); // keep the first error
     loader_epoch_end(&t->l);
+    t->st.load_s = 1e-9 * (double)t->l.fill_ns; // the pipeline model's load (pipeline.h)
     if (got < 0 || (end_rc && !cancelled))
         return EPOCH_FAILED;
     double seconds = now_seconds() - t0;
@@ -596,6 +597,77 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     train_free(&t, rc);
     signals_phase(before);
     return rc;
+}
+
+/* ---- a run made of rounds ----------------------------------------------- */
+
+/* Appends more's measured epochs (and each rank's) to into's, numbered on. */
+static int append_epochs(struct run_result *into, const struct run_result *more)
+{
+    int n = into->n_epochs, m = more->n_epochs;
+    struct epoch_result *ep = realloc(into->epochs, (size_t)(n + m + 1) * sizeof *ep);
+    if (!ep)
+        return -1;
+    into->epochs = ep;
+    for (int r = 0; into->ranks && more->ranks && r < into->world_size; r++) {
+        struct epoch_result *re = realloc(into->ranks[r].epochs, (size_t)(n + m + 1) * sizeof *re);
+        if (!re)
+            return -1;
+        into->ranks[r].epochs = re;
+        memcpy(re + n, more->ranks[r].epochs, (size_t)m * sizeof *re);
+        for (int k = 0; k < m; k++)
+            re[n + k].epoch = n + k + 1;
+    }
+    memcpy(ep + n, more->epochs, (size_t)m * sizeof *ep);
+    for (int k = 0; k < m; k++)
+        ep[n + k].epoch = n + k + 1;
+    into->n_epochs = n + m;
+    return 0;
+}
+
+static double median_epoch(const struct run_result *run, int first, int n)
+{
+    double *t = malloc((size_t)(n ? n : 1) * sizeof *t), med;
+    for (int k = 0; t && k < n; k++)
+        t[k] = run->epochs[first + k].seconds;
+    med = t && n ? stats_median(t, (size_t)n) : NAN;
+    free(t);
+    return med;
+}
+
+int run_result_add_round(struct run_result *run, struct run_result *more, int r, int k,
+                         const struct load *load, struct error *e)
+{
+    struct run_round rd = {.round = r, .position = k, .first_epoch = run->n_epochs,
+                           .n_epochs = more->n_epochs, .load = *load};
+    struct run_round *rounds = realloc(run->rounds, (size_t)(run->n_rounds + 1) * sizeof *rounds);
+    bool first = run->n_rounds == 0 && run->n_epochs == 0;
+    if (!rounds || (!first && append_epochs(run, more))) {
+        free(rounds == run->rounds ? NULL : rounds);
+        run_result_free(more);
+        return error_set(e, "out of memory");
+    }
+    run->rounds = rounds;
+    if (first) { // the run itself: more moves in; the label and rounds stay
+        struct run_result keep = *run;
+        *run = *more;
+        *more = (struct run_result){0};
+        snprintf(run->label, sizeof run->label, "%s", keep.label);
+        run->rounds = keep.rounds;
+        config_free(&keep.cfg);
+    } else {
+        run->interrupted |= more->interrupted;
+        run->failed |= more->failed;
+        run->together = more->together;
+        if (more->stopped[0])
+            snprintf(run->stopped, sizeof run->stopped, "round %d: %s", r + 1, more->stopped);
+    }
+    rd.median_s = median_epoch(run, rd.first_epoch, rd.n_epochs);
+    if (r >= 0)
+        run->rounds[run->n_rounds++] = rd;
+    load_merge(&run->load, load);
+    run_result_free(more);
+    return 0;
 }
 
 void run_result_free(struct run_result *r)

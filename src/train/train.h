@@ -147,6 +147,13 @@ extern bool train_progress;
 int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
               struct comm *cm, struct run_result *out, FILE *trace, struct error *e);
 void run_result_free(struct run_result *r);
+/* A run's round r (its k-th point) into the run: more (freed here) becomes
+ * the run when it has nothing yet (its parameters, splits and evaluation
+ * stand for all, the rounds being the same training again; the label and
+ * rounds stay), else adds its epochs; a record of the round, or with r < 0
+ * none (epochs that are no round: --tune's profile). 0, -1 with e set. */
+int run_result_add_round(struct run_result *run, struct run_result *more, int r, int k,
+                         const struct load *load, struct error *e);
 
 /* The initial Linear parameters for a seed: U(-1/sqrt(in), 1/sqrt(in)), as
  * PyTorch's default init draws them. */

@@ -1,0 +1,108 @@
+/* The pipeline model (pipeline.h). Per batch: L its load on one thread, w
+ * its hand-off from a worker (m = 2 wake-ups with one batch in flight per
+ * worker, else 1), H + o the training thread's step and own time, C the
+ * device's step, X the copy (pageable or pinned). With W workers, ring
+ * depth D, K cores:
+ *   feed (W > 0) = (L + m w) / W       W workers in parallel, each a server
+ *   sync,  W = 0:  max(H + o + L, C) + X     one slot: the copy waits for the
+ *                                             step before; loading overlaps it
+ *   sync,  W > 0:  max(feed, max(H + o, C) + X)
+ *   async:         max(feed', D = 1 ? X + C : max(X, C), H + o), with feed' =
+ *                  L + (pageable ? X : 0) for W = 0 (the copy thread loads and
+ *                  stages), max(feed, pageable ? X : 0) for W > 0
+ * and never under (L + H + o + m w) / K, the host's work per batch over its
+ * cores. With w = o = 0 and no bound this is the emulated device's model
+ * (docs/emulated.md), which report_emulated.c applies batch by batch. */
+#include "pipeline.h"
+
+#include <math.h>
+
+void pipeline_knobs_of(struct pipeline_knobs *k, const struct config *c)
+{
+    *k = (struct pipeline_knobs){.v = {c->loader.num_workers, c->loader.prefetch_factor,
+                                       c->loader.persistent_workers, c->loader.pin_memory,
+                                       c->loader.async_copy, c->loader.copy_depth}};
+}
+
+void pipeline_knobs_apply(const struct pipeline_knobs *k, struct config *c)
+{
+    c->loader.num_workers = k->num_workers;
+    c->loader.prefetch_factor = k->prefetch_factor;
+    c->loader.persistent_workers = k->persistent_workers;
+    c->loader.pin_memory = k->pin_memory;
+    c->loader.async_copy = k->async_copy;
+    c->loader.copy_depth = k->copy_depth;
+}
+
+double pipeline_period(const struct pipeline_costs *c, const struct pipeline_knobs *k,
+                       double X, double C)
+{
+    double W = (double)k->num_workers, L = c->load, H = c->host + c->loop;
+    double wake = k->num_workers > 0 ? (k->prefetch_factor == 1 ? 2 : 1) * c->handoff : 0;
+    double feed = W > 0 ? (L + wake) / W : 0, p;
+    if (!k->async_copy) {
+        p = W == 0 ? fmax(H + L, C) + X : fmax(feed, fmax(H, C) + X);
+    } else {
+        double staged = k->pin_memory ? 0 : X; // pageable: the copy thread stages it
+        double in = W == 0 ? L + staged : fmax(feed, staged);
+        double dev = k->copy_depth == 1 ? X + C : fmax(X, C);
+        p = fmax(fmax(in, dev), H);
+    }
+    return c->cores > 0 ? fmax(p, (L + H + wake) / c->cores) : p;
+}
+
+double pipeline_epoch(const struct pipeline_costs *c, const struct pipeline_knobs *k,
+                      long batches)
+{
+    double X = c->copy[k->pin_memory], C = c->compute;
+    double last = fmax(C, c->host + c->loop); // the last step, after the last period
+    return c->load + X + (double)(batches - 1) * pipeline_period(c, k, X, C) + last;
+}
+
+double pipeline_au(const struct pipeline_costs *c, const struct pipeline_knobs *k, long batches)
+{
+    double step = c->compute > 0 ? c->compute : c->host;
+    return (double)batches * step / pipeline_epoch(c, k, batches);
+}
+
+void pipeline_measure(const struct run_result *run, bool device, struct pipeline_costs *c)
+{
+    double load = 0, host = 0, compute = 0, copy = 0;
+    double n = fmax(1, (double)run->n_epochs * (double)run->n_batches);
+    for (int i = 0; i < run->n_epochs; i++) {
+        const struct epoch_stats *st = &run->epochs[i].st;
+        load += st->load_s, host += st->host_s, compute += st->compute_s, copy += st->copy_s;
+    }
+    c->load = load / n;
+    c->host = (device ? host : compute) / n;
+    c->compute = device ? compute / n : 0;
+    c->copy[run->cfg.loader.pin_memory] = copy / n;
+}
+
+/* *x >= 0 such that the model's epoch for run's settings is its median
+ * (the epoch grows with *x): bisection. */
+static void fit(struct pipeline_costs *c, double *x, const struct run_result *run)
+{
+    struct pipeline_knobs k;
+    double t[run->n_epochs + 1], lo = 0, hi;
+    for (int i = 0; i < run->n_epochs; i++)
+        t[i] = run->epochs[i].seconds;
+    double target = run->n_epochs ? stats_median(t, (size_t)run->n_epochs) : 0;
+    pipeline_knobs_of(&k, &run->cfg);
+    *x = hi = target;
+    for (int i = 0; i < 60 && target > 0; i++) {
+        *x = (lo + hi) / 2;
+        *(pipeline_epoch(c, &k, run->n_batches) < target ? &lo : &hi) = *x;
+    }
+    *x = lo;
+}
+
+void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
+                  const struct run_result *workers)
+{
+    c->loop = c->handoff = 0;
+    if (sync)
+        fit(c, &c->loop, sync);
+    if (workers)
+        fit(c, &c->handoff, workers);
+}

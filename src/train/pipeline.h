@@ -1,0 +1,56 @@
+/* The input pipeline's model: an epoch's time from its stages' costs per
+ * batch and the loader settings, by operational analysis (a stage's
+ * throughput is its parallelism over its service time, all of them bounded
+ * by the cores this process may use). --tune predicts every setting with it
+ * (src/tune/); the emulated device's report sets it beside what it
+ * measured (report_emulated.c). */
+#ifndef DPBENCH_PIPELINE_H
+#define DPBENCH_PIPELINE_H
+
+#include "config.h"
+#include "train.h"
+
+/* The loader settings the model (and --tune) varies; v holds the six in
+ * this order, the booleans as 0 and 1. */
+struct pipeline_knobs {
+    union {
+        struct {
+            long num_workers, prefetch_factor, persistent_workers, pin_memory, async_copy,
+                copy_depth;
+        };
+        long v[6];
+    };
+};
+void pipeline_knobs_of(struct pipeline_knobs *k, const struct config *c);
+void pipeline_knobs_apply(const struct pipeline_knobs *k, struct config *c);
+
+struct pipeline_costs { // seconds per batch
+    double load;     // L: one batch filled by one thread (read, decode, transform, collate)
+    double handoff;  // w: a worker's batch handed to the training thread (its wake-ups)
+    double loop;     // o: the training thread's own time besides the step
+    double host;     // H: the training thread's step (all of it where the host computes)
+    double compute;  // C: the device's step (0 where the host computes)
+    double copy[2];  // X: the host-to-device copy from pageable [0], pinned [1] memory
+    double cores;    // cores this process may use; 0: no bound
+};
+
+/* The steady state's time between two batches whose copy and device step
+ * take `copy` and `compute` seconds. */
+double pipeline_period(const struct pipeline_costs *c, const struct pipeline_knobs *k,
+                       double copy, double compute);
+/* An epoch of `batches`: the first load and copy, the periods, the last step. */
+double pipeline_epoch(const struct pipeline_costs *c, const struct pipeline_knobs *k,
+                      long batches);
+/* Its AU: the device's step time (the host's, where it computes) over it. */
+double pipeline_au(const struct pipeline_costs *c, const struct pipeline_knobs *k, long batches);
+
+/* The costs a run measured (load, step; the copy of its pin_memory) per
+ * batch; device: the backend copies batches to a device. */
+void pipeline_measure(const struct run_result *run, bool device, struct pipeline_costs *c);
+/* The training thread's own time (from a run without workers) and the
+ * hand-off (from one with them) that give their median epochs; either run
+ * may be NULL. */
+void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
+                  const struct run_result *workers);
+
+#endif
