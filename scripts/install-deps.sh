@@ -24,6 +24,8 @@ set -euo pipefail
 #   clang-rt:LIB clang finds its runtime libclang_rt.LIB-<arch>.a
 #   dpkg         the package itself is installed (not for a Multi-Arch: same
 #                package, whose dpkg list PACKAGE:ARCH.list make cannot take)
+# (g++: nvcc compiles the CUDA kernels' host side with it, where a CUDA
+# toolkit is found)
 PACKAGES='
 make  pkg-config           cmd:pkg-config
 make  libyaml-dev          pc:yaml-0.1
@@ -31,6 +33,7 @@ make  libopenblas-dev      pc:openblas
 make  libcjson-dev         pc:libcjson
 make  libcmocka-dev        pc:cmocka
 make  clang                cmd:clang
+make  g++                  cmd:g++
 make  libclang-rt-dev      clang-rt:fuzzer
 make  valgrind             cmd:valgrind
 make  strace               cmd:strace
