@@ -20,6 +20,9 @@ CONFIGS=${CONFIGS:-configs/sync-vs-async.yaml configs/emulated-sync-vs-async.yam
 BIN=${BIN:-./dpbench}
 OUT=${OUT:-bench_results/rounds}
 PY=${PYTHON:-/usr/bin/python3}
+# the commit BIN was built from, as its results record it (HEAD may have moved since)
+built_at() { "$1" -q --set train.epochs=1 --set train.warmup_epochs=0 --set dataset.length=10 --format json |
+    "$PY" -c 'import json,sys; print(json.load(sys.stdin)["dpbench"]["git_commit"])' 2>/dev/null || echo '?'; }
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -38,7 +41,7 @@ timed() { # timed OUTFILE CMD...: the command's wall seconds on stdout
 }
 
 {
-    echo "# dpbench $(git rev-parse --short HEAD 2>/dev/null || echo '?') against $("$OLD" --version | head -1), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "# dpbench $(built_at "$BIN") against $("$OLD" --version | head -1), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "# machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "# command: OLD=$OLD N=$N R=$R scripts/bench-rounds.sh; old and new alternate, R runs each, --repeat $N"
     for cfg in $CONFIGS; do

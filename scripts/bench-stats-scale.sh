@@ -13,6 +13,9 @@ R=${R:-5}
 BIN=${BIN:-./dpbench}
 OUT=${OUT:-bench_results/stats}
 PY=${PYTHON:-/usr/bin/python3}
+# the commit BIN was built from, as its results record it (HEAD may have moved since)
+built_at() { "$1" -q --set train.epochs=1 --set train.warmup_epochs=0 --set dataset.length=10 --format json |
+    "$PY" -c 'import json,sys; print(json.load(sys.stdin)["dpbench"]["git_commit"])' 2>/dev/null || echo '?'; }
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -31,7 +34,7 @@ after() {
 }
 
 {
-    echo "# dpbench $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "# dpbench $(built_at "$BIN"), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "# machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "# command: scripts/bench-stats-scale.sh (R=$R), medians of $R runs"
     a20=$(for i in $(seq "$R"); do after 20; done | median)

@@ -25,6 +25,9 @@ LENGTH=${LENGTH:-200}
 BIN=${BIN:-./dpbench}
 OUT=${OUT:-bench_results/verdicts}
 PY=${PYTHON:-/usr/bin/python3}
+# the commit BIN was built from, as its results record it (HEAD may have moved since)
+built_at() { "$1" -q --set train.epochs=1 --set train.warmup_epochs=0 --set dataset.length=10 --format json |
+    "$PY" -c 'import json,sys; print(json.load(sys.stdin)["dpbench"]["git_commit"])' 2>/dev/null || echo '?'; }
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
 LOOPS=()
@@ -95,7 +98,7 @@ for kind, _, verdict, *_ in rows:
     count[kind][verdict] += 1
 print("command: N=$N COST=$COST LENGTH=$LENGTH scripts/bench-verdicts.sh")
 print("machine: $(uname -m), $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1), Linux $(uname -r)")
-print("dpbench: $("$BIN" --version | head -1) ($(git rev-parse --short HEAD 2>/dev/null || echo unknown))")
+print("dpbench: $("$BIN" --version | head -1) ($(built_at "$BIN"))")
 print("load average before: $load_before, after: $load_after (two busy loops coming and going)")
 for kind in ("sweep-AA", "compare-AA"):
     c = count[kind]
