@@ -20,15 +20,11 @@ CONFIGS=${CONFIGS:-configs/sync-vs-async.yaml configs/emulated-sync-vs-async.yam
 BIN=${BIN:-./dpbench}
 OUT=${OUT:-bench_results/rounds}
 PY=${PYTHON:-/usr/bin/python3}
-# the commit BIN was built from, as its results record it (HEAD may have moved since)
-built_at() { "$1" -q --set train.epochs=1 --set train.warmup_epochs=0 --set dataset.length=10 --format json |
-    "$PY" -c 'import json,sys; print(json.load(sys.stdin)["dpbench"]["git_commit"])' 2>/dev/null || echo '?'; }
+. scripts/bench-lib.sh # now, median, built_at
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-now() { date +%s.%N; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 # measured epochs per point in a result ("same": a point not run again, the same work as another)
 epochs() { "$PY" -c 'import json,sys; print(" ".join(str(len(r["epochs"])) if "epochs" in r else "same" for r in json.load(open(sys.argv[1]))["runs"]))' "$1"; }
 timed() { # timed OUTFILE CMD...: the command's wall seconds on stdout

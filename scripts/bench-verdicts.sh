@@ -25,9 +25,7 @@ LENGTH=${LENGTH:-200}
 BIN=${BIN:-./dpbench}
 OUT=${OUT:-bench_results/verdicts}
 PY=${PYTHON:-/usr/bin/python3}
-# the commit BIN was built from, as its results record it (HEAD may have moved since)
-built_at() { "$1" -q --set train.epochs=1 --set train.warmup_epochs=0 --set dataset.length=10 --format json |
-    "$PY" -c 'import json,sys; print(json.load(sys.stdin)["dpbench"]["git_commit"])' 2>/dev/null || echo '?'; }
+. scripts/bench-lib.sh # now, median, built_at
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
 LOOPS=()
