@@ -10,6 +10,7 @@
 
 #define BLAS_TUNE_MAX 16 // candidates at most: OpenBLAS at 1, 2, 4, ... and the largest
                          // thread count, then libxsmm (one thread)
+#define BLAS_TUNE_PASSES 3 // passes over the candidates, each keeping its best
 #define BLAS_TUNE_XSMM_MIN_SECONDS 10e-6 // libxsmm is tried for steps at least this long
                                          // on OpenBLAS, or replicas side by side
 
