@@ -50,7 +50,7 @@ busy_loop() { # idle 2-10 s, then spin 2-10 s, over and over
     done
 }
 [ -d data/jpeg224/train ] || $BIN --make-dataset folder data/jpeg224 --size 224x224 --per-class 100
-[ -f data/cifar10/data_batch_1.bin ] || $BIN --make-dataset cifar10 data/cifar10 --per-class 5000
+[ -f data/cifar10/data_batch_1.bin ] || $BIN --make-dataset cifar10 data/cifar10 --per-class 1000 # as the config makes it
 now() { date +%s.%N; }
 
 # yaml_with TUNED.yaml SETTINGS.json OUT.yaml: the tuned config with other loader settings

@@ -466,3 +466,29 @@ cJSON *config_to_json(const struct config *c)
     return root;
 }
 
+int config_write_yaml(void *stream, const struct config *c,
+                      bool (*keep)(const struct config *c, const char *path))
+{
+    FILE *f = stream;
+    cJSON *all = config_to_json(c);
+    char section[32] = "";
+    for (size_t i = 0; all && i < config_n_keys; i++) {
+        const char *path = config_keys[i].path, *dot = strchr(path, '.');
+        int len = dot ? (int)(dot - path) : 0;
+        bool open = dot && ((int)strlen(section) != len || strncmp(section, path, (size_t)len));
+        if (!keep(c, path))
+            continue;
+        if (open)
+            snprintf(section, sizeof section, "%.*s", len, path);
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(
+            dot ? cJSON_GetObjectItemCaseSensitive(all, section) : all, dot ? dot + 1 : path);
+        char *text = v ? cJSON_PrintUnformatted(v) : NULL;
+        if (text)
+            fprintf(f, "%s%s%s%s: %s\n", open ? section : "", open ? ":\n" : "", dot ? "  " : "",
+                    dot ? dot + 1 : path, text);
+        free(text);
+    }
+    int rc = all && !ferror(f) ? 0 : -1;
+    cJSON_Delete(all);
+    return rc;
+}

@@ -154,6 +154,11 @@ void config_free(struct config *c);
 void config_print_help(void *stream); // FILE *: the key reference
 /* The resolved config as a cJSON object (caller owns it). */
 struct cJSON *config_to_json(const struct config *c);
+/* The keys `keep` accepts (path: "loader.batch_size") as YAML, by section:
+ * values as JSON scalars and flow lists, which YAML reads as they are. 0, -1
+ * on a write error. */
+int config_write_yaml(void *stream, const struct config *c,
+                      bool (*keep)(const struct config *c, const char *path));
 /* Path of the i-th key of the table ("loader.batch_size"), NULL past the end. */
 const char *config_key_name(size_t i);
 /* The i-th key's type as --help-config names it ("int", "float", "int list",

@@ -87,8 +87,7 @@ static size_t thread_stack(void)
  * cores this process may run on. */
 static long blas_load_threads(char **envp)
 {
-    cpu_set_t set;
-    long cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    long cores = cores_usable();
     const char *vars[] = {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         size_t len = strlen(vars[i]);

@@ -103,6 +103,13 @@ void *huge_alloc(size_t bytes)
     return p;
 }
 
+long cores_usable(void)
+{
+    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : online > 0 ? online : 1;
+}
+
 void threads_pin_apart(const pthread_t *t, int n)
 {
     cpu_set_t allowed;

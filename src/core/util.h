@@ -64,6 +64,8 @@ float *floats_alloc(size_t n);
  * kernel with 16 or 64 KiB pages has 32 or 512 MiB ones), aligned to it and
  * advised to huge pages, so a random row costs no TLB miss. Freed with free(). */
 void *huge_alloc(size_t bytes);
+/* The cores this process may run on (its affinity), at least 1. */
+long cores_usable(void);
 /* Pins threads t[0..n-1] each to a core of its own, none on the calling
  * thread's current core; leaves them to the scheduler when there are not
  * enough cores. */

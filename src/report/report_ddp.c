@@ -9,27 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_epoch(const struct epoch_result *ep, int n)
-{
-    double *t = malloc((size_t)(n ? n : 1) * sizeof(double));
-    if (!t || n == 0) {
-        free(t);
-        return NAN;
-    }
-    for (int k = 0; k < n; k++)
-        t[k] = ep[k].seconds;
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-    free(t);
-    return m;
-}
-
 /* algbw and busbw (GB/s) of a run's gradient allreduce at `seconds` per
  * epoch (n_batches calls); NAN without a measured time. */
 static void bandwidth(const struct run_result *run, double seconds, double *algbw, double *busbw)
@@ -69,7 +48,7 @@ void report_ddp_summarize(struct run_result *run)
     int W = run->world_size, n = run->n_epochs;
     double slow = 0, fast = INFINITY, ar = 0, wait = 0;
     for (int r = 0; r < W; r++) {
-        double m = median_epoch(run->ranks[r].epochs, n);
+        double m = epochs_median(run->ranks[r].epochs, n);
         slow = m > slow ? m : slow;
         fast = m < fast ? m : fast;
         for (int k = 0; k < n; k++) {

@@ -1,8 +1,8 @@
-/* The pipeline model (pipeline.h). Per batch: L its load on one thread, w
- * its hand-off from a worker (m = 2 wake-ups with one batch in flight per
- * worker, else 1), H + o the training thread's step and own time, C the
- * device's step, X the copy (pageable or pinned). With W workers, ring
- * depth D, K cores:
+/* The pipeline model, by operational analysis: a stage's throughput is its
+ * parallelism over its service time, bounded by the cores. Per batch: L
+ * load on one thread, w a worker's hand-off (m = 2 wake-ups with prefetch 1,
+ * else 1), H + o the training thread's step and own time, C the device's
+ * step, X the copy (pageable or pinned). With W workers, ring depth D, K cores:
  *   feed (W > 0) = (L + m w) / W       W workers in parallel, each a server
  *   sync,  W = 0:  max(H + o + L, C) + X     one slot: the copy waits for the
  *                                             step before; loading overlaps it
@@ -84,10 +84,7 @@ void pipeline_measure(const struct run_result *run, bool device, struct pipeline
 static void fit(struct pipeline_costs *c, double *x, const struct run_result *run)
 {
     struct pipeline_knobs k;
-    double t[run->n_epochs + 1], lo = 0, hi;
-    for (int i = 0; i < run->n_epochs; i++)
-        t[i] = run->epochs[i].seconds;
-    double target = run->n_epochs ? stats_median(t, (size_t)run->n_epochs) : 0;
+    double target = run->n_epochs ? epochs_median(run->epochs, run->n_epochs) : 0, lo = 0, hi;
     pipeline_knobs_of(&k, &run->cfg);
     *x = hi = target;
     for (int i = 0; i < 60 && target > 0; i++) {

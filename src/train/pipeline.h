@@ -1,17 +1,13 @@
-/* The input pipeline's model: an epoch's time from its stages' costs per
- * batch and the loader settings, by operational analysis (a stage's
- * throughput is its parallelism over its service time, all of them bounded
- * by the cores this process may use). --tune predicts every setting with it
- * (src/tune/); the emulated device's report sets it beside what it
- * measured (report_emulated.c). */
+/* The input pipeline's model (pipeline.c): an epoch's time from its stages'
+ * costs per batch and the loader settings. --tune predicts with it; the
+ * emulated device's report sets it beside what it measured. */
 #ifndef DPBENCH_PIPELINE_H
 #define DPBENCH_PIPELINE_H
 
 #include "config.h"
 #include "train.h"
 
-/* The loader settings the model (and --tune) varies; v holds the six in
- * this order, the booleans as 0 and 1. */
+/* The loader settings the model varies (v: the six in order, booleans 0/1). */
 struct pipeline_knobs {
     union {
         struct {
@@ -34,8 +30,7 @@ struct pipeline_costs { // seconds per batch
     double cores;    // cores this process may use; 0: no bound
 };
 
-/* The steady state's time between two batches whose copy and device step
- * take `copy` and `compute` seconds. */
+/* The steady state's time between batches whose copy and step take these. */
 double pipeline_period(const struct pipeline_costs *c, const struct pipeline_knobs *k,
                        double copy, double compute);
 /* An epoch of `batches`: the first load and copy, the periods, the last step. */
@@ -44,12 +39,11 @@ double pipeline_epoch(const struct pipeline_costs *c, const struct pipeline_knob
 /* Its AU: the device's step time (the host's, where it computes) over it. */
 double pipeline_au(const struct pipeline_costs *c, const struct pipeline_knobs *k, long batches);
 
-/* The costs a run measured (load, step; the copy of its pin_memory) per
- * batch; device: the backend copies batches to a device. */
+/* The costs per batch a run measured (load, step, its pin_memory's copy);
+ * device: the backend copies batches to a device. */
 void pipeline_measure(const struct run_result *run, bool device, struct pipeline_costs *c);
 /* The training thread's own time (from a run without workers) and the
- * hand-off (from one with them) that give their median epochs; either run
- * may be NULL. */
+ * hand-off (from one with them) fitted to their median epochs; either NULL. */
 void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
                   const struct run_result *workers);
 

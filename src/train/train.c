@@ -625,11 +625,11 @@ static int append_epochs(struct run_result *into, const struct run_result *more)
     return 0;
 }
 
-static double median_epoch(const struct run_result *run, int first, int n)
+double epochs_median(const struct epoch_result *ep, int n)
 {
     double *t = malloc((size_t)(n ? n : 1) * sizeof *t), med;
     for (int k = 0; t && k < n; k++)
-        t[k] = run->epochs[first + k].seconds;
+        t[k] = ep[k].seconds;
     med = t && n ? stats_median(t, (size_t)n) : NAN;
     free(t);
     return med;
@@ -662,7 +662,7 @@ int run_result_add_round(struct run_result *run, struct run_result *more, int r,
         if (more->stopped[0])
             snprintf(run->stopped, sizeof run->stopped, "round %d: %s", r + 1, more->stopped);
     }
-    rd.median_s = median_epoch(run, rd.first_epoch, rd.n_epochs);
+    rd.median_s = epochs_median(run->epochs + rd.first_epoch, rd.n_epochs);
     if (r >= 0)
         run->rounds[run->n_rounds++] = rd;
     load_merge(&run->load, load);

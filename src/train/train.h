@@ -147,6 +147,8 @@ extern bool train_progress;
 int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
               struct comm *cm, struct run_result *out, FILE *trace, struct error *e);
 void run_result_free(struct run_result *r);
+/* The median of n epochs' times (seconds), NAN for none. */
+double epochs_median(const struct epoch_result *ep, int n);
 /* A run's round r (its k-th point) into the run: more (freed here) becomes
  * the run when it has nothing yet (its parameters, splits and evaluation
  * stand for all, the rounds being the same training again; the label and

@@ -3,6 +3,7 @@
 #include "tune.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +11,13 @@
 #include "effect.h"
 #include "progress.h"
 
-#define MAX_TRIALS 8 // the config as given, the profile's second, the candidates
-#define NEAR 0.10    // fastest: candidates predicted within this of the best
-#define ROUND_S 0.1  // a race round measures each point for at least this long
+#define MAX_TRIALS 8   // the config as given, the profile's second, the candidates
+#define CANDIDATES 3   // raced besides the config as given
+#define NEAR 0.10      // fastest: candidates predicted within this of the best
+#define ROUND_S 0.1    // a race round measures each point for at least this long
+#define MIN_ROUNDS 9   // the race's first look, and
+#define MAX_ROUNDS 16  // its cap
+#define MIN_EPOCH_S 1e-3 // a shorter median epoch: thread start-up outweighs any setting
 
 /* where a knob acts, the values tried (num_workers: 0 to max_workers) */
 static const struct { int n; long v[5]; } knob_values[TUNE_N_KNOBS] = {
@@ -30,20 +35,20 @@ const char *tune_knob_key(enum tune_knob k)
 int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
 {
     *mask = 0;
-    for (const char *p = text + strspn(text, " "); *p;) {
-        size_t len = strcspn(p, ", ");
+    for (const char *p = text + strspn(text, " "), *first = p; *first;) {
+        size_t len = strcspn(p, ", "), end = len + strspn(p + len, " ");
         int k = 0;
         while (k < TUNE_N_KNOBS && !(strlen(KNOB_NAME(k)) == len && !strncmp(p, KNOB_NAME(k), len)))
             k++;
-        p += len + strspn(p + len, " ");
-        bool empty = !len || (*p == ',' && !p[1 + strspn(p + 1, " ")]);
-        if (empty || k == TUNE_N_KNOBS)
+        if (k == TUNE_N_KNOBS) // an empty name too: "a,,b", "a,", ",a"
             return error_set(e, "tune.knobs: %s '%.*s' (known: num_workers, prefetch_factor, "
                                 "persistent_workers, pin_memory, async_copy, copy_depth)",
-                             empty ? "an empty name in" : "unknown knob",
-                             empty ? (int)strlen(text) : (int)len, empty ? text : p - len);
+                             len ? "unknown knob" : "an empty name in", (int)(len ? len : strlen(text)),
+                             len ? p : text);
         *mask |= 1u << k;
-        p += *p == ',' ? 1 + strspn(p + 1, " ") : 0;
+        if (!p[end])
+            break;
+        p += end + (p[end] == ',') + strspn(p + end + (p[end] == ','), " ");
     }
     *mask = *mask ? *mask : TUNE_ALL_KNOBS;
     return 0;
@@ -57,8 +62,7 @@ void tune_options_init(struct tune_options *o, const struct config *base,
     *o = (struct tune_options){
         .base = base, .be = be, .cores = cores, .target_au = base->tune.target_au,
         .max_workers = base->tune.max_workers > 0 ? base->tune.max_workers : 2 * (long)cores,
-        .budget_s = base->tune.budget_s, .candidates = 3, .min_rounds = 9, .max_rounds = 16,
-        .min_epoch_s = 1e-3}; // under a millisecond, thread start-up dominates
+        .budget_s = base->tune.budget_s};
     o->knobs = tune_parse_knobs(base->tune.knobs, &o->knobs, &e) ? TUNE_ALL_KNOBS : o->knobs;
 }
 
@@ -99,12 +103,23 @@ struct search {
     struct error *e;
 };
 #define DECISION(s, i) (s)->t->trials[i].decision, sizeof (s)->t->trials[i].decision
-#define STATEMENT(s) (s)->t->statement, sizeof (s)->t->statement
 
 static double clock_of(void *search)
 {
     const struct search *s = search;
     return s->o->clock ? s->o->clock(s->ctx) : now_seconds();
+}
+
+/* The outcome, the run recommended (-1: none) and why, printf-style. */
+__attribute__((format(printf, 4, 5)))
+static enum step conclude(struct search *s, enum tune_outcome outcome, int best, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->t->statement, sizeof s->t->statement, fmt, ap);
+    va_end(ap);
+    s->t->outcome = outcome, s->t->best = best;
+    return STEP_DONE;
 }
 
 static int trial_of(const struct search *s, const struct pipeline_knobs *k)
@@ -149,21 +164,17 @@ static enum step profile_run(struct search *s, int i)
  * each copy from the run that had its pin_memory. b: the second run, or -1. */
 static void costs_of(struct search *s, int b)
 {
-    const struct run_result *a = &s->res->runs[0], *w = b > 0 ? &s->res->runs[b] : NULL;
-    if (w && w->cfg.loader.num_workers == 0) { // a: the in-line run, or the only one
-        const struct run_result *t = a;
-        a = w, w = t;
-    }
+    const struct run_result *r0 = &s->res->runs[0], *r1 = b > 0 ? &s->res->runs[b] : NULL;
+    bool swap = r1 && r1->cfg.loader.num_workers == 0, dev = s->o->be->device_copies;
+    const struct run_result *a = swap ? r1 : r0, *w = swap ? r0 : r1; // a: in-line if any
     struct pipeline_costs *c = &s->t->costs, other = {0};
-    bool pin = a->cfg.loader.pin_memory;
-    *c = (struct pipeline_costs){0};
-    pipeline_measure(a, s->o->be->device_copies, c);
+    bool pin = a->cfg.loader.pin_memory, in_line = a->cfg.loader.num_workers == 0;
+    *c = (struct pipeline_costs){.cores = s->o->cores};
+    pipeline_measure(a, dev, c);
     if (w && w->cfg.loader.pin_memory != pin)
-        pipeline_measure(w, s->o->be->device_copies, &other);
+        pipeline_measure(w, dev, &other);
     c->copy[!pin] = other.copy[!pin] > 0 ? other.copy[!pin] : c->copy[pin];
-    c->cores = s->o->cores;
-    w = w && w->cfg.loader.num_workers ? w : a->cfg.loader.num_workers ? a : NULL;
-    pipeline_fit(c, a->cfg.loader.num_workers ? NULL : a, w);
+    pipeline_fit(c, in_line ? a : NULL, w && w->cfg.loader.num_workers ? w : in_line ? NULL : a);
     s->t->batches = a->n_batches;
 }
 
@@ -211,35 +222,22 @@ static int ranked(const void *pa, const void *pb)
     return qa != qb ? (qa > qb) - (qa < qb) : (ca > cb) - (ca < cb);
 }
 
-/* Whether the config as given's profile run says its epochs are too short
- * for a loader setting to be measured (the outcome then). */
-static bool too_short(struct search *s)
-{
-    const struct run_result *run = &s->res->runs[0];
-    double t[run->n_epochs + 1], median;
-    for (int i = 0; i < run->n_epochs; i++)
-        t[i] = run->epochs[i].seconds;
-    if ((median = stats_median(t, (size_t)run->n_epochs)) >= s->o->min_epoch_s)
-        return false;
-    s->t->outcome = TUNE_TOO_SHORT;
-    snprintf(STATEMENT(s), "too short to measure: the median epoch takes %.3f ms, under %.1f "
-             "ms, where thread start-up and scheduling outweigh any loader setting; give the "
-             "epoch more work (dataset.length, a larger batch or dataset)", 1e3 * median,
-             1e3 * s->o->min_epoch_s);
-    return true;
-}
-
 /* The profile's two runs (the config as given; then with workers, or
  * without where it has some, and the other pin_memory where that acts), the
- * costs, and every setting predicted. */
+ * costs, and every setting predicted; epochs under min_epoch_s end it. */
 static enum step profile(struct search *s)
 {
     struct pipeline_knobs k;
     pipeline_knobs_of(&k, s->o->base);
     enum step st = profile_run(s, add_trial(s, &k));
+    const struct run_result *given = &s->res->runs[0];
+    double median = st == STEP_ON ? epochs_median(given->epochs, given->n_epochs) : 0;
     snprintf(DECISION(s, 0), "the config as given");
-    if (st != STEP_ON || too_short(s))
-        return st != STEP_ON ? st : STEP_DONE;
+    if (st == STEP_ON && median < MIN_EPOCH_S)
+        return conclude(s, TUNE_TOO_SHORT, -1, "too short to measure: the median epoch takes "
+                        "%.3f ms, under %.1f ms, where thread start-up and scheduling outweigh "
+                        "any loader setting; give the epoch more work (dataset.length, a larger "
+                        "batch or dataset)", 1e3 * median, 1e3 * MIN_EPOCH_S);
     bool workers = (s->o->knobs >> TUNE_WORKERS & 1) && s->o->max_workers > 0;
     bool pin = (s->o->knobs >> TUNE_PIN & 1) && acts(s->o, TUNE_PIN, &k);
     int b = -1;
@@ -247,7 +245,7 @@ static enum step profile(struct search *s)
         k.num_workers = k.num_workers ? 0 : (long)fmin(s->o->cores, (double)s->o->max_workers);
     k.persistent_workers |= workers && k.num_workers && (s->o->knobs >> TUNE_PERSISTENT & 1);
     k.pin_memory ^= pin;
-    if (workers || pin)
+    if (st == STEP_ON && (workers || pin))
         st = profile_run(s, b = add_trial(s, &k));
     if (st != STEP_ON)
         return st;
@@ -268,35 +266,29 @@ static enum step profile(struct search *s)
 
 /* Fastest: besides the config as given (always raced), those predicted
  * within NEAR of the best, of different worker counts first (what the model
- * knows least), then any; at least the best predicted. */
-static int pick_fastest(const struct search *s, int *pick)
+ * knows least), then any; at least the best predicted. Target AU (the
+ * settings cheapest first): the cheapest predicted to reach it (none doing
+ * so: the highest AU), and the cheaper and dearer settings next to it. */
+static int pick(const struct search *s, int *out)
 {
     const struct tune_setting *sp = s->t->space;
     struct pipeline_knobs given;
     pipeline_knobs_of(&given, s->o->base);
-    int n = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int j = 0; j < s->t->n_space && n < s->o->candidates; j++) {
+    int n = 0, c = 0, m = s->t->n_space;
+    for (int pass = 0; pass < 2 && s->o->target_au == 0; pass++)
+        for (int j = 0; j < m && n < CANDIDATES; j++) {
             bool taken = !memcmp(sp[j].k.v, given.v, sizeof given.v) ||
                          (n > 0 && sp[j].predicted_s > (1 + NEAR) * sp[0].predicted_s);
             for (int i = 0; i < n && !taken; i++)
-                taken = pick[i] == j || (!pass && sp[pick[i]].k.num_workers == sp[j].k.num_workers);
+                taken = out[i] == j || (!pass && sp[out[i]].k.num_workers == sp[j].k.num_workers);
             if (!taken)
-                pick[n++] = j;
+                out[n++] = j;
         }
-    return n;
-}
-
-/* Target AU (the settings cheapest first): the cheapest predicted to reach
- * it (none doing so: the highest AU), and the dearer and cheaper settings
- * next to it. */
-static int pick_target(const struct search *s, int *pick)
-{
-    const struct tune_setting *sp = s->t->space;
-    int c = 0, n = 0, m = s->t->n_space;
+    if (s->o->target_au == 0)
+        return n;
     while (c < m && sp[c].predicted_au < s->o->target_au)
         c++;
-    if (c == m) // none does: the highest AU
+    if (c == m) // none reaches it: the highest AU
         for (int j = c = 0; j < m; j++)
             c = sp[j].predicted_au > sp[c].predicted_au ? j : c;
     int up = c + 1, down = c - 1; // each cost's highest AU
@@ -306,8 +298,8 @@ static int pick_target(const struct search *s, int *pick)
         down--;
     int around[3] = {down, c, up < m ? up : -1};
     for (int i = 0; i < 3; i++)
-        if (around[i] >= 0 && n < s->o->candidates)
-            pick[n++] = around[i];
+        if (around[i] >= 0 && n < CANDIDATES)
+            out[n++] = around[i];
     return n;
 }
 
@@ -345,7 +337,6 @@ static bool race_done(void *search, int rounds, double alpha)
     s->res->alpha = alpha;
     for (int p = 0; p < s->n_race && s->o->target_au == 0; p++) {
         struct ratio q;
-        char note[600];
         if (s->out[p] || p == lead)
             continue;
         report_pair(s->res, s->race[lead], s->race[p], &q);
@@ -354,6 +345,7 @@ static bool race_done(void *search, int rounds, double alpha)
             snprintf(DECISION(s, s->race[p]), "left the race after %d rounds: %.2fx the time of "
                      "trial %d [%.2f, %.2f], %s", rounds, q.ratio, s->race[lead], q.ci95[0],
                      q.ci95[1], verdict_name(q.verdict));
+            char note[600];
             snprintf(note, sizeof note, "tune: trial %d (%s) %s", s->race[p],
                      s->res->runs[s->race[p]].label, s->t->trials[s->race[p]].decision);
             progress_note(note);
@@ -380,7 +372,7 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
     s->epochs = (int)fmin((double)most, fmax(1, ceil(ROUND_S / fastest)));
     s->warmup = s->o->base->train.warmup_epochs > 0; // workers start before what is measured
     struct rounds_plan plan = {
-        .points = s->n_race, .min_rounds = s->o->min_rounds, .max_rounds = s->o->max_rounds,
+        .points = s->n_race, .min_rounds = MIN_ROUNDS, .max_rounds = MAX_ROUNDS,
         .budget_s = fmax(1e-9, s->o->budget_s - (clock_of(s) - s->t0)),
         .seed = (unsigned long)s->o->base->seed, .clock = s->o->clock ? clock_of : NULL};
     int rc = rounds_run(&plan, race_measure, race_done, s, log, s->e);
@@ -413,28 +405,26 @@ static void confirm_fastest(struct search *s, bool budget)
         g = s->race[p] == c ? q : g;
     }
     bool open = g.verdict == VERDICT_UNDECIDED;
-    t->best = g.verdict == VERDICT_FASTER ? c : 0;
-    t->outcome = t->best ? TUNE_CHANGE : !open ? TUNE_KEEP_FASTEST
-                 : budget ? TUNE_KEEP_BUDGET : TUNE_KEEP_NOISY;
-    t->gain = t->best ? g : (struct ratio){.ratio = 1, .ci95 = {1, 1}, .units = g.units};
-    if (t->best == 0 && c == 0)
-        snprintf(STATEMENT(s), "nothing measured faster: every setting raced left the race "
-                 "slower than the config as given");
-    else if (t->best == 0)
-        snprintf(STATEMENT(s), "%s: %s, trial %d, took %.2fx the config as given's time [%.2f, "
-                 "%.2f] over %d rounds, %s the %.0f%% noise threshold%s", !open ? "nothing "
-                 "measured faster" : budget ? "tune.budget_s ended the race" : "too noisy to "
-                 "decide", lead ? "the leader" : "the fastest other", c, g.ratio, g.ci95[0],
-                 g.ci95[1], g.units, !open ? "not beyond" : "an interval reaching into",
-                 100 * g.threshold, !open ? "" : "; a quieter machine or longer epochs "
-                 "(train.epochs) would decide");
+    t->gain = (struct ratio){.ratio = 1, .ci95 = {1, 1}, .units = g.units};
+    if (g.verdict == VERDICT_FASTER)
+        t->outcome = TUNE_CHANGE, t->best = c, t->gain = g;
+    else if (c == 0)
+        conclude(s, TUNE_KEEP_FASTEST, 0, "nothing measured faster: every setting raced left "
+                 "the race slower than the config as given");
+    else
+        conclude(s, !open ? TUNE_KEEP_FASTEST : budget ? TUNE_KEEP_BUDGET : TUNE_KEEP_NOISY, 0,
+                 "%s: %s, trial %d, took %.2fx the config as given's time [%.2f, %.2f] over %d "
+                 "rounds, %s the %.0f%% noise threshold%s", !open ? "nothing measured faster"
+                 : budget ? "tune.budget_s ended the race" : "too noisy to decide",
+                 lead ? "the leader" : "the fastest other", c, g.ratio, g.ci95[0], g.ci95[1],
+                 g.units, !open ? "not beyond" : "an interval reaching into", 100 * g.threshold,
+                 !open ? "" : "; a quieter machine or longer epochs (train.epochs) would decide");
 }
 
 /* The cheapest raced setting whose measured AU (compute time over its
  * epochs' time, the result's figure) reaches the target. */
 static void confirm_target(struct search *s)
 {
-    struct tune_result *t = s->t;
     int top = 0, best = -1;
     for (int p = 0; p < s->n_race; p++) {
         int i = s->race[p];
@@ -448,14 +438,12 @@ static void confirm_target(struct search *s)
         best = au >= s->o->target_au && (best < 0 || cost_of(&a) < cost_of(&b)) ? i : best;
         top = s->res->runs[i].sum.au > s->res->runs[top].sum.au ? i : top;
     }
-    t->best = best;
-    t->outcome = best >= 0 ? TUNE_TARGET : TUNE_NO_TARGET;
     if (best >= 0)
-        report_pair(s->res, 0, best, &t->gain);
+        s->t->outcome = TUNE_TARGET, s->t->best = best, report_pair(s->res, 0, best, &s->t->gain);
     else
-        snprintf(STATEMENT(s), "no setting tried reaches AU %.2f: the highest, trial %d (%s), "
-                 "reaches %.3f and is %s-bound", s->o->target_au, top, s->res->runs[top].label,
-                 floor(1000 * s->res->runs[top].sum.au) / 1000,
+        conclude(s, TUNE_NO_TARGET, -1, "no setting tried reaches AU %.2f: the highest, trial "
+                 "%d (%s), reaches %.3f and is %s-bound", s->o->target_au, top,
+                 s->res->runs[top].label, floor(1000 * s->res->runs[top].sum.au) / 1000,
                  bound_name(report_run_bound(&s->res->runs[top])));
 }
 
@@ -465,17 +453,16 @@ static void confirm_target(struct search *s)
 static void rerun_of(struct search *s)
 {
     const struct run_result *run = &s->res->runs[s->t->best];
-    double x[run->n_rounds + 1], z = 1.959964;
+    double x[run->n_rounds + 1], z = 1.959964, v;
     int n = 0;
     for (int k = 0; k < run->n_rounds; k++)
         x[n] = log(run->rounds[k].median_s), n += run->rounds[k].median_s > 0;
     struct stats st;
     stats_compute(x, (size_t)n, &st);
-    double v = n - 1, t975 = z + (z * z * z + z) / (4 * v) +
-                             (5 * pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * v * v);
-    double half = t975 * st.stddev * sqrt(1 + 1.0 / n);
-    if (n >= 3)
-        s->t->rerun_s[0] = exp(st.mean - half), s->t->rerun_s[1] = exp(st.mean + half);
+    v = n - 1; // t's degrees of freedom
+    double t = z + (z * z * z + z) / (4 * v) + (5 * pow(z, 5) + 16 * pow(z, 3) + 3 * z) / (96 * v * v);
+    for (int side = 0; side < 2 && n >= 3; side++)
+        s->t->rerun_s[side] = exp(st.mean + (2 * side - 1) * t * st.stddev * sqrt(1 + 1.0 / n));
 }
 
 /* ---- the search ------------------------------------------------------------ */
@@ -517,33 +504,22 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                              .max_workers = o->max_workers, .budget_s = o->budget_s,
                              .trials = t->trials};
     s.t0 = clock_of(&s);
-    int pick[MAX_TRIALS];
+    int cand[MAX_TRIALS], n = 0;
     struct rounds_log log = {0};
     enum step st = profile(&s);
-    if (st == STEP_ON && clock_of(&s) - s.t0 >= o->budget_s) {
-        t->best = 0, t->outcome = TUNE_KEEP_BUDGET, st = STEP_DONE;
-        snprintf(STATEMENT(&s), "tune.budget_s (%.0f s) ran out after the profile: nothing "
-                 "raced", o->budget_s);
-    }
-    int n = st == STEP_ON ? o->target_au > 0 ? pick_target(&s, pick) : pick_fastest(&s, pick) : 0;
-    if (st == STEP_ON && n == 0) {
-        t->best = 0, t->outcome = TUNE_KEEP_FASTEST, st = STEP_DONE;
-        snprintf(STATEMENT(&s), "nothing to race: tune.knobs and tune.max_workers leave no "
-                 "setting but the config as given");
-    }
-    if (st == STEP_ON)
-        st = race(&s, pick, n, &log);
-    if (st == STEP_ON && o->target_au > 0)
-        confirm_target(&s);
-    else if (st == STEP_ON)
-        confirm_fastest(&s, log.end == ROUNDS_BUDGET);
+    if (st == STEP_ON && clock_of(&s) - s.t0 >= o->budget_s)
+        st = conclude(&s, TUNE_KEEP_BUDGET, 0, "tune.budget_s (%.0f s) ran out after the "
+                      "profile: nothing raced", o->budget_s);
+    if (st == STEP_ON && (n = pick(&s, cand)) == 0)
+        st = conclude(&s, TUNE_KEEP_FASTEST, 0, "nothing to race: tune.knobs and "
+                      "tune.max_workers leave no setting but the config as given");
+    if (st == STEP_ON && (st = race(&s, cand, n, &log)) == STEP_ON)
+        o->target_au > 0 ? confirm_target(&s) : confirm_fastest(&s, log.end == ROUNDS_BUDGET);
     rounds_log_free(&log);
-    if (st == STEP_STOPPED || st == STEP_FAILED) {
-        t->best = -1, t->outcome = TUNE_STOPPED;
-        snprintf(STATEMENT(&s), "%s %s: the trials above are what was measured; no "
+    if (st == STEP_STOPPED || st == STEP_FAILED)
+        conclude(&s, TUNE_STOPPED, -1, "%s %s: the trials above are what was measured; no "
                  "recommendation without a complete race", st == STEP_FAILED ? "stopped by an "
                  "error" : "interrupted", s.n_race ? "during the race" : "during the profile");
-    }
     if (t->best >= 0)
         rerun_of(&s);
     finish(&s);

@@ -1,15 +1,8 @@
-/* dpbench --tune: the loader settings for this config's workload, in four
- * steps (docs/tune.md). Profile: the config as given and one setting with
- * workers give the pipeline's stage costs per batch. Predict: the pipeline
- * model (train/pipeline.h) gives every setting in reach its epoch and AU.
- * Race: the few best for the goal run against the config as given in
- * interleaved rounds (core/rounds.h), a candidate leaving once its paired
- * interval against the leader lies beyond (or within) the noise threshold.
- * Confirm: the leader against the config as given, paired over the rounds
- * they shared, decides. The goal is the fastest epoch, or with
- * tune.target_au the cheapest setting whose AU reaches it: the same
- * predictions, ranked another way. The search runs nothing itself: it calls
- * a trial function (tune_run.c's trains; tests/test_tune.c's simulates). */
+/* dpbench --tune (docs/tune.md): profile the pipeline's stage costs, predict
+ * every setting in reach with the pipeline model (train/pipeline.h), race the
+ * few best for the goal against the config as given in interleaved rounds
+ * (core/rounds.h), confirm the leader against it. The search runs nothing
+ * itself: it calls a trial function (tune_run.c trains, tests simulate). */
 #ifndef DPBENCH_TUNE_H
 #define DPBENCH_TUNE_H
 
@@ -27,9 +20,8 @@ const char *tune_knob_key(enum tune_knob k); // "loader.num_workers", ...
 int tune_parse_knobs(const char *text, unsigned *mask, struct error *e);
 
 /* Runs `warmup` + `epochs` epochs of run->cfg and adds the measured ones to
- * run as round `round` (its `position`-th), or with round -1 as a profile
- * run (epochs, no round): 0, 1 when a stop ended it (nothing added), -1
- * with e set. */
+ * run as round `round` (its `position`-th; -1: a profile run, no round): 0,
+ * 1 when a stop ended it (nothing added), -1 with e set. */
 typedef int (*tune_trial_fn)(void *ctx, struct run_result *run, int round, int position,
                              int warmup, int epochs, struct error *e);
 
@@ -41,29 +33,23 @@ struct tune_options {
     double cores;              // cores this process may use (the model's bound)
     double target_au;          // 0: the fastest epoch; else the cheapest reaching it
     double budget_s;           // seconds the trials may take
-    int candidates;            // raced besides the config as given
-    int min_rounds, max_rounds; // of the race
-    double min_epoch_s;        // a median epoch under this is too short to measure
     double (*clock)(void *ctx); // the budget's clock (ctx: the trial's); NULL: now_seconds
 };
 /* From the config's tune.* keys. */
 void tune_options_init(struct tune_options *o, const struct config *base,
                        const struct backend *be, double cores);
 
-/* The search on o->base: res->runs gets a run per trial (run 0 the config
- * as given), res->tune the outcome. 0 (after a stop too: TUNE_STOPPED), or
- * -1 with e set when a trial failed (what was measured stays in res). */
+/* The search on o->base: res->runs gets a run per trial (run 0 the config as
+ * given), res->tune the outcome. 0 (a stop too), -1 with e set when a trial
+ * failed (what was measured stays in res). */
 int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 struct results *res, struct error *e);
-
-/* ---- on the real training path (tune_run.c) ------------------------------ */
 
 /* The search on res->cfg with backend be; 0, -1 with e set when a trial
  * failed, -2 when the data cannot be loaded. */
 int tune_main(struct results *res, const struct backend *be, struct error *e);
-/* DIR/NAME-tuned.yaml: the config as given (its explicit keys) with the
- * recommended loader settings; path gets its name. 0 when written or when
- * there is no recommendation (path ""), -1 with e set. */
+/* DIR/NAME-tuned.yaml: the config's explicit keys with the recommended
+ * loader settings, its name in path ("" without a recommendation). 0, -1. */
 int tune_write_yaml(const struct results *res, const char *dir, char *path, size_t n,
                     struct error *e);
 

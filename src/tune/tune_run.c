@@ -3,13 +3,9 @@
  * point), added to its run; and NAME-tuned.yaml. */
 #include "tune.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "dataset.h"
 #include "load.h"
@@ -49,14 +45,11 @@ int tune_main(struct results *res, const struct backend *be, struct error *e)
 {
     struct tune_options o;
     struct dataset d = {0};
-    cpu_set_t set;
     if (res->cfg.n_sweep)
         fprintf(stderr, "dpbench: --tune: the config's sweep is not run; tune searches the "
                         "loader settings from the config as given\n");
     config_clear_sweep(&res->cfg);
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    tune_options_init(&o, &res->cfg, be, sched_getaffinity(0, sizeof set, &set) == 0
-                                             ? CPU_COUNT(&set) : online > 0 ? online : 1);
+    tune_options_init(&o, &res->cfg, be, (double)cores_usable());
     if (dataset_init(&d, &res->cfg, e))
         return stop_requested() ? 0 : -2;
     dataset_set_sample_cost(&d, res->cfg.dataset.sample_cost_us);
@@ -84,35 +77,6 @@ static bool yaml_key(const struct config *c, const char *path)
     return config_is_explicit(c, path);
 }
 
-/* c's chosen keys as YAML: values as JSON scalars and flow lists, which YAML
- * reads as they are. */
-static int yaml_write(FILE *f, const struct config *c)
-{
-    cJSON *all = config_to_json(c);
-    char section[CONFIG_STR] = "";
-    fprintf(f, "# %s with the loader settings dpbench --tune chose\n",
-            c->source[0] ? c->source : "the default config");
-    for (size_t i = 0; all && config_key_name(i); i++) {
-        const char *path = config_key_name(i), *dot = strchr(path, '.');
-        size_t len = dot ? (size_t)(dot - path) : 0;
-        bool open = dot && (strlen(section) != len || strncmp(section, path, len));
-        if (!yaml_key(c, path))
-            continue;
-        if (open)
-            snprintf(section, sizeof section, "%.*s", (int)len, path);
-        cJSON *v = cJSON_GetObjectItemCaseSensitive(
-            dot ? cJSON_GetObjectItemCaseSensitive(all, section) : all, dot ? dot + 1 : path);
-        char *text = v ? cJSON_PrintUnformatted(v) : NULL;
-        if (text)
-            fprintf(f, "%s%s%s%s: %s\n", open ? section : "", open ? ":\n" : "", dot ? "  " : "",
-                    dot ? dot + 1 : path, text);
-        free(text);
-    }
-    int rc = all && !ferror(f) ? 0 : -1;
-    cJSON_Delete(all);
-    return rc;
-}
-
 int tune_write_yaml(const struct results *res, const char *dir, char *path, size_t n,
                     struct error *e)
 {
@@ -129,7 +93,10 @@ int tune_write_yaml(const struct results *res, const char *dir, char *path, size
     snprintf(path, n, "%s/%s-tuned.yaml", dir, c.name);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
-    int rc = f ? yaml_write(f, &c) : error_set(e, "%s: %s", tmp, strerror(errno));
+    if (f)
+        fprintf(f, "# %s with the loader settings dpbench --tune chose\n",
+                c.source[0] ? c.source : "the default config");
+    int rc = f ? config_write_yaml(f, &c, yaml_key) : error_set(e, "%s: %s", tmp, strerror(errno));
     if (f && (fclose(f) != 0 || rc != 0 || rename(tmp, path) != 0)) {
         remove(tmp);
         rc = error_set(e, "%s: cannot write the tuned config", path);
