@@ -116,8 +116,8 @@ $(B)/comm_nccl.o: CPPFLAGS += $(NCCL_INC)
 # the kernels' fatbin, rebuilt when the architectures change
 FATBIN := $(abspath $(B))/cuda_kernels.fatbin
 $(shell mkdir -p $(B); [ "$$(cat $(B)/cuda-archs 2>/dev/null)" = "$(NVCC_ARCHS)" ] || echo "$(NVCC_ARCHS)" >$(B)/cuda-archs)
-$(FATBIN): src/backends/cuda_kernels.cu src/backends/cuda_kernels.h $(B)/cuda-archs
-	$(NVCC) -fatbin -O3 -Isrc/backends $(NVCC_GENCODE) -o $@ $<
+$(FATBIN): src/backends/cuda_kernels.cu src/backends/cuda_kernels.h src/core/loss_rows.h $(B)/cuda-archs
+	$(NVCC) -fatbin -O3 -Isrc/backends -Isrc/core $(NVCC_GENCODE) -o $@ $<
 $(B)/cuda_module.o: $(FATBIN)
 $(B)/cuda_module.o: CPPFLAGS += -DDPBENCH_FATBIN='"$(FATBIN)"'
 # the image resize's integer loops vectorise at -O3 (-O2 leaves them scalar), and
@@ -390,10 +390,10 @@ EMU_COMM      := -DDPBENCH_HAVE_MPI -DDPBENCH_HAVE_NCCL $(MPI_CFLAGS) $(NCCL_INC
                  $(call src_path,comm_mpi.c comm_nccl.c)
 endif
 ifneq ($(wildcard $(CUDA_HOME)/include/cublas_v2.h),)
-$(EMU)/libfakecuda.so: $(FAKE_SRC) tests/fakecuda.h src/backends/cuda_kernels.h
+$(EMU)/libfakecuda.so: $(FAKE_SRC) tests/fakecuda.h src/backends/cuda_kernels.h src/core/loss_rows.h
 	@mkdir -p $(EMU)
 	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include $(NCCL_INC) \
-	    -Isrc/backends -Wall -Wextra -Werror -Wno-unused-parameter $(FAKE_SRC) -lm -lrt -o $@
+	    -Isrc/backends -Isrc/core -Wall -Wextra -Werror -Wno-unused-parameter $(FAKE_SRC) -lm -lrt -o $@
 
 $(EMU)/gpu_test: tests/gpu_test.c tests/testutil.h $(EMU)/libfakecuda.so $(call src_path,$(SRC)) \
                  $(call src_path,$(CUDA_SRC)) $(FATBIN) $(B)/deps.stamp

@@ -1,8 +1,8 @@
 /* Test double: the CUDA driver calls dpbench makes to run its own kernels
  * (cuda_module.c): a module loads into the current device's context, its
  * functions are dpbench's kernels looked up by name, and a launch queues a
- * host version of the kernel (the same row math, src/backends/
- * cuda_kernels.h, summed in the same order as the block does) on the
+ * host version of the kernel (the same row math, src/core/loss_rows.h,
+ * summed in the same order as the block does) on the
  * stream, as a compute op. A launch checks what the driver would: the
  * module, the stream and the calling thread's current device agree, and
  * every pointer argument is device memory there. */

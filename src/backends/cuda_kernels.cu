@@ -1,8 +1,8 @@
 /* dpbench's own device kernels: the training step's losses and the accuracy
  * count, so that neither needs the batch's outputs on the host (the rest of
  * the step is cuBLAS). Built by nvcc into a fatbin that cuda_module.c embeds
- * and loads through the driver API; the row math and the launch contract
- * are in cuda_kernels.h. One block per batch: these batches are small
+ * and loads through the driver API; the launch contract is in
+ * cuda_kernels.h, the row math (shared with loss.c) in core/loss_rows.h. One block per batch: these batches are small
  * (rows x outputs of a Linear), and one block sums in a fixed order. */
 #include "cuda_kernels.h"
 

@@ -1,5 +1,7 @@
 #include "loss.h"
 
+#include "loss_rows.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -36,35 +38,13 @@ const struct loss_fn loss_mse = {
     .sample_sum = mse_sample_sum,
 };
 
-static int argmax(const float *v, int n)
-{
-    int best = 0;
-    for (int j = 1; j < n; j++)
-        if (v[j] > v[best])
-            best = j;
-    return best;
-}
-
-/* Per row, with m the largest output: log p_j = out_j - m - log sum exp(out - m),
- * which stays finite for any logits. */
+/* Per row (loss_rows.h), with m the largest output: log p_j = out_j - m -
+ * log sum exp(out - m), which stays finite for any logits. */
 static double ce_host(const float *out, const float *y, long rows, int O, float *d)
 {
     double sum = 0;
-    for (long i = 0; i < rows; i++) {
-        const float *o = out + i * O, *t = y + i * O;
-        float *di = d + i * O;
-        float m = o[argmax(o, O)];
-        double z = 0;
-        for (int j = 0; j < O; j++)
-            z += exp((double)(o[j] - m));
-        double log_z = log(z);
-        for (int j = 0; j < O; j++) {
-            double log_p = (double)(o[j] - m) - log_z;
-            if (t[j] != 0.0f)
-                sum -= (double)t[j] * log_p;
-            di[j] = (float)(exp(log_p) - (double)t[j]);
-        }
-    }
+    for (long i = 0; i < rows; i++)
+        sum += dp_ce_row(out + i * O, y + i * O, O, d + i * O);
     return sum;
 }
 
@@ -94,7 +74,7 @@ long loss_correct(const float *out, const float *y, long rows, int O)
 {
     long n = 0;
     for (long i = 0; i < rows; i++)
-        n += argmax(out + i * O, O) == argmax(y + i * O, O);
+        n += dp_argmax(out + i * O, O) == dp_argmax(y + i * O, O);
     return n;
 }
 
