@@ -278,7 +278,8 @@ static void test_parse_knobs(void **state)
     assert_int_equal(mask, TUNE_ALL_KNOBS);
     assert_int_equal(tune_parse_knobs("num_workers, pin_memory", &mask, &e), 0);
     assert_int_equal(mask, 1u << TUNE_WORKERS | 1u << TUNE_PIN);
-    const char *bad[] = {"workers", "num_workers,,", "num_workers,", ",num_workers"};
+    const char *bad[] = {"workers", "num_workers,,", "num_workers,", ",num_workers",
+                         "num_workers pin_memory"}; // names are comma-separated
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         assert_int_equal(tune_parse_knobs(bad[i], &mask, &e), -1);
         assert_non_null(strstr(e.msg, "known: num_workers"));

@@ -471,7 +471,7 @@ int config_write_yaml(void *stream, const struct config *c,
 {
     FILE *f = stream;
     cJSON *all = config_to_json(c);
-    char section[32] = "";
+    char section[CONFIG_STR] = "";
     for (size_t i = 0; all && i < config_n_keys; i++) {
         const char *path = config_keys[i].path, *dot = strchr(path, '.');
         int len = dot ? (int)(dot - path) : 0;

@@ -662,7 +662,7 @@ int run_result_add_round(struct run_result *run, struct run_result *more, int r,
         if (more->stopped[0])
             snprintf(run->stopped, sizeof run->stopped, "round %d: %s", r + 1, more->stopped);
     }
-    rd.median_s = epochs_median(run->epochs + rd.first_epoch, rd.n_epochs);
+    rd.median_s = rd.n_epochs ? epochs_median(run->epochs + rd.first_epoch, rd.n_epochs) : NAN;
     if (r >= 0)
         run->rounds[run->n_rounds++] = rd;
     load_merge(&run->load, load);

@@ -34,23 +34,24 @@ const char *tune_knob_key(enum tune_knob k)
 
 int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
 {
+    char buf[CONFIG_STR], *rest = buf, *name;
+    snprintf(buf, sizeof buf, "%s", text);
     *mask = 0;
-    for (const char *p = text + strspn(text, " "), *first = p; *first;) {
-        size_t len = strcspn(p, ", "), end = len + strspn(p + len, " ");
+    if (!text[strspn(text, " ")])
+        return *mask = TUNE_ALL_KNOBS, 0; // "": all
+    while ((name = strsep(&rest, ",")) != NULL) { // each name, the spaces around it cut
+        name += strspn(name, " ");
+        for (char *end = name + strlen(name); end > name && end[-1] == ' ';)
+            *--end = '\0';
         int k = 0;
-        while (k < TUNE_N_KNOBS && !(strlen(KNOB_NAME(k)) == len && !strncmp(p, KNOB_NAME(k), len)))
+        while (k < TUNE_N_KNOBS && strcmp(name, KNOB_NAME(k)))
             k++;
         if (k == TUNE_N_KNOBS) // an empty name too: "a,,b", "a,", ",a"
-            return error_set(e, "tune.knobs: %s '%.*s' (known: num_workers, prefetch_factor, "
+            return error_set(e, "tune.knobs: %s '%s' (known: num_workers, prefetch_factor, "
                                 "persistent_workers, pin_memory, async_copy, copy_depth)",
-                             len ? "unknown knob" : "an empty name in", (int)(len ? len : strlen(text)),
-                             len ? p : text);
+                             *name ? "unknown knob" : "an empty name in", *name ? name : text);
         *mask |= 1u << k;
-        if (!p[end])
-            break;
-        p += end + (p[end] == ',') + strspn(p + end + (p[end] == ','), " ");
     }
-    *mask = *mask ? *mask : TUNE_ALL_KNOBS;
     return 0;
 }
 
@@ -224,7 +225,7 @@ static int ranked(const void *pa, const void *pb)
 
 /* The profile's two runs (the config as given; then with workers, or
  * without where it has some, and the other pin_memory where that acts), the
- * costs, and every setting predicted; epochs under min_epoch_s end it. */
+ * costs, and every setting predicted; epochs under MIN_EPOCH_S end it. */
 static enum step profile(struct search *s)
 {
     struct pipeline_knobs k;
@@ -233,7 +234,7 @@ static enum step profile(struct search *s)
     const struct run_result *given = &s->res->runs[0];
     double median = st == STEP_ON ? epochs_median(given->epochs, given->n_epochs) : 0;
     snprintf(DECISION(s, 0), "the config as given");
-    if (st == STEP_ON && median < MIN_EPOCH_S)
+    if (st == STEP_ON && !(median >= MIN_EPOCH_S)) // NAN too
         return conclude(s, TUNE_TOO_SHORT, -1, "too short to measure: the median epoch takes "
                         "%.3f ms, under %.1f ms, where thread start-up and scheduling outweigh "
                         "any loader setting; give the epoch more work (dataset.length, a larger "
@@ -460,7 +461,7 @@ static void rerun_of(struct search *s)
     struct stats st;
     stats_compute(x, (size_t)n, &st);
     v = n - 1; // t's degrees of freedom
-    double t = z + (z * z * z + z) / (4 * v) + (5 * pow(z, 5) + 16 * pow(z, 3) + 3 * z) / (96 * v * v);
+    double t = z + (z * z * z + z) / (4 * v) + (5 * pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * v * v);
     for (int side = 0; side < 2 && n >= 3; side++)
         s->t->rerun_s[side] = exp(st.mean + (2 * side - 1) * t * st.stddev * sqrt(1 + 1.0 / n));
 }
