@@ -13,7 +13,6 @@
 
 #define MAX_TRIALS 8   // the config as given, the profile's second, the candidates
 #define CANDIDATES 3   // raced besides the config as given
-#define NEAR 0.10      // fastest: candidates predicted within this of the best
 #define ROUND_S 0.1    // a race round measures each point for at least this long
 #define MIN_ROUNDS 9   // the race's first look, and
 #define MAX_ROUNDS 16  // its cap
@@ -265,9 +264,11 @@ static enum step profile(struct search *s)
 
 /* ---- the candidates: the same predictions, ranked by the goal ---------- */
 
-/* Fastest: besides the config as given (always raced), those predicted
- * within NEAR of the best, of different worker counts first (what the model
- * knows least), then any; at least the best predicted. Target AU (the
+/* Fastest (the settings fastest predicted first): the best predicted at the
+ * best one's worker count W and at W - 1 and W + 1 (the workers' effect is
+ * what the model knows least: contention for the cores, hand-offs), then
+ * the next fastest predicted; never the config as given, which is always
+ * raced. Target AU (the
  * settings cheapest first): the cheapest predicted to reach it (none doing
  * so: the highest AU), and the cheaper and dearer settings next to it. */
 static int pick(const struct search *s, int *out)
@@ -276,14 +277,14 @@ static int pick(const struct search *s, int *out)
     struct pipeline_knobs given;
     pipeline_knobs_of(&given, s->o->base);
     int n = 0, c = 0, m = s->t->n_space;
-    for (int pass = 0; pass < 2 && s->o->target_au == 0; pass++)
+    for (int pass = 0; pass < 4 && s->o->target_au == 0; pass++) // W, W - 1, W + 1, any
         for (int j = 0; j < m && n < CANDIDATES; j++) {
             bool taken = !memcmp(sp[j].k.v, given.v, sizeof given.v) ||
-                         (n > 0 && sp[j].predicted_s > (1 + NEAR) * sp[0].predicted_s);
+                         (pass < 3 && sp[j].k.num_workers != sp[0].k.num_workers + (long[]){0, -1, 1}[pass]);
             for (int i = 0; i < n && !taken; i++)
-                taken = out[i] == j || (!pass && sp[out[i]].k.num_workers == sp[j].k.num_workers);
-            if (!taken)
-                out[n++] = j;
+                taken = out[i] == j;
+            if (!taken && (out[n++] = j, pass < 3))
+                break; // one a worker count
         }
     if (s->o->target_au == 0)
         return n;
@@ -327,10 +328,13 @@ static int leader(const struct search *s, int from)
     return best;
 }
 
-/* At a look: a point whose interval against the leader lies wholly beyond
- * the noise threshold, or wholly within it (it cannot beat the leader by
- * more), leaves the race, which is decided once no point left is undecided
- * against the leader. A target AU's race ends at its first look. */
+/* At a look: a candidate whose interval against the leader shows it cannot
+ * beat the leader beyond the noise threshold (the interval's low end at
+ * 1 - threshold or above: slower, the same, or at most that much faster)
+ * leaves the race; the config as given leaves once slower than the leader.
+ * The race ends when only the leader is left beside the config as given
+ * (or beside none), with its verdict against the leader decided. A target
+ * AU's race ends at its first look. */
 static bool race_done(void *search, int rounds, double alpha)
 {
     struct search *s = search;
@@ -341,11 +345,17 @@ static bool race_done(void *search, int rounds, double alpha)
         if (s->out[p] || p == lead)
             continue;
         report_pair(s->res, s->race[lead], s->race[p], &q);
-        open += q.verdict == VERDICT_UNDECIDED;
-        if ((s->out[p] = q.verdict == VERDICT_SLOWER || q.verdict == VERDICT_SAME)) {
+        if (p == 0) { // the config as given: out once slower, else decided or not
+            s->out[0] = q.verdict == VERDICT_SLOWER;
+            open += q.verdict == VERDICT_UNDECIDED;
+            continue;
+        }
+        open += !(s->out[p] = q.ci95[0] >= 1 - q.threshold); // NAN (too few rounds): stays
+        if (s->out[p]) {
             snprintf(DECISION(s, s->race[p]), "left the race after %d rounds: %.2fx the time of "
                      "trial %d [%.2f, %.2f], %s", rounds, q.ratio, s->race[lead], q.ci95[0],
-                     q.ci95[1], verdict_name(q.verdict));
+                     q.ci95[1], q.verdict == VERDICT_SLOWER ? "slower" : "no faster beyond the "
+                     "noise threshold");
             char note[600];
             snprintf(note, sizeof note, "tune: trial %d (%s) %s", s->race[p],
                      s->res->runs[s->race[p]].label, s->t->trials[s->race[p]].decision);
