@@ -36,6 +36,9 @@ CPPFLAGS += $(SRC_INC) $(PC_CFLAGS)
 LDLIBS   += $(PC_LIBS) -lm -pthread -ldl
 GIT      := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 CPPFLAGS += -DDPBENCH_GIT='"$(GIT)"'
+# the one object that records the commit is rebuilt when HEAD moves
+$(shell mkdir -p build; [ "$$(cat build/git-commit 2>/dev/null)" = "$(GIT)" ] || echo "$(GIT)" >build/git-commit)
+build/render_json.o: build/git-commit
 
 # The Python the tests and scripts run under: Debian's, with the Debian
 # packages install-deps.sh installs (`python3` on PATH may be a pyenv or venv).
