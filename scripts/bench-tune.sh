@@ -22,7 +22,7 @@
 # the fifth; --tune's wall time <= 25% of the sweep's; on the quiet pass the
 # prediction within 15% of the measured median epoch (the median over the
 # raced candidates); on the loaded pass no choice the rerun against the config
-# as given calls slower. Takes about 30 minutes on the 2-core VM (about 15 a
+# as given calls slower. Takes about 40 minutes on the 2-core VM (about 20 a
 # pass). Environment: CONFIGS (default "folder-jpeg cifar10 fashion-mnist large
 # emulated-sync-vs-async"), MAX_WORKERS (4), ROUNDS (head-to-head rounds, 10),
 # TARGET_AU (0.8), PASSES ("quiet loaded"), BIN, OUT. The folder and CIFAR-10
@@ -71,6 +71,7 @@ one_config() { # NAME DIR: tune, the sweep, the head-to-head runs
     local dev; dev=$(sed -n 's/^ *device: *\([a-z]*\).*/\1/p' "$cfg" | head -1)
     [ "${dev:-cpu}" = cpu ] || copies=(--sweep loader.pin_memory=false,true --sweep loader.async_copy=false,true)
     echo "+ dpbench --tune -c $cfg --set tune.max_workers=$MAXW" >&2
+    rm -f "$dir/$name".*.json* "$dir/$name-tuned.yaml" # a file gzip'd by an earlier pass would stay beside the new one
     rm -rf "$TMP/tuned"
     local t0 t1 ts t2
     t0=$(now)
