@@ -16,6 +16,9 @@ expect 0 "30 -> 15/15 (x3)" -- -c configs/tutorial.yaml --set parallel.replicas=
 expect 0 "10 -> 4/4/2 (x1)" -- -c configs/tutorial.yaml --set parallel.replicas=3
 expect 0 "10 -> 2/2/2/2/2 (x1)  5 of 8 replicas used" -- -c configs/tutorial.yaml --set parallel.replicas=8
 expect 0 "no effect on the cpu" -- -c configs/tutorial.yaml --set loader.pin_memory=true
+# parallel.blas_threads fixes OpenBLAS's count (at most the threads it started: OPENBLAS_NUM_THREADS)
+expect 0 "OpenBLAS, 1 thread per replica, as parallel.blas_threads sets" -- -c configs/tutorial.yaml --set parallel.blas_threads=1
+OPENBLAS_NUM_THREADS=1 "$BIN" -c configs/tutorial.yaml --set parallel.blas_threads=2 --format json | python3 -c "import json,sys; r=json.load(sys.stdin)['runs'][0]; assert (r['blas_library'], r['blas_threads']) == ('OpenBLAS', 1), r" && ok || bad "parallel.blas_threads above OpenBLAS's threads"
 
 # every shipped config is valid on its own, its sweep switched off (--no-sweep):
 # it may stop only for data not generated here, or a GPU this machine (or

@@ -156,6 +156,7 @@ parallel.mode|||--set parallel.mode=dp
 parallel.mode||--set parallel.mode=dp|
 parallel.comm|||--set parallel.comm=mpi
 parallel.blas|||--set parallel.blas=openblas
+parallel.blas_threads|||--set parallel.blas_threads=1
 parallel.replicas|||--set parallel.replicas=2
 parallel.devices|--set parallel.device=emulated||--set parallel.devices=[0]
 emulate.h2d_gbps|||--set emulate.h2d_gbps=10

@@ -67,6 +67,9 @@ assert all(c["loader"][k] == v for k, v in t["best"].items() if t["best"]["num_w
            ("num_workers", "pin_memory", "async_copy", "copy_depth")), (c["loader"], t["best"])
 assert c["dataset"]["length"] == 600 and c["dataset"]["sample_cost_us"] == 100
 assert c["loader"]["batch_size"] == 30 and c["train"]["lr"] == 0.01
+# the BLAS choice the trial ran with, not one the rerun measured afresh
+run, re = json.load(open(sys.argv[1]))["runs"][t["best_trial"]], json.load(open(sys.argv[2]))["runs"][0]
+assert (re["blas_library"], re["blas_threads"]) == (run["blas_library"], run["blas_threads"]), (run, re)
 EOF
 
 # the text: the same result through the text renderer

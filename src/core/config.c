@@ -90,6 +90,9 @@ const struct key config_keys[] = {
     {"parallel.blas", KEY_ENUM, OFF(parallel.blas), "auto", 0, 0, "auto|openblas|libxsmm", 0,
      "cpu: the library of the step's products; auto = the faster measured (results can differ "
      "in the last bits between libraries)"},
+    {"parallel.blas_threads", KEY_INT, OFF(parallel.blas_threads), "0", 0, 1024, NULL, 0,
+     "cpu: OpenBLAS threads for the step's products (at most the threads OpenBLAS started); "
+     "0 = the fastest measured; with parallel.blas libxsmm, 1. --tune's YAML sets it"},
     {"parallel.replicas", KEY_INT, OFF(parallel.replicas), "1", 1, 1024, NULL, 0,
      "DataParallel replicas (cuda: the first N devices)"},
     {"parallel.devices", KEY_INT_LIST, OFF(parallel.devices), "[]", 0, 1023, NULL, 0,

@@ -65,6 +65,7 @@ struct config {
         char mode[CONFIG_STR];   // dp | ddp
         char comm[CONFIG_STR];   // auto | mpi | nccl (ddp's collectives)
         char blas[CONFIG_STR];   // auto | openblas | libxsmm (cpu step's products)
+        long blas_threads;       // OpenBLAS threads for them; 0: the fastest measured
         long replicas;
         long devices[CONFIG_MAX_DEVICES]; // (n_devices) device ids, may repeat
         int n_devices;

@@ -55,21 +55,21 @@ static void text_splits(FILE *f, const struct run_result *run)
     }
 }
 
-/* "# blas: libxsmm, 1 thread per replica, the fastest of OpenBLAS 1: 79.1 us,
- *  2: 67.0 us, libxsmm 1: 33.2 us per replica step" */
+/* "# blas: libxsmm, 1 thread per replica, the fastest of OpenBLAS 1: 79.1 us, ..." */
 static void text_blas(FILE *f, const struct run_result *run)
 {
     const struct blas_choice *b = &run->blas;
     if (b->n_tried == 0)
         return;
-    fprintf(f, "# blas:%s%s %s, %d thread%s per replica, the fastest of", run->label[0] ? " " : "",
-            run->label, hostmm_lib_name(b->lib), b->threads, b->threads == 1 ? "" : "s");
-    for (int i = 0; i < b->n_tried; i++)
-        fprintf(f, "%s%s%s %d: %.3g us", i ? "," : "",
-                i == 0 || b->tried_lib[i] != b->tried_lib[i - 1] ? " " : "",
-                i == 0 || b->tried_lib[i] != b->tried_lib[i - 1] ? hostmm_lib_name(b->tried_lib[i])
-                                                                 : "",
-                b->tried[i], 1e6 * b->seconds[i]);
+    fprintf(f, "# blas:%s%s %s, %d thread%s per replica, %s", run->label[0] ? " " : "",
+            run->label, hostmm_lib_name(b->lib), b->threads, b->threads == 1 ? "" : "s",
+            run->cfg.parallel.blas_threads > 0 && b->lib == HOSTMM_OPENBLAS
+                ? "as parallel.blas_threads sets; measured" : "the fastest of");
+    for (int i = 0; i < b->n_tried; i++) {
+        bool lib = i == 0 || b->tried_lib[i] != b->tried_lib[i - 1]; // where the library changes
+        fprintf(f, "%s%s%s %d: %.3g us", i ? "," : "", lib ? " " : "",
+                lib ? hostmm_lib_name(b->tried_lib[i]) : "", b->tried[i], 1e6 * b->seconds[i]);
+    }
     fprintf(f, " per replica step\n");
 }
 

@@ -333,6 +333,11 @@ static int tune_host_blas(struct train *t, struct error *e)
     } else {
         blas_remember(t->F, t->O, rows, most, side, c->parallel.blas, &t->out->blas);
     }
+    long fixed = c->parallel.blas_threads; // the config's count, where it gives one
+    if (fixed > 0 && strcmp(c->parallel.blas, "libxsmm") != 0) {
+        t->out->blas.lib = HOSTMM_OPENBLAS;
+        t->out->blas.threads = (int)(fixed < rlimits_blas_threads() ? fixed : rlimits_blas_threads());
+    }
     t->setup.blas_threads = t->out->blas.threads;
     t->setup.blas_lib = t->out->blas.lib;
     return 0;

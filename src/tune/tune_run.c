@@ -63,8 +63,9 @@ int tune_main(struct results *res, const struct backend *be, struct error *e)
 }
 
 /* Whether key path goes into the tuned config: what the user gave (file and
- * --set) and every loader knob, less the output choices and the knobs
- * PyTorch refuses without workers. */
+ * --set), every loader knob and, on the cpu, the BLAS choice the trial ran
+ * with (a rerun measuring its own could take another), less the output
+ * choices and the knobs PyTorch refuses without workers. */
 static bool yaml_key(const struct config *c, const char *path)
 {
     if (!strcmp(path, "report.out") || !strcmp(path, "report.format") ||
@@ -74,6 +75,8 @@ static bool yaml_key(const struct config *c, const char *path)
     for (int k = 0; k < TUNE_N_KNOBS; k++)
         if (!strcmp(path, tune_knob_key(k)))
             return true;
+    if (!strcmp(path, "parallel.blas") || !strcmp(path, "parallel.blas_threads"))
+        return c->parallel.blas_threads > 0 || strcmp(c->parallel.blas, "auto");
     return config_is_explicit(c, path);
 }
 
@@ -87,8 +90,14 @@ int tune_write_yaml(const struct results *res, const char *dir, char *path, size
         return 0;
     if (config_copy(&c, &res->cfg))
         return error_set(e, "out of memory");
-    pipeline_knobs_of(&k, &res->runs[res->tune->best].cfg);
+    const struct run_result *best = &res->runs[res->tune->best];
+    pipeline_knobs_of(&k, &best->cfg);
     pipeline_knobs_apply(&k, &c);
+    if (best->blas.n_tried) { // the cpu's BLAS choice, as the trial ran it
+        bool xsmm = best->blas.lib == HOSTMM_LIBXSMM;
+        snprintf(c.parallel.blas, sizeof c.parallel.blas, xsmm ? "libxsmm" : "openblas");
+        c.parallel.blas_threads = xsmm ? 0 : best->blas.threads;
+    }
     char tmp[4400];
     snprintf(path, n, "%s/%s-tuned.yaml", dir, c.name);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
