@@ -14,7 +14,10 @@ test_init "$@"
 
 check() { # check 'python expression over d (the result) and t (d["tune"])' FILE what
     if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); t=d['tune']; sys.exit(0 if ($1) else 1)" "$2"
-    then ok; else bad "$3: $(head -c 300 "$2")"; fi
+    then ok; else bad "$3: $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); t=d['tune']
+print({k: t.get(k) for k in ('outcome', 'best_trial', 'best_epoch_ms', 'statement')},
+      [(x['rounds'], x['median_ms']) for x in t['trials']],
+      [r['summary']['median_seconds'] for r in d['runs']])" "$2" 2>&1 | head -c 1500)"; fi
 }
 
 # ---- input-bound: loading (100 us a sample) against the tutorial's tiny step
