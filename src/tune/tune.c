@@ -13,7 +13,7 @@
 
 #define MAX_TRIALS 8   // the config as given, the profile's second, the candidates
 #define CANDIDATES 3   // raced besides the config as given
-#define ROUND_S 0.1    // a race round measures each point for at least this long
+#define ROUND_S 0.05   // a race round measures each point for at least this long
 #define MIN_ROUNDS 9   // the race's first look, and
 #define MAX_ROUNDS 16  // its cap
 #define MIN_EPOCH_S 1e-3 // a shorter median epoch: thread start-up outweighs any setting
@@ -98,7 +98,7 @@ struct search {
     struct tune_result *t;     // res->tune
     int race[MAX_TRIALS];      // the runs raced; race[0] = 0, the config as given
     bool out[MAX_TRIALS];      // left the race
-    int n_race, epochs, warmup; // a race round's measured epochs, after warmup (0 or 1)
+    int n_race, epochs;        // a race round's measured epochs
     double t0;
     struct error *e;
 };
@@ -264,26 +264,35 @@ static enum step profile(struct search *s)
 
 /* ---- the candidates: the same predictions, ranked by the goal ---------- */
 
-/* Fastest (the settings fastest predicted first): the best predicted at the
- * best one's worker count W and at W - 1 and W + 1 (the workers' effect is
- * what the model knows least: contention for the cores, hand-offs), then
- * the next fastest predicted; never the config as given, which is always
- * raced. Target AU (the
- * settings cheapest first): the cheapest predicted to reach it (none doing
- * so: the highest AU), and the cheaper and dearer settings next to it. */
+/* Fastest (the settings fastest predicted first): the best predicted, at
+ * worker count W, and the best at W - 1 and at W + 1 where the model's
+ * bound for it without hand-off costs (what the model knows least:
+ * the workers' wake-ups and their contention for the cores) beats the best
+ * predicted; where no worker count is searched, the next fastest. Never
+ * the config as given, which is always raced. Target AU (the settings
+ * cheapest first): the cheapest predicted to reach it (none doing so: the
+ * highest AU), and the cheaper and dearer settings next to it. */
 static int pick(const struct search *s, int *out)
 {
     const struct tune_setting *sp = s->t->space;
     struct pipeline_knobs given;
+    struct pipeline_costs free = s->t->costs;
     pipeline_knobs_of(&given, s->o->base);
+    free.handoff = 0;
+    bool workers = (s->o->knobs >> TUNE_WORKERS & 1) && s->o->max_workers > 0;
     int n = 0, c = 0, m = s->t->n_space;
-    for (int pass = 0; pass < 4 && s->o->target_au == 0; pass++) // W, W - 1, W + 1, any
+    for (int pass = 0; pass < 3 + !workers && s->o->target_au == 0; pass++) // W, W -+ 1, any
         for (int j = 0; j < m && n < CANDIDATES; j++) {
             bool taken = !memcmp(sp[j].k.v, given.v, sizeof given.v) ||
                          (pass < 3 && sp[j].k.num_workers != sp[0].k.num_workers + (long[]){0, -1, 1}[pass]);
             for (int i = 0; i < n && !taken; i++)
                 taken = out[i] == j;
-            if (!taken && (out[n++] = j, pass < 3))
+            if (taken)
+                continue;
+            if (pass == 0 || pass == 3 ||
+                pipeline_epoch(&free, &sp[j].k, s->t->batches) < sp[0].predicted_s)
+                out[n++] = j;
+            if (pass < 3)
                 break; // one a worker count
         }
     if (s->o->target_au == 0)
@@ -307,11 +316,17 @@ static int pick(const struct search *s, int *out)
 
 /* ---- the race -------------------------------------------------------------- */
 
+/* A round of point p: its epochs, after a warm-up epoch where the config
+ * has one and the first epoch differs from the next by design (persistent
+ * workers start once; a device's buffers); workers that start each epoch
+ * start in every epoch measured. */
 static int race_measure(void *search, int p, int r, int k, struct error *e)
 {
     struct search *s = search;
-    int rc = s->out[p] ? 0 : s->trial(s->ctx, &s->res->runs[s->race[p]], r, k, s->warmup,
-                                                 s->epochs, e);
+    struct run_result *run = &s->res->runs[s->race[p]];
+    int warmup = s->o->base->train.warmup_epochs > 0 &&
+                 (run->cfg.loader.persistent_workers || s->o->be->device_copies);
+    int rc = s->out[p] ? 0 : s->trial(s->ctx, run, r, k, warmup, s->epochs, e);
     s->t->trials[s->race[p]].rounds += rc == 0 && !s->out[p];
     return rc;
 }
@@ -332,9 +347,10 @@ static int leader(const struct search *s, int from)
  * beat the leader beyond the noise threshold (the interval's low end at
  * 1 - threshold or above: slower, the same, or at most that much faster)
  * leaves the race; the config as given leaves once slower than the leader.
- * The race ends when only the leader is left beside the config as given
- * (or beside none), with its verdict against the leader decided. A target
- * AU's race ends at its first look. */
+ * The race ends once the config as given's verdict against the leader is
+ * decided (the candidates still in are not told apart from the leader, the
+ * lowest median, and need not be), or, where the config as given leads,
+ * once every candidate left. A target AU's race ends at its first look. */
 static bool race_done(void *search, int rounds, double alpha)
 {
     struct search *s = search;
@@ -350,7 +366,8 @@ static bool race_done(void *search, int rounds, double alpha)
             open += q.verdict == VERDICT_UNDECIDED;
             continue;
         }
-        open += !(s->out[p] = q.ci95[0] >= 1 - q.threshold); // NAN (too few rounds): stays
+        s->out[p] = q.ci95[0] >= 1 - q.threshold; // NAN (too few rounds): stays
+        open += !s->out[p] && lead == 0;
         if (s->out[p]) {
             snprintf(DECISION(s, s->race[p]), "left the race after %d rounds: %.2fx the time of "
                      "trial %d [%.2f, %.2f], %s", rounds, q.ratio, s->race[lead], q.ci95[0],
@@ -381,7 +398,6 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
     }
     long most = s->o->base->train.epochs > 1 ? s->o->base->train.epochs : 1;
     s->epochs = (int)fmin((double)most, fmax(1, ceil(ROUND_S / fastest)));
-    s->warmup = s->o->base->train.warmup_epochs > 0; // workers start before what is measured
     struct rounds_plan plan = {
         .points = s->n_race, .min_rounds = MIN_ROUNDS, .max_rounds = MAX_ROUNDS,
         .budget_s = fmax(1e-9, s->o->budget_s - (clock_of(s) - s->t0)),
