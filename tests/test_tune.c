@@ -154,6 +154,24 @@ static void test_input_bound(void **state)
     assert_true(T()->rerun_s[0] > 0 && T()->rerun_s[0] <= truth && truth <= T()->rerun_s[1]);
 }
 
+/* Workers cost the training thread a hand-off per batch, and every thread
+ * beyond the cores costs more: the profile's runs with K - 1 and K workers
+ * recover both, and every trial's prediction (0, 1, 2 and 3 workers on 2
+ * cores) is the truth within the profile's noise. */
+static void test_handoff_and_contention(void **state)
+{
+    (void)state;
+    setup(&backend_cpu, 2e-3, 1e-3, 2, 5, true);
+    fx.x.truth.handoff = 0.5e-3, fx.x.truth.contend = 1e-3;
+    run();
+    assert_true(fabs(T()->costs.handoff / 0.5e-3 - 1) < 0.2);
+    assert_true(fabs(T()->costs.contend / 1e-3 - 1) < 0.2);
+    for (int i = 0; i < fx.res.n_runs; i++) {
+        struct pipeline_knobs k = knobs(i);
+        assert_true(fabs(T()->trials[i].predicted_s / truth_epoch(&fx.x, &k) - 1) < 0.05);
+    }
+}
+
 /* Copies dominate on a device: pinned memory with async copies. */
 static void test_copy_bound(void **state)
 {
@@ -354,7 +372,8 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_input_bound),  cmocka_unit_test(test_copy_bound),
+        cmocka_unit_test(test_input_bound),  cmocka_unit_test(test_handoff_and_contention),
+        cmocka_unit_test(test_copy_bound),
         cmocka_unit_test(test_knobs_without_effect), cmocka_unit_test(test_compute_bound),
         cmocka_unit_test(test_target_au),    cmocka_unit_test(test_no_target),
         cmocka_unit_test(test_too_short),    cmocka_unit_test(test_budget),

@@ -386,6 +386,7 @@ static cJSON *tune_profile_json(const struct tune_result *t)
     cJSON_AddNumberToObject(o, "batches", (double)t->batches);
     cJSON_AddNumberToObject(o, "load_ms", 1e3 * c->load);
     cJSON_AddNumberToObject(o, "handoff_ms", 1e3 * c->handoff);
+    cJSON_AddNumberToObject(o, "contention_ms", 1e3 * c->contend);
     cJSON_AddNumberToObject(o, "loop_ms", 1e3 * c->loop);
     cJSON_AddNumberToObject(o, "host_ms", 1e3 * c->host);
     cJSON_AddNumberToObject(o, "compute_ms", 1e3 * c->compute);

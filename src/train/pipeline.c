@@ -10,8 +10,9 @@
  *   async:         max(feed', D = 1 ? X + C : max(X, C), H + o), with feed' =
  *                  L + (pageable ? X : 0) for W = 0 (the copy thread loads and
  *                  stages), max(feed, pageable ? X : 0) for W > 0
- * and never under (L + H + o + m w) / K, the host's work per batch over its
- * cores. With w = o = 0 and no bound this is the emulated device's model
+ * and never under (L + H + o + m w + s max(0, W + 1 - K)) / K, the host's
+ * work per batch over its cores, s each thread more than the cores costs
+ * (switches, caches). With w = o = s = 0 and no bound this is the emulated device's model
  * (docs/emulated.md), which report_emulated.c applies batch by batch. */
 #include "pipeline.h"
 
@@ -48,7 +49,8 @@ double pipeline_period(const struct pipeline_costs *c, const struct pipeline_kno
         double dev = k->copy_depth == 1 ? X + C : fmax(X, C);
         p = fmax(fmax(in, dev), H);
     }
-    return c->cores > 0 ? fmax(p, (L + H + wake) / c->cores) : p;
+    double over = k->num_workers > 0 ? fmax(0, W + 1 - c->cores) * c->contend : 0;
+    return c->cores > 0 ? fmax(p, (L + H + wake + over) / c->cores) : p;
 }
 
 double pipeline_epoch(const struct pipeline_costs *c, const struct pipeline_knobs *k,
@@ -95,11 +97,13 @@ static void fit(struct pipeline_costs *c, double *x, const struct run_result *ru
 }
 
 void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
-                  const struct run_result *workers)
+                  const struct run_result *workers, const struct run_result *over)
 {
-    c->loop = c->handoff = 0;
+    c->loop = c->handoff = c->contend = 0;
     if (sync)
         fit(c, &c->loop, sync);
     if (workers)
         fit(c, &c->handoff, workers);
+    if (over)
+        fit(c, &c->contend, over);
 }

@@ -23,6 +23,7 @@ void pipeline_knobs_apply(const struct pipeline_knobs *k, struct config *c);
 struct pipeline_costs { // seconds per batch
     double load;     // L: one batch filled by one thread (read, decode, transform, collate)
     double handoff;  // w: a worker's batch handed to the training thread (its wake-ups)
+    double contend;  // s: each thread beyond the cores (workers + the training thread)
     double loop;     // o: the training thread's own time besides the step
     double host;     // H: the training thread's step (all of it where the host computes)
     double compute;  // C: the device's step (0 where the host computes)
@@ -42,9 +43,10 @@ double pipeline_au(const struct pipeline_costs *c, const struct pipeline_knobs *
 /* The costs per batch a run measured (load, step, its pin_memory's copy);
  * device: the backend copies batches to a device. */
 void pipeline_measure(const struct run_result *run, bool device, struct pipeline_costs *c);
-/* The training thread's own time (from a run without workers) and the
- * hand-off (from one with them) fitted to their median epochs; either NULL. */
+/* Fitted to median epochs, each run NULL or not: the training thread's own
+ * time (from a run without workers), the hand-off (from one with workers
+ * and no more threads than cores), the contention (from one with more). */
 void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
-                  const struct run_result *workers);
+                  const struct run_result *workers, const struct run_result *over);
 
 #endif

@@ -11,7 +11,7 @@
 #include "effect.h"
 #include "progress.h"
 
-#define MAX_TRIALS 8   // the config as given, the profile's second, the candidates
+#define MAX_TRIALS 8   // the config as given, the profile's other runs (3), the candidates
 #define CANDIDATES 3   // raced besides the config as given
 #define ROUND_S 0.05   // a race round measures each point for at least this long
 #define MIN_ROUNDS 9   // the race's first look, and
@@ -159,22 +159,33 @@ static enum step profile_run(struct search *s, int i)
     return rc < 0 ? STEP_FAILED : rc ? STEP_STOPPED : STEP_ON;
 }
 
-/* The stage costs: load and step from the run that loads in-line (no
- * workers) where there is one, the hand-off fitted on the one with workers,
- * each copy from the run that had its pin_memory. b: the second run, or -1. */
-static void costs_of(struct search *s, int b)
+/* The stage costs from the profile's runs: load, step and copy from the
+ * one that loads in-line (no workers; else the config as given), the other
+ * pin_memory's copy from one that had it; the training thread's own time,
+ * the hand-off and the contention fitted on the run without workers, the
+ * one with the most workers within the cores (W + 1 <= K), the one with the
+ * fewest beyond them. */
+static void costs_of(struct search *s)
 {
-    const struct run_result *r0 = &s->res->runs[0], *r1 = b > 0 ? &s->res->runs[b] : NULL;
-    bool swap = r1 && r1->cfg.loader.num_workers == 0, dev = s->o->be->device_copies;
-    const struct run_result *a = swap ? r1 : r0, *w = swap ? r0 : r1; // a: in-line if any
+    const struct run_result *r = s->res->runs, *a = &r[0], *w = NULL, *over = NULL;
     struct pipeline_costs *c = &s->t->costs, other = {0};
-    bool pin = a->cfg.loader.pin_memory, in_line = a->cfg.loader.num_workers == 0;
+    bool dev = s->o->be->device_copies;
+    for (int i = 0; i < s->res->n_runs; i++) {
+        long n = r[i].cfg.loader.num_workers;
+        a = n == 0 && a->cfg.loader.num_workers ? &r[i] : a;
+        if (n > 0 && n + 1 <= s->o->cores && (!w || n > w->cfg.loader.num_workers))
+            w = &r[i];
+        if (n > 0 && n + 1 > s->o->cores && (!over || n < over->cfg.loader.num_workers))
+            over = &r[i];
+    }
+    bool pin = a->cfg.loader.pin_memory;
     *c = (struct pipeline_costs){.cores = s->o->cores};
     pipeline_measure(a, dev, c);
-    if (w && w->cfg.loader.pin_memory != pin)
-        pipeline_measure(w, dev, &other);
+    for (int i = 0; i < s->res->n_runs; i++)
+        if (r[i].cfg.loader.pin_memory != pin)
+            pipeline_measure(&r[i], dev, &other);
     c->copy[!pin] = other.copy[!pin] > 0 ? other.copy[!pin] : c->copy[pin];
-    pipeline_fit(c, in_line ? a : NULL, w && w->cfg.loader.num_workers ? w : in_line ? NULL : a);
+    pipeline_fit(c, a->cfg.loader.num_workers ? NULL : a, w, over);
     s->t->batches = a->n_batches;
 }
 
@@ -222,12 +233,15 @@ static int ranked(const void *pa, const void *pb)
     return qa != qb ? (qa > qb) - (qa < qb) : (ca > cb) - (ca < cb);
 }
 
-/* The profile's two runs (the config as given; then with workers, or
- * without where it has some, and the other pin_memory where that acts), the
- * costs, and every setting predicted; epochs under MIN_EPOCH_S end it. */
+/* The profile: the config as given, then runs without workers, with the
+ * most that leave the training thread a core (K - 1) and with one thread
+ * beyond the cores (K workers), at most max_workers, persistent where they
+ * may be (the hand-off, not each epoch's worker start-up), the last with
+ * the other pin_memory where that acts; the costs, and every setting
+ * predicted. Epochs under MIN_EPOCH_S end it. */
 static enum step profile(struct search *s)
 {
-    struct pipeline_knobs k;
+    struct pipeline_knobs k, other[3];
     pipeline_knobs_of(&k, s->o->base);
     enum step st = profile_run(s, add_trial(s, &k));
     const struct run_result *given = &s->res->runs[0];
@@ -240,20 +254,29 @@ static enum step profile(struct search *s)
                         "batch or dataset)", 1e3 * median, 1e3 * MIN_EPOCH_S);
     bool workers = (s->o->knobs >> TUNE_WORKERS & 1) && s->o->max_workers > 0;
     bool pin = (s->o->knobs >> TUNE_PIN & 1) && acts(s->o, TUNE_PIN, &k);
-    int b = -1;
-    if (workers) // persistent where it may be: the hand-off, not each epoch's worker start-up
-        k.num_workers = k.num_workers ? 0 : (long)fmin(s->o->cores, (double)s->o->max_workers);
-    k.persistent_workers |= workers && k.num_workers && (s->o->knobs >> TUNE_PERSISTENT & 1);
-    k.pin_memory ^= pin;
-    if (st == STEP_ON && (workers || pin))
-        st = profile_run(s, b = add_trial(s, &k));
+    long K = (long)s->o->cores, prev = k.num_workers;
+    int n = 0;
+    for (int i = 0; i < 3 && workers; i++) {
+        long w = (long)fmin((double)(long[]){0, K - 1, K}[i], (double)s->o->max_workers);
+        if (w == prev || w == k.num_workers || (i > 0 && w < 1))
+            continue;
+        other[n] = k, other[n].num_workers = prev = w;
+        other[n++].persistent_workers |= w && (s->o->knobs >> TUNE_PERSISTENT & 1);
+    }
+    if (pin && n == 0)
+        other[n++] = k;
+    if (n > 0)
+        other[n - 1].pin_memory ^= pin;
+    for (int i = 0, b; i < n && st == STEP_ON; i++) {
+        st = profile_run(s, b = add_trial(s, &other[i]));
+        if (b > 0)
+            snprintf(DECISION(s, b), "profiled: the stage costs beside the config as given's");
+    }
     if (st != STEP_ON)
         return st;
-    if (b > 0)
-        snprintf(DECISION(s, b), "profiled: the stage costs beside the config as given's");
-    costs_of(s, b);
-    long n = (s->o->max_workers + 1) * 5 * 2 * 2 * 2 * 4; // knob_values' sizes at most
-    if (!(s->t->space = malloc((size_t)n * sizeof *s->t->space)))
+    costs_of(s);
+    size_t most = (size_t)(s->o->max_workers + 1) * 5 * 2 * 2 * 2 * 4; // knob_values' sizes
+    if (!(s->t->space = malloc(most * sizeof *s->t->space)))
         return error_set(s->e, "out of memory"), STEP_FAILED;
     pipeline_knobs_of(&k, s->o->base);
     space_walk(s, k, 0);
