@@ -17,6 +17,7 @@
 #define MIN_ROUNDS 9   // the race's first look, and
 #define MAX_ROUNDS 16  // its cap
 #define MIN_EPOCH_S 1e-3 // a shorter median epoch: thread start-up outweighs any setting
+#define PROFILE_S 0.5  // a profile run measures at least 2 epochs, and this long (10 at most)
 
 /* where a knob acts, the values tried (num_workers: 0 to max_workers) */
 static const struct { int n; long v[5]; } knob_values[TUNE_N_KNOBS] = {
@@ -151,11 +152,20 @@ static int add_trial(struct search *s, const struct pipeline_knobs *k)
 
 /* ---- profile and predict -------------------------------------------------- */
 
-/* Trial i's profile run: epochs of its own, not a round (paired with none). */
-static enum step profile_run(struct search *s, int i)
+/* A warm-up epoch before a trial's run where the config has one and the
+ * first epoch differs from the next by design (persistent workers start
+ * once; a device's buffers); workers that start each epoch start in every
+ * epoch measured. */
+static int warmup_of(const struct search *s, const struct config *c)
 {
-    int rc = i < 0 ? -1 : s->trial(s->ctx, &s->res->runs[i], -1, 0,
-                                   s->o->base->train.warmup_epochs > 0, 2, s->e);
+    return s->o->base->train.warmup_epochs > 0 &&
+           (c->loader.persistent_workers || s->o->be->device_copies);
+}
+
+/* Trial i's profile run: epochs of its own, not a round (paired with none). */
+static enum step profile_run(struct search *s, int i, int warmup, int epochs)
+{
+    int rc = i < 0 ? -1 : s->trial(s->ctx, &s->res->runs[i], -1, 0, warmup, epochs, s->e);
     return rc < 0 ? STEP_FAILED : rc ? STEP_STOPPED : STEP_ON;
 }
 
@@ -243,9 +253,14 @@ static enum step profile(struct search *s)
 {
     struct pipeline_knobs k, other[3];
     pipeline_knobs_of(&k, s->o->base);
-    enum step st = profile_run(s, add_trial(s, &k));
+    int warmup = s->o->base->train.warmup_epochs > 0;
+    enum step st = profile_run(s, add_trial(s, &k), warmup, 2);
     const struct run_result *given = &s->res->runs[0];
     double median = st == STEP_ON ? epochs_median(given->epochs, given->n_epochs) : 0;
+    int epochs = (int)fmin(10, fmax(2, ceil(PROFILE_S / median))); // NAN: 2
+    if (st == STEP_ON && median >= MIN_EPOCH_S && epochs > 2)
+        st = profile_run(s, 0, warmup_of(s, &given->cfg), epochs - 2); // more of it
+    median = st == STEP_ON ? epochs_median(given->epochs, given->n_epochs) : 0;
     snprintf(DECISION(s, 0), "the config as given");
     if (st == STEP_ON && !(median >= MIN_EPOCH_S)) // NAN too
         return conclude(s, TUNE_TOO_SHORT, -1, "too short to measure: the median epoch takes "
@@ -268,7 +283,7 @@ static enum step profile(struct search *s)
     if (n > 0)
         other[n - 1].pin_memory ^= pin;
     for (int i = 0, b; i < n && st == STEP_ON; i++) {
-        st = profile_run(s, b = add_trial(s, &other[i]));
+        st = profile_run(s, b = add_trial(s, &other[i]), warmup, epochs);
         if (b > 0)
             snprintf(DECISION(s, b), "profiled: the stage costs beside the config as given's");
     }
@@ -339,17 +354,12 @@ static int pick(const struct search *s, int *out)
 
 /* ---- the race -------------------------------------------------------------- */
 
-/* A round of point p: its epochs, after a warm-up epoch where the config
- * has one and the first epoch differs from the next by design (persistent
- * workers start once; a device's buffers); workers that start each epoch
- * start in every epoch measured. */
+/* A round of point p: its epochs (after warmup_of's). */
 static int race_measure(void *search, int p, int r, int k, struct error *e)
 {
     struct search *s = search;
     struct run_result *run = &s->res->runs[s->race[p]];
-    int warmup = s->o->base->train.warmup_epochs > 0 &&
-                 (run->cfg.loader.persistent_workers || s->o->be->device_copies);
-    int rc = s->out[p] ? 0 : s->trial(s->ctx, run, r, k, warmup, s->epochs, e);
+    int rc = s->out[p] ? 0 : s->trial(s->ctx, run, r, k, warmup_of(s, &run->cfg), s->epochs, e);
     s->t->trials[s->race[p]].rounds += rc == 0 && !s->out[p];
     return rc;
 }
