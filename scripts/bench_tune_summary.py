@@ -44,11 +44,13 @@ print("# h2h: tune's choice against the sweep's best, interleaved (compare -c): 
 print("#   per-round ratios choice/best (target <= 1.05; on one config <= 1.10 with its interval")
 print("#   holding 1), and compare's paired ratio [95% interval] verdict")
 print("# wall: tune's wall time / the sweep's (target <= 0.25); model: the median over the raced")
-print("#   candidates of |predicted / measured median epoch - 1| (target <= 0.15 on the quiet pass)")
+print("#   candidates of |predicted / measured median epoch - 1| (target <= 0.15 on the quiet pass);")
+print("#   ratio: the same for the time against the config as given, predicted ratio over the race's")
+print("#   paired one (the machine's drift between the profile and the race cancels)")
 print("# vs given: the choice against the config as given, interleaved (target under load: never slower);")
 print("# rerun: of the choice's head-to-head rounds, how many medians lie in the range tune gave")
 head = (f"{'config':<23} {'outcome':<13} {'choice':<32} {'sweep best':<32} {'h2h':>5} "
-        f"{'compare [95%] verdict':<29} {'tune s':>7} {'sweep s':>8} {'wall':>5} {'model':>6} "
+        f"{'compare [95%] verdict':<29} {'tune s':>7} {'sweep s':>8} {'wall':>5} {'model':>6} {'ratio':>6} "
         f"{'vs given [95%] verdict':<29} rerun")
 print(head)
 walls = {}
@@ -61,6 +63,10 @@ for name, (tune_s, sweep_s) in walls.items():
     best = min((r for r in runs if "same_as" not in r), key=lambda r: r["summary"]["median_seconds"])
     raced = [tr for tr in t["trials"] if tr["rounds"] > 0 and tr["median_ms"]]
     model = statistics.median(abs(tr["predicted_ms"] / tr["median_ms"] - 1) for tr in raced) if raced else float("nan")
+    g = t["trials"][0]["predicted_ms"]
+    paired = [abs(tr["predicted_ms"] / g / tr["vs_given"]["ratio"] - 1) for tr in raced[1:]
+              if tr.get("vs_given") and tr["vs_given"]["ratio"]]
+    model_r = statistics.median(paired) if paired else float("nan")
     h2h, cmp_text, vs_text, rerun = float("nan"), "-", "-", "-"
     if load(f"{name}.h2h.json"):
         p = load(f"{name}.h2h.json")["pairs"][0]
@@ -75,7 +81,7 @@ for name, (tune_s, sweep_s) in walls.items():
     choice = knobs(t["best"]) if t["best"] else "-"
     print(f"{name:<23} {t['outcome']:<13} {choice:<32} {knobs(best['config']['loader']):<32} "
           f"{h2h:5.3f} {cmp_text:<29} {tune_s:7.1f} {sweep_s:8.1f} {tune_s / sweep_s:5.2f} "
-          f"{model:6.3f} {vs_text:<29} {rerun}")
+          f"{model:6.3f} {model_r:6.3f} {vs_text:<29} {rerun}")
 
 print()
 print("# tune.target_au: the cheapest settings whose AU reaches the target, its measured AU, and the")

@@ -470,7 +470,7 @@ static void confirm_fastest(struct search *s, bool budget)
         t->outcome = TUNE_CHANGE, t->best = c, t->gain = g;
     else if (c == 0)
         conclude(s, TUNE_KEEP_FASTEST, 0, "nothing measured faster: every setting raced left "
-                 "the race slower than the config as given");
+                 "the race, none faster than the config as given beyond the noise threshold");
     else
         conclude(s, !open ? TUNE_KEEP_FASTEST : budget ? TUNE_KEEP_BUDGET : TUNE_KEEP_NOISY, 0,
                  "%s: %s, trial %d, took %.2fx the config as given's time [%.2f, %.2f] over %d "
