@@ -1,18 +1,22 @@
 /* The pipeline model, by operational analysis: a stage's throughput is its
  * parallelism over its service time, bounded by the cores. Per batch: L
- * load on one thread, w a worker's hand-off (m = 2 wake-ups with prefetch 1,
- * else 1), H + o the training thread's step and own time, C the device's
- * step, X the copy (pageable or pinned). With W workers, ring depth D, K cores:
+ * load on one thread, w a worker's batch handed to the training thread,
+ * paid at both ends (m = 2 wake-ups with prefetch 1, else 1; 0 without
+ * workers), H + o the training thread's step and own time, C the device's
+ * step, X the copy (pageable or pinned). With W workers, ring depth D, K
+ * cores, and h = H + o + m w the training thread's time per batch:
  *   feed (W > 0) = (L + m w) / W       W workers in parallel, each a server
  *   sync,  W = 0:  max(H + o + L, C) + X     one slot: the copy waits for the
  *                                             step before; loading overlaps it
- *   sync,  W > 0:  max(feed, max(H + o, C) + X)
- *   async:         max(feed', D = 1 ? X + C : max(X, C), H + o), with feed' =
+ *   sync,  W > 0:  max(feed, max(h, C) + X)
+ *   async:         max(feed', D = 1 ? X + C : max(X, C), h), with feed' =
  *                  L + (pageable ? X : 0) for W = 0 (the copy thread loads and
  *                  stages), max(feed, pageable ? X : 0) for W > 0
- * and never under (L + H + o + m w + s max(0, W + 1 - K)) / K, the host's
+ * and never under (L + H + o + 2 m w + s max(0, W + 1 - K)) / K, the host's
  * work per batch over its cores, s each thread more than the cores costs
- * (switches, caches). With w = o = s = 0 and no bound this is the emulated device's model
+ * (switches, caches). A hand-off at both ends keeps its fit to a run that
+ * the training thread bounds small (a share of the consumer's time), where
+ * at the workers' end alone it would have to outgrow the other bounds. With w = o = s = 0 and no bound this is the emulated device's model
  * (docs/emulated.md), which report_emulated.c applies batch by batch. */
 #include "pipeline.h"
 
@@ -40,17 +44,17 @@ double pipeline_period(const struct pipeline_costs *c, const struct pipeline_kno
 {
     double W = (double)k->num_workers, L = c->load, H = c->host + c->loop;
     double wake = k->num_workers > 0 ? (k->prefetch_factor == 1 ? 2 : 1) * c->handoff : 0;
-    double feed = W > 0 ? (L + wake) / W : 0, p;
+    double feed = W > 0 ? (L + wake) / W : 0, h = H + wake, p;
     if (!k->async_copy) {
-        p = W == 0 ? fmax(H + L, C) + X : fmax(feed, fmax(H, C) + X);
+        p = W == 0 ? fmax(H + L, C) + X : fmax(feed, fmax(h, C) + X);
     } else {
         double staged = k->pin_memory ? 0 : X; // pageable: the copy thread stages it
         double in = W == 0 ? L + staged : fmax(feed, staged);
         double dev = k->copy_depth == 1 ? X + C : fmax(X, C);
-        p = fmax(fmax(in, dev), H);
+        p = fmax(fmax(in, dev), h);
     }
     double over = k->num_workers > 0 ? fmax(0, W + 1 - c->cores) * c->contend : 0;
-    return c->cores > 0 ? fmax(p, (L + H + wake + over) / c->cores) : p;
+    return c->cores > 0 ? fmax(p, (L + H + 2 * wake + over) / c->cores) : p;
 }
 
 double pipeline_epoch(const struct pipeline_costs *c, const struct pipeline_knobs *k,

@@ -22,7 +22,7 @@ void pipeline_knobs_apply(const struct pipeline_knobs *k, struct config *c);
 
 struct pipeline_costs { // seconds per batch
     double load;     // L: one batch filled by one thread (read, decode, transform, collate)
-    double handoff;  // w: a worker's batch handed to the training thread (its wake-ups)
+    double handoff;  // w: a worker's batch handed to the training thread, at each end
     double contend;  // s: each thread beyond the cores (workers + the training thread)
     double loop;     // o: the training thread's own time besides the step
     double host;     // H: the training thread's step (all of it where the host computes)
