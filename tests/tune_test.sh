@@ -134,6 +134,12 @@ done <<'EOF'
 --set tune.target_au=1.5|tune.target_au
 EOF
 [ -e "TMPDIR/x" ] && bad "--tune --export wrote its folder"
+# tune.knobs is a key like any other: a bad name in a file is refused with its
+# line, with or without --tune
+printf 'name: knobs\ntune:\n  knobs: "num_workers, foo"\n' >"$TMP/knobs.yaml"
+for t in --tune ""; do
+    expect 2 "knobs.yaml:3: tune.knobs: unknown knob 'foo'" -- $t -c "$TMP/knobs.yaml"
+done
 
 echo "tune: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

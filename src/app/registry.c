@@ -1,7 +1,7 @@
 /* What the config needs to know of the plug-in tables, handed to it from
  * here at start-up so that core/ looks only down: the names each plug-in
  * key accepts (model.loss, parallel.device, parallel.comm, dataset.kind,
- * report.format), and the cross-key rules that read a plug-in's fields. */
+ * report.format), and the rules that read a plug-in's fields or names. */
 #include "app.h"
 
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include "dataset_kind.h"
 #include "gen.h"
 #include "loss.h"
+#include "tune.h"
 
 /* "x, y or auto": the backends whose replicas run on numbered devices (one
  * this build lacks among them), for parallel.devices' error. */
@@ -101,6 +102,14 @@ static int rule_data_make(const struct config *c, struct error *e)
     return 0;
 }
 
+/* tune.knobs: names of the loader knobs --tune may change (checked on every
+ * run, as every key's value is, with its line in the file). */
+static int rule_tune_knobs(const struct config *c, struct error *e)
+{
+    unsigned mask;
+    return tune_parse_knobs(c->tune.knobs, &mask, e);
+}
+
 void app_register(void)
 {
     config_register_names("model.loss", loss_name);
@@ -112,4 +121,5 @@ void app_register(void)
     config_register_rule(rule_comm);
     config_register_rule(rule_data_kind);
     config_register_rule(rule_data_make);
+    config_register_rule(rule_tune_knobs);
 }
