@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_RULES = 8 };
@@ -18,8 +19,12 @@ void config_register_rule(config_rule_fn rule)
     for (int i = 0; i < n_rules; i++)
         if (rules[i] == rule)
             return;
-    if (n_rules < MAX_RULES)
-        rules[n_rules++] = rule;
+    if (n_rules == MAX_RULES) { // a plug-in table's rule left unchecked: a build error
+        fprintf(stderr, "dpbench: more than %d config rules registered (config_rules.c)\n",
+                MAX_RULES);
+        abort();
+    }
+    rules[n_rules++] = rule;
 }
 
 /* parallel.devices against parallel.replicas (whether the backend has

@@ -16,7 +16,8 @@
  * work per batch over its cores, s each thread more than the cores costs
  * (switches, caches). A hand-off at both ends keeps its fit to a run that
  * the training thread bounds small (a share of the consumer's time), where
- * at the workers' end alone it would have to outgrow the other bounds. With w = o = s = 0 and no bound this is the emulated device's model
+ * at the workers' end alone it would have to outgrow the other bounds.
+ * With w = o = s = 0 and no bound this is the emulated device's model
  * (docs/emulated.md), which report_emulated.c applies batch by batch. */
 #include "pipeline.h"
 
@@ -86,12 +87,20 @@ void pipeline_measure(const struct run_result *run, bool device, struct pipeline
 }
 
 /* *x >= 0 such that the model's epoch for run's settings is its median
- * (the epoch grows with *x): bisection. */
-static void fit(struct pipeline_costs *c, double *x, const struct run_result *run)
+ * (the epoch grows with *x): bisection. A thread's own cost (lift false)
+ * explains the run's time only where that thread bounds it at *x = 0;
+ * where another stage does (the device, the copy thread), *x stays 0: the
+ * shortfall is that stage's, and lifting the thread over it would slow
+ * every prediction where the thread does bound. */
+static void fit(struct pipeline_costs *c, double *x, const struct run_result *run, bool lift)
 {
     struct pipeline_knobs k;
     double target = run->n_epochs ? epochs_median(run->epochs, run->n_epochs) : 0, lo = 0, hi;
     pipeline_knobs_of(&k, &run->cfg);
+    double X = c->copy[k.pin_memory], at0 = (*x = 0, pipeline_period(c, &k, X, c->compute));
+    *x = 1e-6 * target;
+    if (!lift && !(pipeline_period(c, &k, X, c->compute) > at0))
+        target = 0; // its thread does not bound the period: stays 0
     *x = hi = target;
     for (int i = 0; i < 60 && target > 0; i++) {
         *x = (lo + hi) / 2;
@@ -100,14 +109,17 @@ static void fit(struct pipeline_costs *c, double *x, const struct run_result *ru
     *x = lo;
 }
 
+/* The training thread's own time and the hand-off are its costs; the
+ * contention acts through the cores' bound alone (threads beyond the cores
+ * share them, whichever stage bounds), so its fit lifts that bound. */
 void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
                   const struct run_result *workers, const struct run_result *over)
 {
     c->loop = c->handoff = c->contend = 0;
     if (sync)
-        fit(c, &c->loop, sync);
+        fit(c, &c->loop, sync, false);
     if (workers)
-        fit(c, &c->handoff, workers);
+        fit(c, &c->handoff, workers, false);
     if (over)
-        fit(c, &c->contend, over);
+        fit(c, &c->contend, over, true);
 }
