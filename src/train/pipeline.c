@@ -109,9 +109,10 @@ static void fit(struct pipeline_costs *c, double *x, const struct run_result *ru
     *x = lo;
 }
 
-/* The training thread's own time and the hand-off are its costs; the
- * contention acts through the cores' bound alone (threads beyond the cores
- * share them, whichever stage bounds), so its fit lifts that bound. */
+/* The training thread's own time is its cost alone, fitted on the run
+ * without workers, where the copy thread or the device often bound the
+ * period; the hand-off (both ends: the feed and the training thread) and
+ * the contention (the cores' bound, whichever stage bounds) lift. */
 void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
                   const struct run_result *workers, const struct run_result *over)
 {
@@ -119,7 +120,7 @@ void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
     if (sync)
         fit(c, &c->loop, sync, false);
     if (workers)
-        fit(c, &c->handoff, workers, false);
+        fit(c, &c->handoff, workers, true);
     if (over)
         fit(c, &c->contend, over, true);
 }
