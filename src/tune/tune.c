@@ -304,8 +304,8 @@ static enum step profile(struct search *s)
 
 /* Fastest (the settings fastest predicted first): the best predicted, at
  * worker count W, and the best at W - 1 and at W + 1 where the model's
- * bound for it without hand-off costs (what the model knows least:
- * the workers' wake-ups and their contention for the cores) beats the best
+ * bound for it without the hand-off (what the model knows least: the
+ * wake-ups between workers and the training thread) beats the best
  * predicted; where no worker count is searched, the next fastest. Never
  * the config as given, which is always raced. Target AU (the settings
  * cheapest first): the cheapest predicted to reach it (none doing so: the
