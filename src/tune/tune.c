@@ -229,18 +229,34 @@ static long cost_of(const struct pipeline_knobs *k)
     return (k->num_workers * 32 + k->prefetch_factor) * 2 + k->persistent_workers;
 }
 
-/* The fastest predicted first (within 0.5%: the cheapest), or for a target
+/* The fastest predicted first; within 0.5%, where the model cannot tell
+ * them apart, the fewest workers, then the fewest other knobs changed from
+ * the config as given (a prefetch of 1 the model prices only through the
+ * hand-off, which a profile may fit at 0), then the cheapest. For a target
  * AU the cheapest first (at one cost: the highest AU). */
 static bool by_au;
+static struct pipeline_knobs as_given;
+static int changed(const struct pipeline_knobs *k)
+{
+    int n = 0;
+    for (int i = TUNE_PREFETCH; i < TUNE_N_KNOBS; i++)
+        n += k->v[i] != as_given.v[i];
+    return n;
+}
+
 static int ranked(const void *pa, const void *pb)
 {
     const struct tune_setting *a = pa, *b = pb;
     double qa = by_au ? -a->predicted_au : round(log(a->predicted_s) / log(1.005));
     double qb = by_au ? -b->predicted_au : round(log(b->predicted_s) / log(1.005));
-    long ca = cost_of(&a->k), cb = cost_of(&b->k);
+    long ca = cost_of(&a->k), cb = cost_of(&b->k), wa = a->k.num_workers, wb = b->k.num_workers;
     if (by_au && ca != cb)
         return (ca > cb) - (ca < cb);
-    return qa != qb ? (qa > qb) - (qa < qb) : (ca > cb) - (ca < cb);
+    if (qa != qb)
+        return (qa > qb) - (qa < qb);
+    if (!by_au && (wa != wb || changed(&a->k) != changed(&b->k)))
+        return wa != wb ? (wa > wb) - (wa < wb) : changed(&a->k) - changed(&b->k);
+    return (ca > cb) - (ca < cb);
 }
 
 /* The profile: the config as given, then runs without workers, with the
@@ -296,6 +312,7 @@ static enum step profile(struct search *s)
     pipeline_knobs_of(&k, s->o->base);
     space_walk(s, k, 0);
     by_au = s->o->target_au > 0;
+    pipeline_knobs_of(&as_given, s->o->base);
     qsort(s->t->space, (size_t)s->t->n_space, sizeof *s->t->space, ranked);
     return STEP_ON;
 }
