@@ -184,15 +184,24 @@ static double workers_cost_8pc(const struct pipeline_knobs *k, const struct sim 
     return k->num_workers ? 1.08 : 1;
 }
 
+/* gpu.yaml on the H100 (16 cores; 4 persistent workers, pinned batches,
+ * async copies) with a run's stage costs per batch: load, step on the host
+ * and on the device, copies from pageable and pinned memory. */
+static void setup_gpu_yaml(const double costs[5], long batches, uint64_t seed, long max_workers)
+{
+    setup(&gpu_like, costs[0], costs[1], 16, seed, true);
+    fx.x.truth.compute = costs[2], fx.x.truth.copy[0] = costs[3], fx.x.truth.copy[1] = costs[4];
+    fx.x.batches = batches;
+    fx.cfg.loader.num_workers = 4, fx.cfg.loader.persistent_workers = true;
+    fx.cfg.loader.pin_memory = fx.cfg.loader.async_copy = true;
+    fx.o.max_workers = max_workers;
+}
+
 static void test_handoff_where_the_step_bounds(void **state)
 {
     (void)state;
-    setup(&gpu_like, 0.046e-3, 0.052e-3, 16, 10, true);
-    fx.x.truth.compute = 0.053e-3, fx.x.batches = 390, fx.x.extra = workers_cost_8pc;
-    fx.x.truth.copy[0] = 0.044e-3, fx.x.truth.copy[1] = 0.022e-3;
-    fx.cfg.loader.num_workers = 4, fx.cfg.loader.persistent_workers = true;
-    fx.cfg.loader.pin_memory = fx.cfg.loader.async_copy = true;
-    fx.o.max_workers = 8;
+    setup_gpu_yaml((double[]){0.046e-3, 0.052e-3, 0.053e-3, 0.044e-3, 0.022e-3}, 390, 10, 8);
+    fx.x.extra = workers_cost_8pc;
     run();
     for (int i = 0; i < fx.res.n_runs; i++) {
         struct pipeline_knobs k = knobs(i);
@@ -214,12 +223,8 @@ static double pageable_copy_slower(const struct pipeline_knobs *k, const struct 
 static void test_loop_where_the_copy_bounds(void **state)
 {
     (void)state;
-    setup(&gpu_like, 0.0434e-3, 0.0686e-3, 16, 11, true);
-    fx.x.truth.compute = 0.0683e-3, fx.x.batches = 391, fx.x.extra = pageable_copy_slower;
-    fx.x.truth.copy[0] = 0.0396e-3, fx.x.truth.copy[1] = 0.0205e-3;
-    fx.cfg.loader.num_workers = 4, fx.cfg.loader.persistent_workers = true;
-    fx.cfg.loader.pin_memory = fx.cfg.loader.async_copy = true;
-    fx.o.max_workers = 4;
+    setup_gpu_yaml((double[]){0.0434e-3, 0.0686e-3, 0.0683e-3, 0.0396e-3, 0.0205e-3}, 391, 11, 4);
+    fx.x.extra = pageable_copy_slower;
     run();
     assert_true(T()->costs.loop == 0);
     struct pipeline_knobs given = knobs(0);
