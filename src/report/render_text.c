@@ -550,8 +550,8 @@ static int text_tune(FILE *f, const struct results *r)
             ? "the cheapest settings reaching the target AU" : "the fastest epoch", t->max_workers,
             t->budget_s, t->seconds);
     if (t->batches)
-        fprintf(f, "# profile, per batch: load %.3f ms on one thread, hand-off %.3f ms at each end (+%.3f ms a "
-                "thread beyond the cores), step %.3f ms (+%.3f ms the loop's own), device %.3f ms, "
+        fprintf(f, "# profile, per batch: load %.3f ms on one thread, hand-off %.3f ms at each "
+                "end (+%.3f ms a thread beyond the cores), step %.3f ms (+%.3f ms the loop's own), device %.3f ms, "
                 "copy %.3f ms pageable, %.3f ms pinned; %.0f cores; %d settings predicted (JSON: "
                 "tune.predicted)\n", 1e3 * c->load, 1e3 * c->handoff, 1e3 * c->contend, 1e3 * c->host,
                 1e3 * c->loop, 1e3 * c->compute, 1e3 * c->copy[0], 1e3 * c->copy[1], c->cores, t->n_space);

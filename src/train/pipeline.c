@@ -97,10 +97,14 @@ static void fit(struct pipeline_costs *c, double *x, const struct run_result *ru
     struct pipeline_knobs k;
     double target = run->n_epochs ? epochs_median(run->epochs, run->n_epochs) : 0, lo = 0, hi;
     pipeline_knobs_of(&k, &run->cfg);
-    double X = c->copy[k.pin_memory], at0 = (*x = 0, pipeline_period(c, &k, X, c->compute));
+    double X = c->copy[k.pin_memory];
+    *x = 0;
+    double at0 = pipeline_period(c, &k, X, c->compute);
     *x = 1e-6 * target;
-    if (!lift && !(pipeline_period(c, &k, X, c->compute) > at0))
-        target = 0; // its thread does not bound the period: stays 0
+    bool bounds = pipeline_period(c, &k, X, c->compute) > at0;
+    *x = 0;
+    if (!lift && !bounds)
+        return; // its thread does not bound the period: stays 0
     *x = hi = target;
     for (int i = 0; i < 60 && target > 0; i++) {
         *x = (lo + hi) / 2;

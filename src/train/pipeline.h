@@ -45,8 +45,8 @@ double pipeline_au(const struct pipeline_costs *c, const struct pipeline_knobs *
 void pipeline_measure(const struct run_result *run, bool device, struct pipeline_costs *c);
 /* Fitted to median epochs, each run NULL or not: the training thread's own
  * time (from a run without workers, where that thread bounds its period;
- * else 0), the hand-off (from one with workers
- * and no more threads than cores), the contention (from one with more). */
+ * else 0), the hand-off (from one with workers and no more threads than
+ * cores), the contention (from one with more). */
 void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
                   const struct run_result *workers, const struct run_result *over);
 

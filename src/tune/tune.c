@@ -254,9 +254,10 @@ static int ranked(const void *pa, const void *pb)
         return (ca > cb) - (ca < cb);
     if (qa != qb)
         return (qa > qb) - (qa < qb);
-    if (!by_au && (wa != wb || changed(&a->k) != changed(&b->k)))
-        return wa != wb ? (wa > wb) - (wa < wb) : changed(&a->k) - changed(&b->k);
-    return (ca > cb) - (ca < cb);
+    if (!by_au && wa != wb)
+        return (wa > wb) - (wa < wb);
+    int na = by_au ? 0 : changed(&a->k), nb = by_au ? 0 : changed(&b->k);
+    return na != nb ? na - nb : (ca > cb) - (ca < cb);
 }
 
 /* The profile: the config as given, then runs without workers, with the
