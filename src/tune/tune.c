@@ -31,6 +31,7 @@ const char *tune_knob_key(enum tune_knob k)
     return keys[k];
 }
 #define KNOB_NAME(k) (tune_knob_key(k) + strlen("loader."))
+#define SEARCHES(o, knob) ((o)->knobs >> (knob) & 1)
 
 int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
 {
@@ -87,7 +88,11 @@ static void knobs_text(const struct tune_options *o, const struct pipeline_knobs
     }
 }
 
-/* ---- the search's state ------------------------------------------------- */
+/* What a setting costs: workers, then prefetch, then persistence. */
+static long cost_of(const struct pipeline_knobs *k)
+{
+    return (k->num_workers * 32 + k->prefetch_factor) * 2 + k->persistent_workers;
+}
 
 enum step { STEP_ON, STEP_DONE, STEP_STOPPED, STEP_FAILED }; // DONE: the outcome is known
 
@@ -97,6 +102,7 @@ struct search {
     void *ctx;
     struct results *res;       // its runs are the trials
     struct tune_result *t;     // res->tune
+    struct pipeline_knobs given;
     int race[MAX_TRIALS];      // the runs raced; race[0] = 0, the config as given
     bool out[MAX_TRIALS];      // left the race
     int n_race, epochs;        // a race round's measured epochs
@@ -149,8 +155,6 @@ static int add_trial(struct search *s, const struct pipeline_knobs *k)
     s->res->n_runs++;
     return i;
 }
-
-/* ---- profile and predict -------------------------------------------------- */
 
 /* A warm-up epoch before a trial's run where the config has one and the
  * first epoch differs from the next by design (persistent workers start
@@ -210,11 +214,9 @@ static void space_walk(struct search *s, struct pipeline_knobs k, int knob)
             .predicted_au = pipeline_au(&t->costs, &k, t->batches)};
         return;
     }
-    int n = !(s->o->knobs >> knob & 1) || !acts(s->o, knob, &k) ? 0
+    int n = !SEARCHES(s->o, knob) || !acts(s->o, knob, &k) ? 0
             : knob == TUNE_WORKERS ? (int)s->o->max_workers + 1 : knob_values[knob].n;
-    struct pipeline_knobs given;
-    pipeline_knobs_of(&given, s->o->base);
-    k.v[knob] = given.v[knob];
+    k.v[knob] = s->given.v[knob];
     if (n == 0)
         space_walk(s, k, knob + 1);
     for (int i = 0; i < n; i++) {
@@ -223,86 +225,83 @@ static void space_walk(struct search *s, struct pipeline_knobs k, int knob)
     }
 }
 
-/* What a setting costs: workers, then prefetch, then persistence. */
-static long cost_of(const struct pipeline_knobs *k)
+/* The settings in order, lowest keys first. Fastest: the predicted epoch
+ * (within 0.5%, where the model cannot tell them apart, a tie), the fewest
+ * workers, the fewest other knobs changed from the config as given (a
+ * prefetch of 1 the model prices only through the hand-off, which a profile
+ * may fit at 0), the cheapest. Target AU: the cheapest, the highest AU. */
+static const struct search *ranking;
+static void rank_keys(const struct tune_setting *x, double key[4])
 {
-    return (k->num_workers * 32 + k->prefetch_factor) * 2 + k->persistent_workers;
-}
-
-/* The fastest predicted first; within 0.5%, where the model cannot tell
- * them apart, the fewest workers, then the fewest other knobs changed from
- * the config as given (a prefetch of 1 the model prices only through the
- * hand-off, which a profile may fit at 0), then the cheapest. For a target
- * AU the cheapest first (at one cost: the highest AU). */
-static bool by_au;
-static struct pipeline_knobs as_given;
-static int changed(const struct pipeline_knobs *k)
-{
-    int n = 0;
+    int changed = 0;
     for (int i = TUNE_PREFETCH; i < TUNE_N_KNOBS; i++)
-        n += k->v[i] != as_given.v[i];
-    return n;
+        changed += x->k.v[i] != ranking->given.v[i];
+    if (ranking->o->target_au > 0)
+        key[0] = (double)cost_of(&x->k), key[1] = -x->predicted_au, key[2] = key[3] = 0;
+    else
+        key[0] = round(log(x->predicted_s) / log(1.005)), key[1] = (double)x->k.num_workers,
+        key[2] = changed, key[3] = (double)cost_of(&x->k);
 }
 
 static int ranked(const void *pa, const void *pb)
 {
-    const struct tune_setting *a = pa, *b = pb;
-    double qa = by_au ? -a->predicted_au : round(log(a->predicted_s) / log(1.005));
-    double qb = by_au ? -b->predicted_au : round(log(b->predicted_s) / log(1.005));
-    long ca = cost_of(&a->k), cb = cost_of(&b->k), wa = a->k.num_workers, wb = b->k.num_workers;
-    if (by_au && ca != cb)
-        return (ca > cb) - (ca < cb);
-    if (qa != qb)
-        return (qa > qb) - (qa < qb);
-    if (!by_au && wa != wb)
-        return (wa > wb) - (wa < wb);
-    int na = by_au ? 0 : changed(&a->k), nb = by_au ? 0 : changed(&b->k);
-    return na != nb ? na - nb : (ca > cb) - (ca < cb);
+    double a[4], b[4];
+    rank_keys(pa, a), rank_keys(pb, b);
+    for (int i = 0; i < 4; i++)
+        if (a[i] != b[i])
+            return (a[i] > b[i]) - (a[i] < b[i]);
+    return 0;
 }
 
 /* The profile: the config as given, then runs without workers, with the
  * most that leave the training thread a core (K - 1) and with one thread
- * beyond the cores (K workers), at most max_workers, persistent where they
- * may be (the hand-off, not each epoch's worker start-up), the last with
- * the other pin_memory where that acts; the costs, and every setting
- * predicted. Epochs under MIN_EPOCH_S end it. */
+ * beyond the cores (K workers), at most max_workers, the last with the other
+ * pin_memory where that acts, the other knobs as given (as the race will
+ * run them: the model cannot tell them apart); the costs, and every setting
+ * predicted. After the config as given's first two epochs, its runs take
+ * turns in up to three rounds, each the other way round: a drift of the
+ * machine reaches all of them alike; each warms up as a race round does
+ * (warmup_of). Epochs under MIN_EPOCH_S end it. */
 static enum step profile(struct search *s)
 {
-    struct pipeline_knobs k, other[3];
-    pipeline_knobs_of(&k, s->o->base);
-    int warmup = s->o->base->train.warmup_epochs > 0;
-    enum step st = profile_run(s, add_trial(s, &k), warmup, 2);
-    const struct run_result *given = &s->res->runs[0];
-    double median = st == STEP_ON ? epochs_median(given->epochs, given->n_epochs) : 0;
+    struct pipeline_knobs k = s->given, other[3];
+    int n = 0, pts[4] = {0}; // the first run warms up where the config does (the page cache)
+    enum step st = profile_run(s, add_trial(s, &k), s->o->base->train.warmup_epochs > 0, 2);
+    const struct run_result *r = s->res->runs;
+    double median = st == STEP_ON ? epochs_median(r->epochs, r->n_epochs) : 0;
     int epochs = (int)fmin(10, fmax(2, ceil(PROFILE_S / median))); // NAN: 2
-    if (st == STEP_ON && median >= MIN_EPOCH_S && epochs > 2)
-        st = profile_run(s, 0, warmup_of(s, &given->cfg), epochs - 2); // more of it
-    median = st == STEP_ON ? epochs_median(given->epochs, given->n_epochs) : 0;
     snprintf(DECISION(s, 0), "the config as given");
-    if (st == STEP_ON && !(median >= MIN_EPOCH_S)) // NAN too
+    if (st != STEP_ON)
+        return st;
+    if (!(median >= MIN_EPOCH_S)) // NAN too
         return conclude(s, TUNE_TOO_SHORT, -1, "too short to measure: the median epoch takes "
                         "%.3f ms, under %.1f ms, where thread start-up and scheduling outweigh "
                         "any loader setting; give the epoch more work (dataset.length, a larger "
                         "batch or dataset)", 1e3 * median, 1e3 * MIN_EPOCH_S);
-    bool workers = (s->o->knobs >> TUNE_WORKERS & 1) && s->o->max_workers > 0;
-    bool pin = (s->o->knobs >> TUNE_PIN & 1) && acts(s->o, TUNE_PIN, &k);
+    bool pin = SEARCHES(s->o, TUNE_PIN) && acts(s->o, TUNE_PIN, &k);
     long K = (long)s->o->cores, prev = k.num_workers;
-    int n = 0;
-    for (int i = 0; i < 3 && workers; i++) {
+    for (int i = 0; i < 3 && SEARCHES(s->o, TUNE_WORKERS) && s->o->max_workers > 0; i++) {
         long w = (long)fmin((double)(long[]){0, K - 1, K}[i], (double)s->o->max_workers);
-        if (w == prev || w == k.num_workers || (i > 0 && w < 1))
-            continue;
-        other[n] = k, other[n].num_workers = prev = w;
-        other[n++].persistent_workers |= w && (s->o->knobs >> TUNE_PERSISTENT & 1);
+        if (w != prev && w != k.num_workers && (i == 0 || w >= 1))
+            other[n] = k, other[n++].num_workers = prev = w;
     }
     if (pin && n == 0)
         other[n++] = k;
     if (n > 0)
         other[n - 1].pin_memory ^= pin;
-    for (int i = 0, b; i < n && st == STEP_ON; i++) {
-        st = profile_run(s, b = add_trial(s, &other[i]), warmup, epochs);
-        if (b > 0)
-            snprintf(DECISION(s, b), "profiled: the stage costs beside the config as given's");
+    for (int i = 0; i < n; i++)
+        if ((pts[i + 1] = add_trial(s, &other[i])) < 0)
+            return STEP_FAILED;
+        else
+            snprintf(DECISION(s, pts[i + 1]), "profiled: the stage costs beside the config as given's");
+    int rounds = epochs < 3 ? epochs : 3, left = epochs - 2; // the config as given's still to run
+    for (int i = 0; i < rounds * (n + 1) && st == STEP_ON; i++) {
+        int t = i / (n + 1), p = t % 2 ? n - i % (n + 1) : i % (n + 1);
+        int e = epochs / rounds + (t < epochs % rounds);
+        if (p == 0) // the config as given: its first run was this round's
+            left -= e = (int)fmax(0, fmin(t ? e : e - 2, left));
+        if (e > 0)
+            st = profile_run(s, pts[p], warmup_of(s, &r[pts[p]].cfg), e);
     }
     if (st != STEP_ON)
         return st;
@@ -310,15 +309,11 @@ static enum step profile(struct search *s)
     size_t most = (size_t)(s->o->max_workers + 1) * 5 * 2 * 2 * 2 * 4; // knob_values' sizes
     if (!(s->t->space = malloc(most * sizeof *s->t->space)))
         return error_set(s->e, "out of memory"), STEP_FAILED;
-    pipeline_knobs_of(&k, s->o->base);
-    space_walk(s, k, 0);
-    by_au = s->o->target_au > 0;
-    pipeline_knobs_of(&as_given, s->o->base);
+    space_walk(s, s->given, 0);
+    ranking = s;
     qsort(s->t->space, (size_t)s->t->n_space, sizeof *s->t->space, ranked);
     return STEP_ON;
 }
-
-/* ---- the candidates: the same predictions, ranked by the goal ---------- */
 
 /* Fastest (the settings fastest predicted first): the best predicted, at
  * worker count W, and the best at W - 1 and at W + 1 where the model's
@@ -331,15 +326,13 @@ static enum step profile(struct search *s)
 static int pick(const struct search *s, int *out)
 {
     const struct tune_setting *sp = s->t->space;
-    struct pipeline_knobs given;
     struct pipeline_costs free = s->t->costs;
-    pipeline_knobs_of(&given, s->o->base);
     free.handoff = 0;
-    bool workers = (s->o->knobs >> TUNE_WORKERS & 1) && s->o->max_workers > 0;
+    bool workers = SEARCHES(s->o, TUNE_WORKERS) && s->o->max_workers > 0;
     int n = 0, c = 0, m = s->t->n_space;
     for (int pass = 0; pass < 3 + !workers && s->o->target_au == 0; pass++) // W, W -+ 1, any
         for (int j = 0; j < m && n < CANDIDATES; j++) {
-            bool taken = !memcmp(sp[j].k.v, given.v, sizeof given.v) ||
+            bool taken = !memcmp(sp[j].k.v, s->given.v, sizeof s->given.v) ||
                          (pass < 3 && sp[j].k.num_workers != sp[0].k.num_workers + (long[]){0, -1, 1}[pass]);
             for (int i = 0; i < n && !taken; i++)
                 taken = out[i] == j;
@@ -369,8 +362,6 @@ static int pick(const struct search *s, int *out)
             out[n++] = around[i];
     return n;
 }
-
-/* ---- the race -------------------------------------------------------------- */
 
 /* A round of point p: its epochs (after warmup_of's). */
 static int race_measure(void *search, int p, int r, int k, struct error *e)
@@ -461,8 +452,6 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
     return rc ? STEP_FAILED : log->end == ROUNDS_STOPPED ? STEP_STOPPED : STEP_ON;
 }
 
-/* ---- confirm ------------------------------------------------------------- */
-
 /* The race's leader (or, where the config as given leads, the fastest
  * other) against the config as given, paired over the rounds they shared,
  * decides; each raced trial's decision quotes its own pair with the config
@@ -543,8 +532,6 @@ static void rerun_of(struct search *s)
         s->t->rerun_s[side] = exp(st.mean + (2 * side - 1) * t * st.stddev * sqrt(1 + 1.0 / n));
 }
 
-/* ---- the search ------------------------------------------------------------ */
-
 /* What the trials became: runs never measured (a stop) go, the others get
  * their predictions, and each setting its trial. */
 static void finish(struct search *s)
@@ -574,6 +561,7 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 struct results *res, struct error *e)
 {
     struct search s = {.o = o, .trial = trial, .ctx = ctx, .res = res, .e = e};
+    pipeline_knobs_of(&s.given, o->base);
     res->runs = calloc(MAX_TRIALS, sizeof *res->runs);
     struct tune_result *t = res->tune = s.t = calloc(1, sizeof *s.t);
     if (!res->runs || !t || !(t->trials = calloc(MAX_TRIALS, sizeof *t->trials)))
