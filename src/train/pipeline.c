@@ -72,18 +72,22 @@ double pipeline_au(const struct pipeline_costs *c, const struct pipeline_knobs *
     return (double)batches * step / pipeline_epoch(c, k, batches);
 }
 
+/* Each stage's median over the epochs, as the epoch the model is fitted to:
+ * a slow epoch (the machine's) moves neither. */
 void pipeline_measure(const struct run_result *run, bool device, struct pipeline_costs *c)
 {
-    double load = 0, host = 0, compute = 0, copy = 0;
-    double n = fmax(1, (double)run->n_epochs * (double)run->n_batches);
-    for (int i = 0; i < run->n_epochs; i++) {
+    int n = run->n_epochs;
+    double x[4][n + 1], b = fmax(1, (double)run->n_batches), m[4] = {0};
+    for (int i = 0; i < n; i++) {
         const struct epoch_stats *st = &run->epochs[i].st;
-        load += st->load_s, host += st->host_s, compute += st->compute_s, copy += st->copy_s;
+        x[0][i] = st->load_s, x[1][i] = st->host_s, x[2][i] = st->compute_s, x[3][i] = st->copy_s;
     }
-    c->load = load / n;
-    c->host = (device ? host : compute) / n;
-    c->compute = device ? compute / n : 0;
-    c->copy[run->cfg.loader.pin_memory] = copy / n;
+    for (int j = 0; j < 4 && n > 0; j++)
+        m[j] = stats_median(x[j], (size_t)n) / b;
+    c->load = m[0];
+    c->host = device ? m[1] : m[2];
+    c->compute = device ? m[2] : 0;
+    c->copy[run->cfg.loader.pin_memory] = m[3];
 }
 
 /* *x >= 0 such that the model's epoch for run's settings is its median

@@ -40,8 +40,9 @@ double pipeline_epoch(const struct pipeline_costs *c, const struct pipeline_knob
 /* Its AU: the device's step time (the host's, where it computes) over it. */
 double pipeline_au(const struct pipeline_costs *c, const struct pipeline_knobs *k, long batches);
 
-/* The costs per batch a run measured (load, step, its pin_memory's copy);
- * device: the backend copies batches to a device. */
+/* The costs per batch a run measured (load, step, its pin_memory's copy),
+ * each stage's median over the epochs; device: the backend copies batches
+ * to a device. */
 void pipeline_measure(const struct run_result *run, bool device, struct pipeline_costs *c);
 /* Fitted to median epochs, each run NULL or not: the training thread's own
  * time (from a run without workers, where that thread bounds its period;
