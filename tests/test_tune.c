@@ -410,7 +410,7 @@ static void test_stopped(void **state)
 {
     (void)state;
     setup(&backend_cpu, 10e-3, 1e-3, 4, 9, true);
-    fx.x.stop_at = 10; // the profile 8 (1 + 3 rounds of 3, 2 and 2), then 1 of the race
+    fx.x.stop_at = 10; // the profile 8 (1 + 3 rounds of 2, 3 and 2), then 1 of the race
     run();
     assert_int_equal(T()->outcome, TUNE_STOPPED);
     assert_int_equal(T()->best, -1);

@@ -230,23 +230,22 @@ static void space_walk(struct search *s, struct pipeline_knobs k, int knob)
  * workers, the fewest other knobs changed from the config as given (a
  * prefetch of 1 the model prices only through the hand-off, which a profile
  * may fit at 0), the cheapest. Target AU: the cheapest, the highest AU. */
-static const struct search *ranking;
-static void rank_keys(const struct tune_setting *x, double key[4])
+static void rank_keys(const struct search *s, const struct tune_setting *x, double key[4])
 {
     int changed = 0;
     for (int i = TUNE_PREFETCH; i < TUNE_N_KNOBS; i++)
-        changed += x->k.v[i] != ranking->given.v[i];
-    if (ranking->o->target_au > 0)
+        changed += x->k.v[i] != s->given.v[i];
+    if (s->o->target_au > 0)
         key[0] = (double)cost_of(&x->k), key[1] = -x->predicted_au, key[2] = key[3] = 0;
     else
         key[0] = round(log(x->predicted_s) / log(1.005)), key[1] = (double)x->k.num_workers,
         key[2] = changed, key[3] = (double)cost_of(&x->k);
 }
 
-static int ranked(const void *pa, const void *pb)
+static int ranked(const void *pa, const void *pb, void *search)
 {
     double a[4], b[4];
-    rank_keys(pa, a), rank_keys(pb, b);
+    rank_keys(search, pa, a), rank_keys(search, pb, b);
     for (int i = 0; i < 4; i++)
         if (a[i] != b[i])
             return (a[i] > b[i]) - (a[i] < b[i]);
@@ -293,8 +292,10 @@ static enum step profile(struct search *s)
         if ((pts[i + 1] = add_trial(s, &other[i])) < 0)
             return STEP_FAILED;
         else
-            snprintf(DECISION(s, pts[i + 1]), "profiled: the stage costs beside the config as given's");
-    int rounds = epochs < 3 ? epochs : 3, left = epochs - 2; // the config as given's still to run
+            snprintf(DECISION(s, pts[i + 1]), "profiled: the stage costs beside the config "
+                     "as given's");
+    int rounds = n == 0 ? 1 : epochs < 3 ? epochs : 3; // one: nothing to take turns with
+    int left = epochs - 2;                              // the config as given's still to run
     for (int i = 0; i < rounds * (n + 1) && st == STEP_ON; i++) {
         int t = i / (n + 1), p = t % 2 ? n - i % (n + 1) : i % (n + 1);
         int e = epochs / rounds + (t < epochs % rounds);
@@ -310,8 +311,7 @@ static enum step profile(struct search *s)
     if (!(s->t->space = malloc(most * sizeof *s->t->space)))
         return error_set(s->e, "out of memory"), STEP_FAILED;
     space_walk(s, s->given, 0);
-    ranking = s;
-    qsort(s->t->space, (size_t)s->t->n_space, sizeof *s->t->space, ranked);
+    qsort_r(s->t->space, (size_t)s->t->n_space, sizeof *s->t->space, ranked, s);
     return STEP_ON;
 }
 
