@@ -262,6 +262,29 @@ static void test_unpaired_interval(void **state)
     assert_true(isnan(q.ci95[0]));
 }
 
+/* The prediction interval of one more value, on the log scale: ten values
+ * whose logs have mean 0 and sample sd 1 give exp(+-t(0.975, 9) sqrt(1.1)),
+ * t = 2.2622 (the expansion's 2.2584 is within 0.2%); non-positive values
+ * are skipped; fewer than three leave NAN; a constant sample, no spread. */
+static void test_prediction(void **state)
+{
+    (void)state;
+    double x[11], out[2], sd = 0;
+    for (int i = 0; i < 10; i++)
+        x[i] = i - 4.5, sd += x[i] * x[i];
+    for (int i = 0; i < 10; i++)
+        x[i] = exp(x[i] / sqrt(sd / 9));
+    x[10] = 0;
+    stats_prediction(x, 11, out);
+    double half = 2.2622 * sqrt(1.1);
+    assert_true(fabs(log(out[1]) / half - 1) < 0.005 && fabs(log(out[0]) / -half - 1) < 0.005);
+    stats_prediction(x, 2, out);
+    assert_true(isnan(out[0]) && isnan(out[1]));
+    double same[5] = {0.02, 0.02, 0.02, 0.02, 0.02};
+    stats_prediction(same, 5, out);
+    assert_true(fabs(out[0] - 0.02) < 1e-12 && fabs(out[1] - 0.02) < 1e-12);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -274,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_median_interval_scales),
         cmocka_unit_test(test_paired_verdicts),
         cmocka_unit_test(test_unpaired_interval),
+        cmocka_unit_test(test_prediction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

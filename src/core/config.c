@@ -6,6 +6,7 @@
 #include "config_keys.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,29 +470,39 @@ cJSON *config_to_json(const struct config *c)
     return root;
 }
 
-int config_write_yaml(void *stream, const struct config *c,
-                      bool (*keep)(const struct config *c, const char *path))
+int config_save_yaml(const char *path, const char *header, const struct config *c,
+                     bool (*keep)(const struct config *c, const char *path), struct error *e)
 {
-    FILE *f = stream;
-    cJSON *all = config_to_json(c);
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    cJSON *all = f ? config_to_json(c) : NULL;
     char section[CONFIG_STR] = "";
+    if (f)
+        fprintf(f, "# %s\n", header);
     for (size_t i = 0; all && i < config_n_keys; i++) {
-        const char *path = config_keys[i].path, *dot = strchr(path, '.');
-        int len = dot ? (int)(dot - path) : 0;
-        bool open = dot && ((int)strlen(section) != len || strncmp(section, path, (size_t)len));
-        if (!keep(c, path))
+        const char *key = config_keys[i].path, *dot = strchr(key, '.');
+        int len = dot ? (int)(dot - key) : 0;
+        bool open = dot && ((int)strlen(section) != len || strncmp(section, key, (size_t)len));
+        if (!keep(c, key))
             continue;
         if (open)
-            snprintf(section, sizeof section, "%.*s", len, path);
+            snprintf(section, sizeof section, "%.*s", len, key);
         cJSON *v = cJSON_GetObjectItemCaseSensitive(
-            dot ? cJSON_GetObjectItemCaseSensitive(all, section) : all, dot ? dot + 1 : path);
+            dot ? cJSON_GetObjectItemCaseSensitive(all, section) : all, dot ? dot + 1 : key);
         char *text = v ? cJSON_PrintUnformatted(v) : NULL;
         if (text)
             fprintf(f, "%s%s%s%s: %s\n", open ? section : "", open ? ":\n" : "", dot ? "  " : "",
-                    dot ? dot + 1 : path, text);
+                    dot ? dot + 1 : key, text);
         free(text);
     }
-    int rc = all && !ferror(f) ? 0 : -1;
+    bool ok = all && !ferror(f);
     cJSON_Delete(all);
-    return rc;
+    if (!f)
+        return error_set(e, "%s: %s", tmp, strerror(errno));
+    if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        return error_set(e, "%s: cannot write the config", path);
+    }
+    return 0;
 }

@@ -133,6 +133,21 @@ void stats_compute(const double *x, size_t n, struct stats *s)
     free(v);
 }
 
+void stats_prediction(const double *x, size_t n, double out[2])
+{
+    double l[n + 1], z = 1.959964;
+    l[0] = 0; // for the compiler: with m == 0 nothing is read
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        l[m] = log(x[i]), m += x[i] > 0;
+    struct stats st;
+    stats_compute(l, m, &st);
+    double v = (double)m - 1; // t's degrees of freedom
+    double t = z + (z * z * z + z) / (4 * v) + (5 * pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * v * v);
+    for (int side = 0; side < 2; side++)
+        out[side] = m < 3 ? NAN : exp(st.mean + (2 * side - 1) * t * st.stddev * sqrt(1 + 1.0 / (double)m));
+}
+
 const char *stats_noise_warning(const struct stats *s, char *buf, size_t n)
 {
     if (s->n < 2 || (s->cv <= STATS_NOISY_CV && s->outliers == 0))

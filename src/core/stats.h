@@ -27,6 +27,11 @@ struct stats {
 /* Fills s from x[0..n-1] (any order; x is not changed). n == 0 gives NaNs. */
 void stats_compute(const double *x, size_t n, struct stats *s);
 
+/* The 95% prediction interval of one more of x's positive values, on the log
+ * scale (never negative): exp(mean +- t(0.975, m - 1) sd sqrt(1 + 1/m)) over
+ * their m logs, t by its Cornish-Fisher expansion. NAN with m < 3. */
+void stats_prediction(const double *x, size_t n, double out[2]);
+
 /* p-th quantile (0 <= p <= 1) of sorted[0..n-1], linear interpolation. */
 double stats_quantile(const double *sorted, size_t n, double p);
 

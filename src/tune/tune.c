@@ -19,18 +19,14 @@
 #define MIN_EPOCH_S 1e-3 // a shorter median epoch: thread start-up outweighs any setting
 #define PROFILE_S 0.5  // a profile run measures at least 2 epochs, and this long (10 at most)
 
-/* where a knob acts, the values tried (num_workers: 0 to max_workers) */
-static const struct { int n; long v[5]; } knob_values[TUNE_N_KNOBS] = {
-    {0, {0}}, {5, {1, 2, 4, 8, 16}}, {2, {0, 1}}, {2, {0, 1}}, {2, {0, 1}}, {4, {1, 2, 4, 8}}};
-
-const char *tune_knob_key(enum tune_knob k)
-{
-    static const char *const keys[TUNE_N_KNOBS] = {
-        "loader.num_workers", "loader.prefetch_factor", "loader.persistent_workers",
-        "loader.pin_memory",  "loader.async_copy",      "loader.copy_depth"};
-    return keys[k];
-}
-#define KNOB_NAME(k) (tune_knob_key(k) + strlen("loader."))
+/* each knob's key and the values tried where it acts (num_workers: 0 to
+ * max_workers; the flags: two values) */
+static const struct { const char *key; int n; long v[5]; } knob[TUNE_N_KNOBS] = {
+    {"loader.num_workers", 0, {0}},           {"loader.prefetch_factor", 5, {1, 2, 4, 8, 16}},
+    {"loader.persistent_workers", 2, {0, 1}}, {"loader.pin_memory", 2, {0, 1}},
+    {"loader.async_copy", 2, {0, 1}},         {"loader.copy_depth", 4, {1, 2, 4, 8}}};
+#define KNOB_NAME(k) (knob[k].key + strlen("loader."))
+const char *tune_knob_key(enum tune_knob k) { return knob[k].key; }
 #define SEARCHES(o, knob) ((o)->knobs >> (knob) & 1)
 
 int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
@@ -80,12 +76,10 @@ static void knobs_text(const struct tune_options *o, const struct pipeline_knobs
                        size_t n)
 {
     size_t used = (size_t)snprintf(buf, n, "num_workers=%ld", k->num_workers);
-    for (int i = 1; i < TUNE_N_KNOBS && used < n; i++) {
-        bool flag = i == TUNE_PERSISTENT || i == TUNE_PIN || i == TUNE_ASYNC;
+    for (int i = 1; i < TUNE_N_KNOBS && used < n; i++) // the flags as true or false
         if (acts(o, i, k))
-            used += (size_t)snprintf(buf + used, n - used, flag ? " %s=%s" : " %s=%.0s%ld",
+            used += (size_t)snprintf(buf + used, n - used, knob[i].n == 2 ? " %s=%s" : " %s=%.0s%ld",
                                      KNOB_NAME(i), k->v[i] ? "true" : "false", k->v[i]);
-    }
 }
 
 /* What a setting costs: workers, then prefetch, then persistence. */
@@ -173,55 +167,22 @@ static enum step profile_run(struct search *s, int i, int warmup, int epochs)
     return rc < 0 ? STEP_FAILED : rc ? STEP_STOPPED : STEP_ON;
 }
 
-/* The stage costs from the profile's runs: load, step and copy from the
- * one that loads in-line (no workers; else the config as given), the other
- * pin_memory's copy from one that had it; the training thread's own time,
- * the hand-off and the contention fitted on the run without workers, the
- * one with the most workers within the cores (W + 1 <= K), the one with the
- * fewest beyond them. */
-static void costs_of(struct search *s)
-{
-    const struct run_result *r = s->res->runs, *a = &r[0], *w = NULL, *over = NULL;
-    struct pipeline_costs *c = &s->t->costs, other = {0};
-    bool dev = s->o->be->device_copies;
-    for (int i = 0; i < s->res->n_runs; i++) {
-        long n = r[i].cfg.loader.num_workers;
-        a = n == 0 && a->cfg.loader.num_workers ? &r[i] : a;
-        if (n > 0 && n + 1 <= s->o->cores && (!w || n > w->cfg.loader.num_workers))
-            w = &r[i];
-        if (n > 0 && n + 1 > s->o->cores && (!over || n < over->cfg.loader.num_workers))
-            over = &r[i];
-    }
-    bool pin = a->cfg.loader.pin_memory;
-    *c = (struct pipeline_costs){.cores = s->o->cores};
-    pipeline_measure(a, dev, c);
-    for (int i = 0; i < s->res->n_runs; i++)
-        if (r[i].cfg.loader.pin_memory != pin)
-            pipeline_measure(&r[i], dev, &other);
-    c->copy[!pin] = other.copy[!pin] > 0 ? other.copy[!pin] : c->copy[pin];
-    pipeline_fit(c, a->cfg.loader.num_workers ? NULL : a, w, over);
-    s->t->batches = a->n_batches;
-}
-
 /* Every setting in reach: the knobs the search may change over their values
  * where they act, the others as given. */
-static void space_walk(struct search *s, struct pipeline_knobs k, int knob)
+static void space_walk(struct search *s, struct pipeline_knobs k, int i)
 {
     struct tune_result *t = s->t;
-    if (knob == TUNE_N_KNOBS) {
+    if (i == TUNE_N_KNOBS) {
         t->space[t->n_space++] = (struct tune_setting){
             .k = k, .predicted_s = pipeline_epoch(&t->costs, &k, t->batches),
             .predicted_au = pipeline_au(&t->costs, &k, t->batches)};
         return;
     }
-    int n = !SEARCHES(s->o, knob) || !acts(s->o, knob, &k) ? 0
-            : knob == TUNE_WORKERS ? (int)s->o->max_workers + 1 : knob_values[knob].n;
-    k.v[knob] = s->given.v[knob];
-    if (n == 0)
-        space_walk(s, k, knob + 1);
-    for (int i = 0; i < n; i++) {
-        k.v[knob] = knob == TUNE_WORKERS ? i : knob_values[knob].v[i];
-        space_walk(s, k, knob + 1);
+    int n = !SEARCHES(s->o, i) || !acts(s->o, i, &k) ? 0
+            : i == TUNE_WORKERS ? (int)s->o->max_workers + 1 : knob[i].n;
+    for (int j = 0; j < (n ? n : 1); j++) { // n == 0: as given
+        k.v[i] = n == 0 ? s->given.v[i] : i == TUNE_WORKERS ? j : knob[i].v[j];
+        space_walk(s, k, i + 1);
     }
 }
 
@@ -256,11 +217,10 @@ static int ranked(const void *pa, const void *pb, void *search)
  * most that leave the training thread a core (K - 1) and with one thread
  * beyond the cores (K workers), at most max_workers, the last with the other
  * pin_memory where that acts, the other knobs as given (as the race will
- * run them: the model cannot tell them apart); the costs, and every setting
- * predicted. After the config as given's first two epochs, its runs take
- * turns in up to three rounds, each the other way round: a drift of the
- * machine reaches all of them alike; each warms up as a race round does
- * (warmup_of). Epochs under MIN_EPOCH_S end it. */
+ * run them: the model cannot tell them apart). After the config as given's
+ * first two epochs, its runs take turns in up to three rounds, each the
+ * other way round: a drift of the machine reaches all of them alike; each
+ * warms up as a race round does (warmup_of). Epochs under MIN_EPOCH_S end it. */
 static enum step profile(struct search *s)
 {
     struct pipeline_knobs k = s->given, other[3];
@@ -304,10 +264,39 @@ static enum step profile(struct search *s)
         if (e > 0)
             st = profile_run(s, pts[p], warmup_of(s, &r[pts[p]].cfg), e);
     }
-    if (st != STEP_ON)
-        return st;
-    costs_of(s);
-    size_t most = (size_t)(s->o->max_workers + 1) * 5 * 2 * 2 * 2 * 4; // knob_values' sizes
+    return st;
+}
+
+/* The prediction: the stage costs from the profile's runs (load, step and
+ * copy from the one that loads in-line: no workers, else the config as
+ * given; the other pin_memory's copy from one that had it; the training
+ * thread's own time, the hand-off and the contention fitted on the run
+ * without workers, the one with the most workers within the cores, W + 1 <=
+ * K, and the one with the fewest beyond them), then every setting in reach
+ * predicted and ranked. */
+static enum step predict(struct search *s)
+{
+    const struct run_result *r = s->res->runs, *a = &r[0], *w = NULL, *over = NULL;
+    struct pipeline_costs *c = &s->t->costs, other = {0};
+    bool dev = s->o->be->device_copies;
+    for (int i = 0; i < s->res->n_runs; i++) {
+        long n = r[i].cfg.loader.num_workers;
+        a = n == 0 && a->cfg.loader.num_workers ? &r[i] : a;
+        if (n > 0 && n + 1 <= s->o->cores && (!w || n > w->cfg.loader.num_workers))
+            w = &r[i];
+        if (n > 0 && n + 1 > s->o->cores && (!over || n < over->cfg.loader.num_workers))
+            over = &r[i];
+    }
+    bool pin = a->cfg.loader.pin_memory;
+    *c = (struct pipeline_costs){.cores = s->o->cores};
+    pipeline_measure(a, dev, c);
+    for (int i = 0; i < s->res->n_runs; i++)
+        if (r[i].cfg.loader.pin_memory != pin)
+            pipeline_measure(&r[i], dev, &other);
+    c->copy[!pin] = other.copy[!pin] > 0 ? other.copy[!pin] : c->copy[pin];
+    pipeline_fit(c, a->cfg.loader.num_workers ? NULL : a, w, over);
+    s->t->batches = a->n_batches;
+    size_t most = (size_t)(s->o->max_workers + 1) * 5 * 2 * 2 * 2 * 4; // the values' counts
     if (!(s->t->space = malloc(most * sizeof *s->t->space)))
         return error_set(s->e, "out of memory"), STEP_FAILED;
     space_walk(s, s->given, 0);
@@ -514,22 +503,15 @@ static void confirm_target(struct search *s)
                  bound_name(report_run_bound(&s->res->runs[top])));
 }
 
-/* Where a rerun's median epoch lands: the 95% prediction interval of one
- * more of the choice's race rounds, on the log scale (never negative):
- * exp(mean +- t(0.975, n - 1) sd sqrt(1 + 1/n)), t by Cornish-Fisher. */
+/* Where a rerun's median epoch lands: the prediction interval of one more
+ * of the choice's race rounds (stats_prediction). */
 static void rerun_of(struct search *s)
 {
     const struct run_result *run = &s->res->runs[s->t->best];
-    double x[run->n_rounds + 1], z = 1.959964, v;
-    int n = 0;
+    double x[run->n_rounds + 1];
     for (int k = 0; k < run->n_rounds; k++)
-        x[n] = log(run->rounds[k].median_s), n += run->rounds[k].median_s > 0;
-    struct stats st;
-    stats_compute(x, (size_t)n, &st);
-    v = n - 1; // t's degrees of freedom
-    double t = z + (z * z * z + z) / (4 * v) + (5 * pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * v * v);
-    for (int side = 0; side < 2 && n >= 3; side++)
-        s->t->rerun_s[side] = exp(st.mean + (2 * side - 1) * t * st.stddev * sqrt(1 + 1.0 / n));
+        x[k] = run->rounds[k].median_s;
+    stats_prediction(x, (size_t)run->n_rounds, s->t->rerun_s);
 }
 
 /* What the trials became: runs never measured (a stop) go, the others get
@@ -573,6 +555,7 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     int cand[MAX_TRIALS], n = 0;
     struct rounds_log log = {0};
     enum step st = profile(&s);
+    st = st == STEP_ON ? predict(&s) : st;
     if (st == STEP_ON && clock_of(&s) - s.t0 >= o->budget_s)
         st = conclude(&s, TUNE_KEEP_BUDGET, 0, "tune.budget_s (%.0f s) ran out after the "
                       "profile: nothing raced", o->budget_s);

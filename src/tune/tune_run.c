@@ -3,7 +3,6 @@
  * point), added to its run; and NAME-tuned.yaml. */
 #include "tune.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -98,18 +97,11 @@ int tune_write_yaml(const struct results *res, const char *dir, char *path, size
         snprintf(c.parallel.blas, sizeof c.parallel.blas, xsmm ? "libxsmm" : "openblas");
         c.parallel.blas_threads = xsmm ? 0 : best->blas.threads;
     }
-    char tmp[4400];
+    char header[4200];
     snprintf(path, n, "%s/%s-tuned.yaml", dir, c.name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (f)
-        fprintf(f, "# %s with the loader settings dpbench --tune chose\n",
-                c.source[0] ? c.source : "the default config");
-    int rc = f ? config_write_yaml(f, &c, yaml_key) : error_set(e, "%s: %s", tmp, strerror(errno));
-    if (f && (fclose(f) != 0 || rc != 0 || rename(tmp, path) != 0)) {
-        remove(tmp);
-        rc = error_set(e, "%s: cannot write the tuned config", path);
-    }
+    snprintf(header, sizeof header, "%s with the loader settings dpbench --tune chose",
+             c.source[0] ? c.source : "the default config");
+    int rc = config_save_yaml(path, header, &c, yaml_key, e);
     config_free(&c);
     return rc;
 }
