@@ -381,7 +381,10 @@ static int leader(const struct search *s, int from)
  * The race ends once the config as given's verdict against the leader is
  * decided (the candidates still in are not told apart from the leader, the
  * lowest median, and need not be), or, where the config as given leads,
- * once every candidate left. A target AU's race ends at its first look. */
+ * once every candidate left; a pair that the race's cap cannot decide at
+ * the spread seen (stats.h: units_needed) holds it open no longer, so a
+ * noisy machine ends the race at its first look instead of its cap. A
+ * target AU's race ends at its first look. */
 static bool race_done(void *search, int rounds, double alpha)
 {
     struct search *s = search;
@@ -392,13 +395,14 @@ static bool race_done(void *search, int rounds, double alpha)
         if (s->out[p] || p == lead)
             continue;
         report_pair(s->res, s->race[lead], s->race[p], &q);
+        bool decidable = q.units_needed >= 0 && q.units_needed <= MAX_ROUNDS;
         if (p == 0) { // the config as given: out once slower, else decided or not
             s->out[0] = q.verdict == VERDICT_SLOWER;
-            open += q.verdict == VERDICT_UNDECIDED;
+            open += q.verdict == VERDICT_UNDECIDED && decidable;
             continue;
         }
         s->out[p] = q.ci95[0] >= 1 - q.threshold; // NAN (too few rounds): stays
-        open += !s->out[p] && lead == 0;
+        open += !s->out[p] && lead == 0 && decidable;
         if (s->out[p]) {
             snprintf(DECISION(s, s->race[p]), "left the race after %d rounds: %.2fx the time of "
                      "trial %d [%.2f, %.2f], %s", rounds, q.ratio, s->race[lead], q.ci95[0],
@@ -461,6 +465,11 @@ static void confirm_fastest(struct search *s, bool budget)
         g = s->race[p] == c ? q : g;
     }
     bool open = g.verdict == VERDICT_UNDECIDED;
+    char more[160]; // why more rounds were not run
+    snprintf(more, sizeof more, g.units_needed < 0 ? "; no number of rounds would decide it, "
+             "the ratio sits on the threshold" : "; at this spread about %d rounds would decide "
+             "it (the race's cap: %d): a quieter machine or longer epochs (train.epochs) would "
+             "decide sooner", g.units_needed, MAX_ROUNDS);
     t->gain = (struct ratio){.ratio = 1, .ci95 = {1, 1}, .units = g.units};
     if (g.verdict == VERDICT_FASTER)
         t->outcome = TUNE_CHANGE, t->best = c, t->gain = g;
@@ -474,7 +483,7 @@ static void confirm_fastest(struct search *s, bool budget)
                  : budget ? "tune.budget_s ended the race" : "too noisy to decide",
                  lead ? "the leader" : "the fastest other", c, g.ratio, g.ci95[0], g.ci95[1],
                  g.units, !open ? "not beyond" : "an interval reaching into", 100 * g.threshold,
-                 !open ? "" : "; a quieter machine or longer epochs (train.epochs) would decide");
+                 !open ? "" : more);
 }
 
 /* The cheapest raced setting whose measured AU (compute time over its
