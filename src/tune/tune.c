@@ -304,25 +304,14 @@ static enum step predict(struct search *s)
     return STEP_ON;
 }
 
-/* Whether setting j is raced already: the config as given always is. */
-static bool listed(const struct search *s, const int *out, int n, int j)
-{
-    bool in = !memcmp(s->t->space[j].k.v, s->given.v, sizeof s->given.v);
-    for (int i = 0; i < n && !in; i++)
-        in = out[i] == j;
-    return in;
-}
-
 /* Fastest (the settings fastest predicted first): the best predicted, at
  * worker count W, and the best at W - 1 and at W + 1 where the model's
  * bound for it without the hand-off (what the model knows least: the
  * wake-ups between workers and the training thread) beats the best
- * predicted; where no worker count is searched, the next fastest; in a
- * place left, the best's persistent twin (the model does not price the
- * workers' start in every epoch, which persistence saves: in its ties the
- * given persistence ranks first). Target AU (the settings cheapest first):
- * the cheapest predicted to reach it (none doing so: the highest AU), and
- * the cheaper and dearer settings next to it. */
+ * predicted; where no worker count is searched, the next fastest. Never
+ * the config as given, which is always raced. Target AU (the settings
+ * cheapest first): the cheapest predicted to reach it (none doing so: the
+ * highest AU), and the cheaper and dearer settings next to it. */
 static int pick(const struct search *s, int *out)
 {
     const struct tune_setting *sp = s->t->space;
@@ -332,8 +321,11 @@ static int pick(const struct search *s, int *out)
     int n = 0, c = 0, m = s->t->n_space;
     for (int pass = 0; pass < 3 + !workers && s->o->target_au == 0; pass++) // W, W -+ 1, any
         for (int j = 0; j < m && n < CANDIDATES; j++) {
-            if (listed(s, out, n, j) ||
-                (pass < 3 && sp[j].k.num_workers != sp[0].k.num_workers + (long[]){0, -1, 1}[pass]))
+            bool taken = !memcmp(sp[j].k.v, s->given.v, sizeof s->given.v) ||
+                         (pass < 3 && sp[j].k.num_workers != sp[0].k.num_workers + (long[]){0, -1, 1}[pass]);
+            for (int i = 0; i < n && !taken; i++)
+                taken = out[i] == j;
+            if (taken)
                 continue;
             if (pass == 0 || pass == 3 ||
                 pipeline_epoch(&free, &sp[j].k, s->t->batches) < sp[0].predicted_s)
@@ -341,12 +333,6 @@ static int pick(const struct search *s, int *out)
             if (pass < 3)
                 break; // one a worker count
         }
-    for (int j = 0; j < m && n > 0 && n < CANDIDATES && s->o->target_au == 0; j++) {
-        struct pipeline_knobs twin = sp[out[0]].k;
-        twin.persistent_workers = 1; // in the space only where the search may set it
-        if (!memcmp(sp[j].k.v, twin.v, sizeof twin.v) && !listed(s, out, n, j))
-            out[n++] = j;
-    }
     if (s->o->target_au == 0)
         return n;
     while (c < m && sp[c].predicted_au < s->o->target_au)
