@@ -451,6 +451,28 @@ static double faster_with_workers(const struct pipeline_knobs *k, const struct s
     return flat(k, x) * (k->num_workers ? 0.85 : 1);
 }
 
+/* Epochs that vary by 30% (lognormal sigma) where every setting runs alike:
+ * no verdict the race's cap could decide at that spread holds it open, so
+ * it ends at a look before the cap, says so (rounds.end "undecidable"), and
+ * keeps the config as given. Run to the cap it took 16 rounds. */
+static void test_undecidable_race_ends_early(void **state)
+{
+    (void)state;
+    int early = 0;
+    for (uint64_t seed = 20; seed < 30; seed++) {
+        setup(&backend_cpu, 2e-3, 1e-3, 2, seed, true);
+        fx.x.noise = 0.3, fx.x.extra = flat;
+        run();
+        assert_int_not_equal(T()->outcome, TUNE_CHANGE);
+        assert_int_equal(T()->best, 0);
+        if (fx.res.rounds < 16) {
+            early++;
+            assert_string_equal(fx.res.rounds_end, "undecidable");
+        }
+    }
+    assert_true(early >= 8);
+}
+
 /* One search per seed on the busy machine, the truth `extra`: the share
  * that recommended a change, and whether any recommended a truly slower
  * setting. Workloads: 10 ms, 100 ms, 1 s epochs (load and step halves). */
@@ -512,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_profile_under_drift), cmocka_unit_test(test_slow_epochs_in_the_profile),
         cmocka_unit_test(test_tie_keeps_the_given_prefetch), cmocka_unit_test(test_copy_bound),
         cmocka_unit_test(test_knobs_without_effect), cmocka_unit_test(test_compute_bound),
+        cmocka_unit_test(test_undecidable_race_ends_early),
         cmocka_unit_test(test_target_au),    cmocka_unit_test(test_no_target),
         cmocka_unit_test(test_too_short),    cmocka_unit_test(test_budget),
         cmocka_unit_test(test_stopped),      cmocka_unit_test(test_parse_knobs),

@@ -474,12 +474,14 @@ int config_save_yaml(const char *path, const char *header, const struct config *
                      bool (*keep)(const struct config *c, const char *path), struct error *e)
 {
     char tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return error_set(e, "%.200s...: path too long", path);
     FILE *f = fopen(tmp, "w");
-    cJSON *all = f ? config_to_json(c) : NULL;
+    if (!f)
+        return error_set(e, "%s: %s", tmp, strerror(errno));
+    cJSON *all = config_to_json(c);
     char section[CONFIG_STR] = "";
-    if (f)
-        fprintf(f, "# %s\n", header);
+    fprintf(f, "# %s\n", header);
     for (size_t i = 0; all && i < config_n_keys; i++) {
         const char *key = config_keys[i].path, *dot = strchr(key, '.');
         int len = dot ? (int)(dot - key) : 0;
@@ -496,13 +498,15 @@ int config_save_yaml(const char *path, const char *header, const struct config *
                     dot ? dot + 1 : key, text);
         free(text);
     }
-    bool ok = all && !ferror(f);
+    int err = !all ? ENOMEM : ferror(f) ? EIO : 0;
     cJSON_Delete(all);
-    if (!f)
-        return error_set(e, "%s: %s", tmp, strerror(errno));
-    if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
+    if (fclose(f) != 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, path) != 0)
+        err = errno;
+    if (err) {
         remove(tmp);
-        return error_set(e, "%s: cannot write the config", path);
+        return error_set(e, "%s: cannot write the config: %s", path, strerror(err));
     }
     return 0;
 }

@@ -100,6 +100,7 @@ struct search {
     int race[MAX_TRIALS];      // the runs raced; race[0] = 0, the config as given
     bool out[MAX_TRIALS];      // left the race
     int n_race, epochs;        // a race round's measured epochs
+    bool undecidable;          // the race ended where its cap could decide nothing open
     double t0;
     struct error *e;
 };
@@ -296,7 +297,9 @@ static enum step predict(struct search *s)
     c->copy[!pin] = other.copy[!pin] > 0 ? other.copy[!pin] : c->copy[pin];
     pipeline_fit(c, a->cfg.loader.num_workers ? NULL : a, w, over);
     s->t->batches = a->n_batches;
-    size_t most = (size_t)(s->o->max_workers + 1) * 5 * 2 * 2 * 2 * 4; // the values' counts
+    size_t most = (size_t)s->o->max_workers + 1; // every value of every knob, at most
+    for (int i = 1; i < TUNE_N_KNOBS; i++)
+        most *= (size_t)knob[i].n;
     if (!(s->t->space = malloc(most * sizeof *s->t->space)))
         return error_set(s->e, "out of memory"), STEP_FAILED;
     space_walk(s, s->given, 0);
@@ -374,6 +377,16 @@ static int leader(const struct search *s, int from)
     return best;
 }
 
+/* Whether q (a candidate over the config as given) could be confirmed
+ * faster within the race's cap at the spread seen: its interval, narrowing
+ * as one over the square root of the rounds, wholly below 1 - threshold.
+ * Without an interval yet (NAN), it could. */
+static bool within_cap(const struct ratio *q)
+{
+    double half = log(q->ci95[1] / q->ci95[0]) / 2, room = log1p(-q->threshold) - log(q->ratio);
+    return !isfinite(half) || (room > 0 && q->units * pow(half / room, 2) <= MAX_ROUNDS);
+}
+
 /* At a look: a candidate whose interval against the leader shows it cannot
  * beat the leader beyond the noise threshold (the interval's low end at
  * 1 - threshold or above: slower, the same, or at most that much faster)
@@ -381,28 +394,32 @@ static int leader(const struct search *s, int from)
  * The race ends once the config as given's verdict against the leader is
  * decided (the candidates still in are not told apart from the leader, the
  * lowest median, and need not be), or, where the config as given leads,
- * once every candidate left; a pair that the race's cap cannot decide at
- * the spread seen (stats.h: units_needed) holds it open no longer, so a
- * noisy machine ends the race at its first look instead of its cap. A
- * target AU's race ends at its first look. */
+ * once every candidate left. What the cap cannot decide at the spread
+ * seen holds the race open no longer, so a noisy machine ends it at a look
+ * instead of the cap: the config as given's verdict against the leader
+ * (stats.h: units_needed), a candidate against the config as given leading
+ * (within_cap: its interval could not lie below 1 - threshold). A target
+ * AU's race ends at its first look. */
 static bool race_done(void *search, int rounds, double alpha)
 {
     struct search *s = search;
-    int lead = leader(s, 0), open = 0;
+    int lead = leader(s, 0), open = 0, futile = 0;
     s->res->alpha = alpha;
     for (int p = 0; p < s->n_race && s->o->target_au == 0; p++) {
         struct ratio q;
         if (s->out[p] || p == lead)
             continue;
         report_pair(s->res, s->race[lead], s->race[p], &q);
-        bool decidable = q.units_needed >= 0 && q.units_needed <= MAX_ROUNDS;
         if (p == 0) { // the config as given: out once slower, else decided or not
+            bool hopeless = isfinite(q.ci95[0]) && (q.units_needed < 0 || q.units_needed > MAX_ROUNDS);
             s->out[0] = q.verdict == VERDICT_SLOWER;
-            open += q.verdict == VERDICT_UNDECIDED && decidable;
+            open += q.verdict == VERDICT_UNDECIDED && !hopeless;
+            futile += q.verdict == VERDICT_UNDECIDED && hopeless;
             continue;
         }
         s->out[p] = q.ci95[0] >= 1 - q.threshold; // NAN (too few rounds): stays
-        open += !s->out[p] && lead == 0 && decidable;
+        open += !s->out[p] && lead == 0 && within_cap(&q);
+        futile += !s->out[p] && lead == 0 && !within_cap(&q);
         if (s->out[p]) {
             snprintf(DECISION(s, s->race[p]), "left the race after %d rounds: %.2fx the time of "
                      "trial %d [%.2f, %.2f], %s", rounds, q.ratio, s->race[lead], q.ci95[0],
@@ -414,6 +431,7 @@ static bool race_done(void *search, int rounds, double alpha)
             progress_note(note);
         }
     }
+    s->undecidable = open == 0 && futile > 0;
     return open == 0;
 }
 
@@ -441,7 +459,7 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
     s->res->rounds = log->rounds;
     s->res->alpha = log->alpha;
     s->res->looks = log->looks;
-    s->res->rounds_end = rounds_end_name(log->end);
+    s->res->rounds_end = s->undecidable ? "undecidable" : rounds_end_name(log->end);
     return rc ? STEP_FAILED : log->end == ROUNDS_STOPPED ? STEP_STOPPED : STEP_ON;
 }
 
@@ -464,12 +482,13 @@ static void confirm_fastest(struct search *s, bool budget)
                      verdict_name(q.verdict));
         g = s->race[p] == c ? q : g;
     }
-    bool open = g.verdict == VERDICT_UNDECIDED;
-    char more[160]; // why more rounds were not run
-    snprintf(more, sizeof more, g.units_needed < 0 ? "; no number of rounds would decide it, "
-             "the ratio sits on the threshold" : "; at this spread about %d rounds would decide "
-             "it (the race's cap: %d): a quieter machine or longer epochs (train.epochs) would "
-             "decide sooner", g.units_needed, MAX_ROUNDS);
+    // undecided: open, but for an estimate no faster beyond the threshold where the config
+    // as given leads (nothing measured faster)
+    bool open = g.verdict == VERDICT_UNDECIDED && (lead > 0 || g.ratio < 1 - g.threshold);
+    char more[200]; // what would decide it
+    snprintf(more, sizeof more, budget ? "; a larger tune.budget_s would let the race run on"
+             : "; at the spread seen the race's cap (%d rounds) would not decide it: a quieter "
+               "machine or longer epochs (train.epochs) would", MAX_ROUNDS);
     t->gain = (struct ratio){.ratio = 1, .ci95 = {1, 1}, .units = g.units};
     if (g.verdict == VERDICT_FASTER)
         t->outcome = TUNE_CHANGE, t->best = c, t->gain = g;
