@@ -97,6 +97,7 @@ struct search {
     struct results *res;       // its runs are the trials
     struct tune_result *t;     // res->tune
     struct pipeline_knobs given;
+    bool workers;              // the search may change num_workers (and has some to try)
     int race[MAX_TRIALS];      // the runs raced; race[0] = 0, the config as given
     bool out[MAX_TRIALS];      // left the race
     int n_race, epochs;        // a race round's measured epochs
@@ -240,7 +241,7 @@ static enum step profile(struct search *s)
                         "batch or dataset)", 1e3 * median, 1e3 * MIN_EPOCH_S);
     bool pin = SEARCHES(s->o, TUNE_PIN) && acts(s->o, TUNE_PIN, &k);
     long K = (long)s->o->cores, prev = k.num_workers;
-    for (int i = 0; i < 3 && SEARCHES(s->o, TUNE_WORKERS) && s->o->max_workers > 0; i++) {
+    for (int i = 0; i < 3 && s->workers; i++) {
         long w = (long)fmin((double)(long[]){0, K - 1, K}[i], (double)s->o->max_workers);
         if (w != prev && w != k.num_workers && (i == 0 || w >= 1))
             other[n] = k, other[n++].num_workers = prev = w;
@@ -320,9 +321,8 @@ static int pick(const struct search *s, int *out)
     const struct tune_setting *sp = s->t->space;
     struct pipeline_costs free = s->t->costs;
     free.handoff = 0;
-    bool workers = SEARCHES(s->o, TUNE_WORKERS) && s->o->max_workers > 0;
     int n = 0, c = 0, m = s->t->n_space;
-    for (int pass = 0; pass < 3 + !workers && s->o->target_au == 0; pass++) // W, W -+ 1, any
+    for (int pass = 0; pass < 3 + !s->workers && s->o->target_au == 0; pass++) // W, W -+ 1, any
         for (int j = 0; j < m && n < CANDIDATES; j++) {
             bool taken = !memcmp(sp[j].k.v, s->given.v, sizeof s->given.v) ||
                          (pass < 3 && sp[j].k.num_workers != sp[0].k.num_workers + (long[]){0, -1, 1}[pass]);
@@ -570,7 +570,8 @@ static void finish(struct search *s)
 int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 struct results *res, struct error *e)
 {
-    struct search s = {.o = o, .trial = trial, .ctx = ctx, .res = res, .e = e};
+    struct search s = {.o = o, .trial = trial, .ctx = ctx, .res = res, .e = e,
+                       .workers = SEARCHES(o, TUNE_WORKERS) && o->max_workers > 0};
     pipeline_knobs_of(&s.given, o->base);
     res->runs = calloc(MAX_TRIALS, sizeof *res->runs);
     struct tune_result *t = res->tune = s.t = calloc(1, sizeof *s.t);
