@@ -1,10 +1,9 @@
 /* The pipeline model, by operational analysis: a stage's throughput is its
- * parallelism over its service time, bounded by the cores. Per batch: L
- * load on one thread, w a worker's batch handed to the training thread,
- * paid at both ends (m = 2 wake-ups with prefetch 1, else 1; 0 without
- * workers), H + o the training thread's step and own time, C the device's
- * step, X the copy (pageable or pinned). With W workers, ring depth D, K
- * cores, and h = H + o + m w the training thread's time per batch:
+ * parallelism over its service time, bounded by the cores. With the costs
+ * per batch of pipeline.h (L, w, s, o, H, C, X), the hand-off w paid at both
+ * ends (m = 2 wake-ups with prefetch 1, else 1; 0 without workers), W
+ * workers, ring depth D, K cores, and h = H + o + m w the training thread's
+ * time per batch:
  *   feed (W > 0) = (L + m w) / W       W workers in parallel, each a server
  *   sync,  W = 0:  max(H + o + L, C) + X     one slot: the copy waits for the
  *                                             step before; loading overlaps it
@@ -72,8 +71,6 @@ double pipeline_au(const struct pipeline_costs *c, const struct pipeline_knobs *
     return (double)batches * step / pipeline_epoch(c, k, batches);
 }
 
-/* Each stage's median over the epochs, as the epoch the model is fitted to:
- * a slow epoch (the machine's) moves neither. */
 void pipeline_measure(const struct run_result *run, bool device, struct pipeline_costs *c)
 {
     int n = run->n_epochs;
@@ -90,26 +87,27 @@ void pipeline_measure(const struct run_result *run, bool device, struct pipeline
     c->copy[run->cfg.loader.pin_memory] = m[3];
 }
 
-/* *x >= 0 such that the model's epoch for run's settings is its median
- * (the epoch grows with *x): bisection. A thread's own cost (lift false)
- * explains the run's time only where that thread bounds it at *x = 0;
- * where another stage does (the device, the copy thread), *x stays 0: the
- * shortfall is that stage's, and lifting the thread over it would slow
- * every prediction where the thread does bound. */
+/* *x >= 0 (0 on entry: pipeline_fit zeroes it; so it stays without a run)
+ * such that the model's epoch for run's settings is its median (the epoch
+ * grows with *x): bisection. A thread's own cost (lift false) explains the
+ * run's time only where that thread bounds it at *x = 0; where another stage
+ * does (the device, the copy thread), *x stays 0: the shortfall is that
+ * stage's, and lifting the thread over it would slow every prediction where
+ * the thread does bound. */
 static void fit(struct pipeline_costs *c, double *x, const struct run_result *run, bool lift)
 {
+    if (!run)
+        return;
     struct pipeline_knobs k;
-    double target = run->n_epochs ? epochs_median(run->epochs, run->n_epochs) : 0, lo = 0, hi;
+    double target = run->n_epochs ? epochs_median(run->epochs, run->n_epochs) : 0;
+    double lo = 0, hi = target;
     pipeline_knobs_of(&k, &run->cfg);
-    double X = c->copy[k.pin_memory];
-    *x = 0;
-    double at0 = pipeline_period(c, &k, X, c->compute);
+    double X = c->copy[k.pin_memory], at0 = pipeline_period(c, &k, X, c->compute);
     *x = 1e-6 * target;
     bool bounds = pipeline_period(c, &k, X, c->compute) > at0;
     *x = 0;
     if (!lift && !bounds)
         return; // its thread does not bound the period: stays 0
-    *x = hi = target;
     for (int i = 0; i < 60 && target > 0; i++) {
         *x = (lo + hi) / 2;
         *(pipeline_epoch(c, &k, run->n_batches) < target ? &lo : &hi) = *x;
@@ -117,18 +115,15 @@ static void fit(struct pipeline_costs *c, double *x, const struct run_result *ru
     *x = lo;
 }
 
-/* The training thread's own time is its cost alone, fitted on the run
- * without workers, where the copy thread or the device often bound the
- * period; the hand-off (both ends: the feed and the training thread) and
- * the contention (the cores' bound, whichever stage bounds) lift. */
+/* The hand-off (both ends: the feed and the training thread) and the
+ * contention (the cores' bound, whichever stage bounds) lift; the training
+ * thread's own time does not: the copy thread or the device often bound the
+ * period of the run without workers it is fitted on. */
 void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
                   const struct run_result *workers, const struct run_result *over)
 {
     c->loop = c->handoff = c->contend = 0;
-    if (sync)
-        fit(c, &c->loop, sync, false);
-    if (workers)
-        fit(c, &c->handoff, workers, true);
-    if (over)
-        fit(c, &c->contend, over, true);
+    fit(c, &c->loop, sync, false);
+    fit(c, &c->handoff, workers, true);
+    fit(c, &c->contend, over, true);
 }

@@ -41,8 +41,8 @@ double pipeline_epoch(const struct pipeline_costs *c, const struct pipeline_knob
 double pipeline_au(const struct pipeline_costs *c, const struct pipeline_knobs *k, long batches);
 
 /* The costs per batch a run measured (load, step, its pin_memory's copy),
- * each stage's median over the epochs; device: the backend copies batches
- * to a device. */
+ * each stage's median over the epochs, as pipeline_fit takes the epoch's: a
+ * slow epoch moves neither; device: the backend copies batches to a device. */
 void pipeline_measure(const struct run_result *run, bool device, struct pipeline_costs *c);
 /* Fitted to median epochs, each run NULL or not: the training thread's own
  * time (from a run without workers, where that thread bounds its period;

@@ -1,5 +1,5 @@
-/* The --tune search (tune.h): profile, predict, race, confirm. The trials
- * are the caller's (tune_trial_fn); this file only decides. */
+/* The --tune search (tune.h): profile, predict, race, confirm. It only
+ * decides: the trials are the caller's (tune_trial_fn). */
 #include "tune.h"
 
 #include <math.h>
@@ -143,13 +143,12 @@ static int add_trial(struct search *s, const struct pipeline_knobs *k)
     int i = trial_of(s, k);
     if (i >= 0 || s->res->n_runs == MAX_TRIALS)
         return i;
-    struct run_result *run = &s->res->runs[i = s->res->n_runs];
+    struct run_result *run = &s->res->runs[s->res->n_runs];
     if (config_copy(&run->cfg, s->o->base))
         return error_set(s->e, "out of memory");
     pipeline_knobs_apply(k, &run->cfg);
     knobs_text(s->o, k, run->label, sizeof run->label);
-    s->res->n_runs++;
-    return i;
+    return s->res->n_runs++;
 }
 
 /* A warm-up epoch before a trial's run where the config has one and the
@@ -269,18 +268,15 @@ static enum step profile(struct search *s)
     return st;
 }
 
-/* The prediction: the stage costs from the profile's runs (load, step and
- * copy from the one that loads in-line: no workers, else the config as
- * given; the other pin_memory's copy from one that had it; the training
- * thread's own time, the hand-off and the contention fitted on the run
- * without workers, the one with the most workers within the cores, W + 1 <=
- * K, and the one with the fewest beyond them), then every setting in reach
- * predicted and ranked. */
+/* The prediction: load, step and copy measured on the profile's run that
+ * loads in-line (no workers, else the config as given), the other
+ * pin_memory's copy on one that had it, pipeline_fit on the run without
+ * workers, the one with the most within the cores (W + 1 <= K) and the one
+ * with the fewest beyond them; then every setting in reach predicted, ranked. */
 static enum step predict(struct search *s)
 {
     const struct run_result *r = s->res->runs, *a = &r[0], *w = NULL, *over = NULL;
     struct pipeline_costs *c = &s->t->costs, other = {0};
-    bool dev = s->o->be->device_copies;
     for (int i = 0; i < s->res->n_runs; i++) {
         long n = r[i].cfg.loader.num_workers;
         a = n == 0 && a->cfg.loader.num_workers ? &r[i] : a;
@@ -291,10 +287,10 @@ static enum step predict(struct search *s)
     }
     bool pin = a->cfg.loader.pin_memory;
     *c = (struct pipeline_costs){.cores = s->o->cores};
-    pipeline_measure(a, dev, c);
+    pipeline_measure(a, s->o->be->device_copies, c);
     for (int i = 0; i < s->res->n_runs; i++)
         if (r[i].cfg.loader.pin_memory != pin)
-            pipeline_measure(&r[i], dev, &other);
+            pipeline_measure(&r[i], s->o->be->device_copies, &other);
     c->copy[!pin] = other.copy[!pin] > 0 ? other.copy[!pin] : c->copy[pin];
     pipeline_fit(c, a->cfg.loader.num_workers ? NULL : a, w, over);
     s->t->batches = a->n_batches;
@@ -394,12 +390,10 @@ static bool within_cap(const struct ratio *q)
  * The race ends once the config as given's verdict against the leader is
  * decided (the candidates still in are not told apart from the leader, the
  * lowest median, and need not be), or, where the config as given leads,
- * once every candidate left. What the cap cannot decide at the spread
- * seen holds the race open no longer, so a noisy machine ends it at a look
- * instead of the cap: the config as given's verdict against the leader
- * (stats.h: units_needed), a candidate against the config as given leading
- * (within_cap: its interval could not lie below 1 - threshold). A target
- * AU's race ends at its first look. */
+ * once every candidate left. What the cap cannot decide at the spread seen
+ * (units_needed for the config as given, within_cap for a candidate against
+ * it leading) holds the race open no longer, so a noisy machine ends it at
+ * a look instead of the cap. A target AU's race ends at its first look. */
 static bool race_done(void *search, int rounds, double alpha)
 {
     struct search *s = search;
@@ -531,19 +525,10 @@ static void confirm_target(struct search *s)
                  bound_name(report_run_bound(&s->res->runs[top])));
 }
 
-/* Where a rerun's median epoch lands: the prediction interval of one more
- * of the choice's race rounds (stats_prediction). */
-static void rerun_of(struct search *s)
-{
-    const struct run_result *run = &s->res->runs[s->t->best];
-    double x[run->n_rounds + 1];
-    for (int k = 0; k < run->n_rounds; k++)
-        x[k] = run->rounds[k].median_s;
-    stats_prediction(x, (size_t)run->n_rounds, s->t->rerun_s);
-}
-
 /* What the trials became: runs never measured (a stop) go, the others get
- * their predictions, and each setting its trial. */
+ * their predictions, each setting its trial, and the choice where a rerun's
+ * median epoch lands: the prediction interval of one more of its race
+ * rounds (stats_prediction). */
 static void finish(struct search *s)
 {
     struct tune_result *t = s->t;
@@ -564,6 +549,13 @@ static void finish(struct search *s)
     s->res->n_runs = (int)(s->res->n_points = t->n_trials = n);
     for (int j = 0; j < t->n_space; j++)
         t->space[j].trial = trial_of(s, &t->space[j].k);
+    if (t->best >= 0) {
+        const struct run_result *run = &s->res->runs[t->best];
+        double x[run->n_rounds + 1];
+        for (int k = 0; k < run->n_rounds; k++)
+            x[k] = run->rounds[k].median_s;
+        stats_prediction(x, (size_t)run->n_rounds, t->rerun_s);
+    }
     t->seconds = clock_of(s) - s->t0;
 }
 
@@ -598,8 +590,6 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
         conclude(&s, TUNE_STOPPED, -1, "%s %s: the trials above are what was measured; no "
                  "recommendation without a complete race", st == STEP_FAILED ? "stopped by an "
                  "error" : "interrupted", s.n_race ? "during the race" : "during the profile");
-    if (t->best >= 0)
-        rerun_of(&s);
     finish(&s);
     return st == STEP_FAILED ? -1 : 0;
 }
