@@ -87,15 +87,15 @@ void pipeline_measure(const struct run_result *run, bool device, struct pipeline
     c->copy[run->cfg.loader.pin_memory] = m[3];
 }
 
-/* *x >= 0 (0 on entry: pipeline_fit zeroes it; so it stays without a run)
- * such that the model's epoch for run's settings is its median (the epoch
- * grows with *x): bisection. A thread's own cost (lift false) explains the
+/* *x >= 0 such that the model's epoch for run's settings is its median
+ * (the epoch grows with *x): bisection; 0 without a run. A thread's own cost (lift false) explains the
  * run's time only where that thread bounds it at *x = 0; where another stage
  * does (the device, the copy thread), *x stays 0: the shortfall is that
  * stage's, and lifting the thread over it would slow every prediction where
  * the thread does bound. */
 static void fit(struct pipeline_costs *c, double *x, const struct run_result *run, bool lift)
 {
+    *x = 0;
     if (!run)
         return;
     struct pipeline_knobs k;

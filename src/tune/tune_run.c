@@ -33,9 +33,10 @@ static int real_trial(void *ctx, struct run_result *run, int round, int position
     int rc = train_run(&pc, x->d, x->be, NULL, &more, NULL, e);
     load_end(&probe, &load);
     if (rc || more.n_epochs < epochs) { // a failure or a stop: the round is not kept
+        int ran = more.n_epochs;
         run_result_free(&more);
         return stop_requested() ? 1 : rc ? -1 : error_set(e, "a trial ran %d of %d epochs",
-                                                          more.n_epochs, epochs);
+                                                          ran, epochs);
     }
     return run_result_add_round(run, &more, round, position, &load, e);
 }
