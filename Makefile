@@ -131,7 +131,7 @@ FLAVOUR := $(B)/flavour
 $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL)" ] || echo $(CUDA)$(MPI)$(NCCL) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-asan-bin test-tsan \
+.PHONY: all run test test-build test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-asan-bin test-tsan \
         test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
         test-docs test-samples test-layers test-tune test-fresh test-arm64 test-same-output bench bench-data bench-tune bench-verdicts bench-rounds bench-stats clean
 all: dpbench
@@ -244,7 +244,8 @@ $(B)/fuzz_config: tests/fuzz_config.c $(call src_path,$(CPU_SRC)) $(B)/deps.stam
 
 # test_verdicts is arithmetic over 18,000 simulated runs, its code covered by
 # the others: left out of the sanitizer pass (a minute there)
-test-asan: $(patsubst tests/%.c,$(B)/asan/%,$(filter-out tests/test_verdicts.c,$(wildcard tests/test_*.c)))
+ASAN_TESTS := $(patsubst tests/%.c,$(B)/asan/%,$(filter-out tests/test_verdicts.c,$(wildcard tests/test_*.c)))
+test-asan: $(ASAN_TESTS)
 	@LABEL=asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run_unit.sh $^
 
 # dpbench itself under ASan + UBSan (the CPU build, with the mpi engine
@@ -261,8 +262,9 @@ $(B)/asan/dpbench: $(ASAN_BIN_SRC) $(ASAN_BIN_OBJ) $(B)/deps.stamp
 test-asan-bin: $(B)/asan/dpbench
 	@tests/asan_bin_test.sh $<
 
-test-tsan: $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step $(B)/tsan/test_data \
-           $(B)/tsan/test_emulated
+TSAN_TESTS := $(B)/tsan/test_loader $(B)/tsan/test_train $(B)/tsan/test_step $(B)/tsan/test_data \
+              $(B)/tsan/test_emulated
+test-tsan: $(TSAN_TESTS)
 	@LABEL=tsan TSAN_OPTIONS="halt_on_error=1" tests/run_unit.sh $^
 
 # dpbench itself under UBSan: size arithmetic over odd shapes, replicas and
@@ -349,11 +351,18 @@ test-multinode: dpbench
 
 # `make test`: every stage, even after a failure, then one table and the total
 # (tests/run_stages.sh). A new stage is one more word here.
-TEST_STAGES := test-unit test-kernels test-cli test-results test-data-cli test-docs test-samples test-layers test-asan test-tsan \
+TEST_STAGES := test-build test-unit test-kernels test-cli test-results test-data-cli test-docs test-samples test-layers test-asan test-tsan \
                test-ubsan test-fuzz test-asan-bin test-valgrind test-scripts test-tune test-ddp test-limits \
                test-cuda-emulated test-gpu
 test:
 	@MAKE='$(MAKE)' tests/run_stages.sh $(TEST_STAGES)
+
+# make test's first stage: every binary the stages run, built on every core
+# (the stages run one after another, and compiling was half their time)
+TEST_BINS += dpbench $(TESTS) $(ASAN_TESTS) $(B)/asan/dpbench $(TSAN_TESTS) $(B)/ubsan/dpbench \
+             $(B)/fuzz_config
+test-build:
+	@$(MAKE) --no-print-directory -j$(shell nproc) $(TEST_BINS)
 
 # The stages that start processes, send signals or wait on time, N runs each
 # with every core kept busy (tests/loop_stages.sh): `make test-loop N=20`.
@@ -366,6 +375,7 @@ test-loop: dpbench $(B)/tests/test_loader
 # usable device the binary prints why and the stage counts as skipped.
 GPU_TEST := $(B)/tests/gpu_test
 ifeq ($(CUDA),1)
+TEST_BINS += $(GPU_TEST)
 $(GPU_TEST): tests/gpu_test.c tests/testutil.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CMOCKA_CFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) $(CMOCKA_LIBS) -o $@
@@ -393,6 +403,7 @@ EMU_COMM      := -DDPBENCH_HAVE_MPI -DDPBENCH_HAVE_NCCL $(MPI_CFLAGS) $(NCCL_INC
                  $(call src_path,comm_mpi.c comm_nccl.c)
 endif
 ifneq ($(wildcard $(CUDA_HOME)/include/cublas_v2.h),)
+TEST_BINS += $(EMU)/gpu_test $(EMU)/dpbench
 $(EMU)/libfakecuda.so: $(FAKE_SRC) tests/fakecuda.h src/backends/cuda_kernels.h src/core/loss_rows.h
 	@mkdir -p $(EMU)
 	$(CC) -O1 -g -std=c11 -D_GNU_SOURCE -pthread -fPIC -shared -I$(CUDA_HOME)/include $(NCCL_INC) \
