@@ -2,7 +2,9 @@
  * give the same forward output and gradients as a plain double-precision
  * loop, on the shapes the configs use and odd ones (a last batch of 1 row,
  * weights below and above the size where the transpose changes method). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -97,11 +99,62 @@ static void test_library_named(void **state)
     hostmm_free(&k);
 }
 
+/* This process's threads (/proc/self/status), once no more are leaving: a
+ * joined thread can still be counted for a moment (the kernel lets it go
+ * after the join returns), so the count is read until it stops falling,
+ * for up to a second. */
+static int threads_now(void)
+{
+    int n = -1, last;
+    for (int tries = 0; tries < 100; tries++) {
+        FILE *f = fopen("/proc/self/status", "r");
+        char line[256];
+        last = n;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "Threads: %d", &n) == 1)
+                break;
+        if (f)
+            fclose(f);
+        if (n == 1 || n == last)
+            break;
+        usleep(10000);
+    }
+    return n;
+}
+
+/* One OpenBLAS thread leaves none of its helper threads behind (they would
+ * spin on the cores the next run's threads need), and two start them again
+ * with the products still right. Where OpenBLAS makes no helpers (one core)
+ * or cannot stop them (an OpenMP build) the count says so: skipped. */
+extern int blas_thread_shutdown_(void) __attribute__((weak)); // as hostmm.c
+
+static void test_one_thread_stops_openblas_threads(void **state)
+{
+    (void)state;
+    if (!blas_thread_shutdown_)
+        skip(); // not OpenBLAS's pthreads build: its threads are not ours to stop
+    hostmm_blas_threads(2);
+    check(HOSTMM_OPENBLAS, 512, 512, 512); // large enough to be split
+    int with_two = threads_now();
+    hostmm_blas_threads(1);
+    int with_one = threads_now();
+    if (with_two <= 1) {
+        hostmm_blas_threads(1);
+        skip(); // no helper thread to stop here
+    }
+    assert_int_equal(with_one, 1); // cmocka runs the tests on this one thread
+    hostmm_blas_threads(2);
+    check(HOSTMM_OPENBLAS, 512, 512, 512);
+    hostmm_blas_threads(1);
+    assert_int_equal(threads_now(), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_products),
         cmocka_unit_test(test_library_named),
+        cmocka_unit_test(test_one_thread_stops_openblas_threads),
     };
     return cmocka_run_group_tests_name("hostmm", tests, NULL, NULL);
 }

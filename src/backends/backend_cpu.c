@@ -322,7 +322,7 @@ static int cpu_init(void **ctx, const struct backend_setup *s, struct error *e)
 
     /* chosen by measurement on this run's chunks, at most the replica's
      * share of the cores the loader's workers leave free */
-    openblas_set_num_threads(s->blas_threads > 0 ? s->blas_threads : 1);
+    hostmm_blas_threads(s->blas_threads > 0 ? s->blas_threads : 1);
     dp->spin = dp->n > 1 && dp->n <= s->compute_cores;
 
     /* cache-line aligned: each thread's hand-off counter on a line of its own */

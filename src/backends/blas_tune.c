@@ -183,7 +183,7 @@ static int try_one(struct blas_choice *out, int n, int features, int out_feature
                    int side, int threads, enum hostmm_lib lib, struct error *e)
 {
     double s;
-    openblas_set_num_threads(threads);
+    hostmm_blas_threads(threads);
     if (side_by_side(features, out_features, rows, lib, side, &s, e))
         return -1;
     out->seconds[n] = n < out->n_tried ? fmin(out->seconds[n], s) : s;
@@ -242,6 +242,6 @@ int blas_choose_threads(int features, int out_features, long rows, int max_threa
     }
     out->threads = out->tried[best];
     out->lib = out->tried_lib[best];
-    openblas_set_num_threads(out->threads);
+    hostmm_blas_threads(out->threads);
     return 0;
 }

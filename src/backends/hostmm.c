@@ -19,6 +19,17 @@
 #include <libxsmm.h>
 #endif
 
+/* OpenBLAS's pthreads build stops its threads with this (its fork handler);
+ * other builds (OpenMP) lack it, and their threads keep their own policy */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+void hostmm_blas_threads(int n)
+{
+    openblas_set_num_threads(n);
+    if (n <= 1 && blas_thread_shutdown_)
+        blas_thread_shutdown_();
+}
+
 const char *hostmm_lib_name(enum hostmm_lib lib)
 {
     return lib == HOSTMM_LIBXSMM ? "libxsmm" : "OpenBLAS";

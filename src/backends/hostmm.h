@@ -38,6 +38,13 @@ struct hostmm {
 bool hostmm_have_libxsmm(void);
 const char *hostmm_lib_name(enum hostmm_lib lib);
 
+/* OpenBLAS's threads per product from now on. Going down to one also stops
+ * its helper threads, which otherwise spin for a while (about 0.1 s) after
+ * each product before they sleep: on a small machine the run after one that
+ * used them (the next point of a round) would find them on the cores its
+ * own threads need. OpenBLAS starts them again when more are asked for. */
+void hostmm_blas_threads(int n);
+
 int hostmm_init(struct hostmm *k, enum hostmm_lib lib, int features, int out_features,
                 long max_rows, struct error *e);
 void hostmm_free(struct hostmm *k);
