@@ -1,6 +1,11 @@
 /* Signals and the watchdog; see signals.h. The handler only stores and posts
- * a semaphore (both async-signal-safe); the watchdog thread, which has every
- * signal blocked, does the waiting. */
+ * a semaphore (both async-signal-safe); the watchdog thread does the waiting.
+ * The kernel gives a signal to the main thread first; the watchdog takes the
+ * stop signals too (every other thread of ours blocks them), so one arriving
+ * while the main thread cannot take it (held in a call under a tracer, or a
+ * signal already pending there) still wakes the watchdog at once. Before,
+ * only OpenBLAS's helper threads could: with OPENBLAS_NUM_THREADS=1 a second
+ * signal during a held fsync waited for the writing to end. */
 #include "signals.h"
 
 #include <errno.h>
@@ -106,6 +111,12 @@ static void take_over(long seq)
 static void *watchdog_main(void *arg)
 {
     (void)arg;
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGHUP);
+    pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
     for (;;) {
         if (sem_wait(&wake) != 0)
             continue;
