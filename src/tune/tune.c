@@ -516,13 +516,14 @@ static void confirm_target(struct search *s)
         best = au >= s->o->target_au && (best < 0 || cost_of(&a) < cost_of(&b)) ? i : best;
         top = s->res->runs[i].sum.au > s->res->runs[top].sum.au ? i : top;
     }
+    enum bound bound = report_run_bound(&s->res->runs[top]); // "balanced", "input-bound"
     if (best >= 0)
         s->t->outcome = TUNE_TARGET, s->t->best = best, report_pair(s->res, 0, best, &s->t->gain);
     else
         conclude(s, TUNE_NO_TARGET, -1, "no setting tried reaches AU %.2f: the highest, trial "
-                 "%d (%s), reaches %.3f and is %s-bound", s->o->target_au, top,
+                 "%d (%s), reaches %.3f and is %s%s", s->o->target_au, top,
                  s->res->runs[top].label, floor(1000 * s->res->runs[top].sum.au) / 1000,
-                 bound_name(report_run_bound(&s->res->runs[top])));
+                 bound_name(bound), bound == BOUND_BALANCED ? "" : "-bound");
 }
 
 /* What the trials became: runs never measured (a stop) go, the others get
