@@ -3,9 +3,7 @@
  * The kernel gives a signal to the main thread first; the watchdog takes the
  * stop signals too (every other thread of ours blocks them), so one arriving
  * while the main thread cannot take it (held in a call under a tracer, or a
- * signal already pending there) still wakes the watchdog at once. Before,
- * only OpenBLAS's helper threads could: with OPENBLAS_NUM_THREADS=1 a second
- * signal during a held fsync waited for the writing to end. */
+ * signal already pending there) still wakes the watchdog at once. */
 #include "signals.h"
 
 #include <errno.h>
