@@ -131,9 +131,9 @@ FLAVOUR := $(B)/flavour
 $(shell mkdir -p $(B); [ "$$(cat $(FLAVOUR) 2>/dev/null)" = "$(CUDA)$(MPI)$(NCCL)" ] || echo $(CUDA)$(MPI)$(NCCL) >$(FLAVOUR))
 LIB  := $(filter-out $(B)/main.o,$(OBJ))
 
-.PHONY: all run test test-build test-loop test-unit test-kernels test-cli test-results test-data-cli test-gpu test-asan test-asan-bin test-tsan \
+.PHONY: all run test test-build test-loop test-unit test-kernels native-kernel-tests test-cli test-results test-data-cli test-gpu test-asan test-asan-bin test-tsan \
         test-ubsan test-fuzz test-valgrind test-scripts test-ddp test-limits test-multinode test-cuda-emulated \
-        test-docs test-samples test-layers test-tune test-fresh test-arm64 test-same-output bench bench-data bench-tune bench-verdicts bench-rounds bench-stats clean
+        test-docs test-samples test-layers test-tune test-fresh emu-1gpu emu-3gpu emu-cli emu-nccl emu-bench test-arm64 test-same-output bench bench-data bench-tune bench-verdicts bench-rounds bench-stats clean
 all: dpbench
 
 # The dependency check: scripts/install-deps.sh installs what is missing and
@@ -191,10 +191,12 @@ test-unit: $(TESTS)
 # libraries forced, and a build with a user's own CFLAGS in its own folder.
 KERNEL_TESTS  := test_hostmm test_step test_train test_data
 NATIVE_CFLAGS := -O3 -g -march=native -ffp-contract=fast
-test-kernels: $(KERNEL_TESTS:%=$(B)/tests/%)
+# (the paths side by side, one a core: tests/kernel_paths.sh)
+test-kernels: $(KERNEL_TESTS:%=$(B)/tests/%) native-kernel-tests
+	@tests/kernel_paths.sh --native $(B)/native/tests $(KERNEL_TESTS:%=$(B)/tests/%)
+native-kernel-tests:
 	@CFLAGS='$(NATIVE_CFLAGS)' $(MAKE) -s --no-print-directory B=$(B)/native CUDA=0 MPI=0 \
 	    $(KERNEL_TESTS:%=$(B)/native/tests/%)
-	@tests/kernel_paths.sh --native $(B)/native/tests $^
 
 test-cli: dpbench
 	@tests/cli_test.sh ./dpbench
@@ -360,7 +362,7 @@ test:
 # make test's first stage: every binary the stages run, built on every core
 # (the stages run one after another, and compiling was half their time)
 TEST_BINS += dpbench $(TESTS) $(ASAN_TESTS) $(B)/asan/dpbench $(TSAN_TESTS) $(B)/ubsan/dpbench \
-             $(B)/fuzz_config
+             $(B)/fuzz_config native-kernel-tests
 test-build:
 	@$(MAKE) --no-print-directory -j$(shell nproc) $(TEST_BINS)
 
@@ -430,11 +432,19 @@ test-cuda-emulated: export DPBENCH_CUDART = $(abspath $(EMU))/libfakecuda.so
 test-cuda-emulated: export DPBENCH_CUBLAS = $(abspath $(EMU))/libfakecuda.so
 test-cuda-emulated: export DPBENCH_LIBCUDA = $(abspath $(EMU))/libfakecuda.so
 test-cuda-emulated: export DPBENCH_NCCL = $(abspath $(EMU))/libfakecuda.so
+# The five parts run side by side (mostly waits on process start-up; their
+# timing checks hold with every core busy), each one's output kept together.
+EMU_PARTS := emu-bench emu-nccl emu-cli emu-3gpu emu-1gpu
 test-cuda-emulated: $(EMU)/gpu_test $(EMU)/dpbench
-	@LABEL=cuda-emulated-1gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=1 tests/run_unit.sh $<
-	@LABEL=cuda-emulated-3gpu FAKE_ABORT=1 FAKE_CUDA_DEVICES=3 tests/run_unit.sh $<
+	@$(MAKE) --no-print-directory -k -j3 -Otarget $(EMU_PARTS)
+emu-1gpu emu-3gpu:
+	@LABEL=cuda-emulated-$(@:emu-%=%) FAKE_ABORT=1 FAKE_CUDA_DEVICES=$(@:emu-%gpu=%) \
+	    tests/run_unit.sh $(EMU)/gpu_test
+emu-cli:
 	@printf 'cuda-emulated-cli: '; tests/cuda_cli_test.sh $(EMU)/dpbench
+emu-nccl:
 	@printf 'cuda-emulated-nccl: '; tests/nccl_emulated_test.sh $(EMU)/dpbench
+emu-bench:
 	@printf 'cuda-emulated-bench: '; tests/gpu_bench_test.sh $(EMU)
 else
 test-cuda-emulated:

@@ -85,50 +85,63 @@ missing() {
     for f in "$@"; do [[ $flags == *" $f "* ]] || out+=" $f"; done
     echo "${out# }"
 }
-pass=0 fail=0 skip=0 first=""
-
 # run LABEL WANT_RE ENV...: every binary with ENV set; WANT_RE (optional) must
-# match the library's own report of the kernels it ran
+# match the library's own report of the kernels it ran. Paths run up to one a
+# core at once (numerical checks: no timing), each path's lines into its own
+# file, printed in order at the end with a last line "#counts PASS FAIL SKIP".
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+n=0
 run() {
-    local label=$1 want=$2 t out rc p f got="" np=0 nf=0
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+    run_path "$@" >"$out/$n" 2>&1 </dev/null &
+    n=$((n + 1))
+}
+run_path() {
+    local label=$1 want=$2 t o rc p f got="" np=0 nf=0
     shift 2
     for t in "${BINS[@]}"; do
-        out=$(env "$@" "$t" 2>&1); rc=$?
-        p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p' <<<"$out" | tail -1)
-        f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test.*/\1/p' <<<"$out" | tail -1)
+        o=$(env "$@" "$t" 2>&1); rc=$?
+        p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test.*/\1/p' <<<"$o" | tail -1)
+        f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test.*/\1/p' <<<"$o" | tail -1)
         np=$((np + ${p:-0})); nf=$((nf + ${f:-0}))
         if [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then nf=$((nf + 1)); fi
         if [ "$rc" -ne 0 ]; then
-            echo "$out" | grep -E 'ERROR|FAILED|error' | head -5 | sed "s|^|    $label ${t##*/}: |"
-            [ -n "$first" ] || first="$label ${t##*/}: $(echo "$out" | grep -m1 -E '^ERROR|error' || echo "exit $rc")"
+            echo "$o" | grep -E 'ERROR|FAILED|error' | head -5 | sed "s|^|    $label ${t##*/}: |"
+            echo "#first $label ${t##*/}: $(echo "$o" | grep -m1 -E '^ERROR|error' || echo "exit $rc")"
         fi
-        [ -n "$want" ] && [ -z "$got" ] && got=$(grep -m1 -oE "$want" <<<"$out")
+        [ -n "$want" ] && [ -z "$got" ] && got=$(grep -m1 -oE "$want" <<<"$o")
     done
     if [ -n "$want" ] && [ -z "$got" ]; then
-        echo "  $label: skipped: the library did not report running it ($(echo "$out" | grep -m1 -E 'Core:|LIBXSMM_TARGET' || echo 'no report'))"
-        skip=$((skip + 1)); return
+        echo "  $label: skipped: the library did not report running it ($(echo "$o" | grep -m1 -E 'Core:|LIBXSMM_TARGET' || echo 'no report'))"
+        echo "#counts 0 0 1"; return
     fi
     echo "  $label: $np passed, $nf failed"
-    pass=$((pass + np)); fail=$((fail + nf))
+    echo "#counts $np $nf 0"
+}
+# skipped LINE: a path not run, in its place among the others
+skipped() {
+    printf '%s\n#counts 0 0 1\n' "$1" >"$out/$n"
+    n=$((n + 1))
 }
 
 BINS=("$@")
 echo "# kernel paths on: $cpu"
-[ -n "$CORE_TYPES" ] || { echo "  openblas: skipped: no core-type list for $(uname -m)"; skip=$((skip + 1)); }
+[ -n "$CORE_TYPES" ] || skipped "  openblas: skipped: no core-type list for $(uname -m)"
 while read -r core need; do
     [ -n "$core" ] || continue
     m=$(missing $need)
-    if [ -n "$m" ]; then echo "  openblas $core: skipped: this CPU lacks $m"; skip=$((skip + 1)); continue; fi
+    if [ -n "$m" ]; then skipped "  openblas $core: skipped: this CPU lacks $m"; continue; fi
     run "openblas $core" "Core: $core" OPENBLAS_CORETYPE="$core" OPENBLAS_VERBOSE=2 DPBENCH_TEST_BLAS=openblas
 done <<<"$CORE_TYPES"
 # libxsmm targets (wsm = SSE4.2, snb = AVX, hsw = AVX2, skx = AVX-512)
 # built in: the library's environment names are in the binary (linked statically)
 if ! grep -qa LIBXSMM_TARGET "${BINS[0]}"; then
-    echo "  libxsmm: skipped: not built in (no libxsmm-dev, or XSMM=0)"; skip=$((skip + 1))
+    skipped "  libxsmm: skipped: not built in (no libxsmm-dev, or XSMM=0)"
 else
     while read -r target need; do
         m=$(missing $need)
-        if [ -n "$m" ]; then echo "  libxsmm $target: skipped: this CPU lacks $m"; skip=$((skip + 1)); continue; fi
+        if [ -n "$m" ]; then skipped "  libxsmm $target: skipped: this CPU lacks $m"; continue; fi
         run "libxsmm $target" "LIBXSMM_TARGET: $target" LIBXSMM_TARGET="$target" LIBXSMM_VERBOSE=1 \
             DPBENCH_TEST_BLAS=libxsmm
     done <<'EOF'
@@ -147,6 +160,14 @@ if [ -n "$native" ]; then
         run "-O3 -march=native -ffp-contract=fast, libxsmm" "" DPBENCH_TEST_BLAS=libxsmm
     fi
 fi
+wait
+pass=0 fail=0 skip=0 first=""
+for ((k = 0; k < n; k++)); do
+    grep -v '^#' "$out/$k"
+    read -r p f sk < <(sed -n 's/^#counts //p' "$out/$k")
+    pass=$((pass + ${p:-0})) fail=$((fail + ${f:-1})) skip=$((skip + ${sk:-0}))
+    [ -n "$first" ] || first=$(sed -n 's/^#first //p' "$out/$k" | head -1)
+done
 [ -n "$first" ] && echo "first failure: $first"
 echo "kernels: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
