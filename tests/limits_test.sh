@@ -213,7 +213,7 @@ for sig in INT TERM HUP once; do
         continue
     fi
     [ -n "$dp" ] && kill -$sig "$dp" # dpbench, strace's child (strace exits with its status)
-    sleep 0.1
+    sleep 0.3 # a second signal within 50 ms would be the first one again (signals.h)
     [ -n "$dp" ] && kill -$sig "$dp" 2>/dev/null # the second stops the writing
     t0=$(date +%s%N)
     ends_within $pid

@@ -40,10 +40,25 @@ const char *signals_name(int sig)
     return sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
 }
 
+/* A signal this soon after the last one counted is that one again: timeout(1)
+ * signals the process and then its process group, two signals microseconds
+ * apart for one request. A person's second Ctrl-C comes later. */
+static const long long SAME_NS = 50000000;
+static long long counted_ns; // atomic: when the last signal counted came (CLOCK_MONOTONIC)
+
 static void on_signal(int sig)
 {
     int saved = errno;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); // async-signal-safe
+    long long now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    long long last = __atomic_load_n(&counted_ns, __ATOMIC_SEQ_CST);
     stop_request(sig);
+    if (last && now - last < SAME_NS) {
+        errno = saved;
+        return;
+    }
+    __atomic_store_n(&counted_ns, now, __ATOMIC_SEQ_CST);
     if (__atomic_exchange_n(&free_signal, 0, __ATOMIC_SEQ_CST)) // settled before it counts,
         __atomic_add_fetch(&n_settled, 1, __ATOMIC_SEQ_CST);   // so it is never pending
     __atomic_add_fetch(&n_signals, 1, __ATOMIC_SEQ_CST);

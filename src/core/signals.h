@@ -4,7 +4,8 @@
  * 128 + the first signal's number. Once the measuring is over (statistics,
  * output), a first signal is answered at once: the results are complete and
  * are written whole. Any further signal stops the writing (temp files
- * removed). A watchdog thread ends
+ * removed). A signal within 50 ms of the last one counted is that one again
+ * (timeout(1) sends two: to the process, then to its group). A watchdog thread ends
  * the process when the main thread has not reached a stop point 1.5 s after
  * a signal (a library call that does not return, or a phase of dpbench's own
  * that has no stop point), naming the phase it was in. SIGXFSZ is ignored,
