@@ -496,27 +496,57 @@ static long mw_critical(size_t na, size_t nb)
     return c;
 }
 
+/* How many of the differences b[k] - a[i] (a, b sorted) are at most t: with
+ * a[i] rising, b[k] - a[i] falls, so the count of k only grows. */
+static size_t diffs_at_most(const double *a, size_t na, const double *b, size_t nb, double t)
+{
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i < na; i++) {
+        while (k < nb && b[k] - a[i] <= t)
+            k++;
+        n += k;
+    }
+    return n;
+}
+
+/* The q-th smallest (1-based) of the na nb differences b[k] - a[i], by
+ * bisection on its value, each step a count: memory na + nb, not na nb. It
+ * ends with lo and hi adjacent doubles, fewer than q at most lo and at
+ * least q at most hi: the value is hi. */
+static double diff_rank(const double *a, size_t na, const double *b, size_t nb, size_t q)
+{
+    double lo = b[0] - a[na - 1], hi = b[nb - 1] - a[0];
+    if (diffs_at_most(a, na, b, nb, lo) >= q)
+        return lo;
+    for (int step = 0; step < 2200; step++) { // about 64 steps, 2100 where one end is denormal
+        double mid = lo + (hi - lo) / 2;
+        if (!(mid > lo && mid < hi))
+            break;
+        *(diffs_at_most(a, na, b, nb, mid) >= q ? &hi : &lo) = mid;
+    }
+    return hi;
+}
+
 /* Unpaired: the Hodges-Lehmann shift between the two sides' log medians
- * (the median of every difference b - a) with Moses' interval, the
- * Mann-Whitney test's: the c-th smallest and largest differences. */
+ * (the median of every difference b - a, as stats_quantile takes it) with
+ * Moses' interval, the Mann-Whitney test's: the c-th smallest and largest
+ * differences. */
 void stats_unpaired(const double *a, size_t na, const double *b, size_t nb, double threshold,
                     struct ratio *out)
 {
     ratio_init(out, na < nb ? na : nb, threshold);
     double *la = log_sorted(a, na, NULL), *lb = log_sorted(b, nb, NULL);
-    double *d = malloc((na && nb ? na * nb : 1) * sizeof *d);
-    if (la && lb && d && na && nb && isfinite(la[0]) && isfinite(lb[0]) &&
+    if (la && lb && na && nb && isfinite(la[0]) && isfinite(lb[0]) &&
         isfinite(la[na - 1]) && isfinite(lb[nb - 1])) {
-        for (size_t i = 0; i < na; i++)
-            for (size_t k = 0; k < nb; k++)
-                d[i * nb + k] = lb[k] - la[i];
-        qsort(d, na * nb, sizeof *d, cmp_double);
-        double m = stats_quantile(d, na * nb, 0.5);
+        size_t n = na * nb, i = (n - 1) / 2;
+        double m = diff_rank(la, na, lb, nb, i + 1);
+        if (n % 2 == 0) // between the two middle ones
+            m += 0.5 * (diff_rank(la, na, lb, nb, i + 2) - m);
         out->ratio = exp(m);
         long c = mw_critical(na, nb);
         if (c >= 1) {
-            out->ci95[0] = exp(d[c - 1]);
-            out->ci95[1] = exp(d[na * nb - (size_t)c]);
+            out->ci95[0] = exp(diff_rank(la, na, lb, nb, (size_t)c));
+            out->ci95[1] = exp(diff_rank(la, na, lb, nb, n - (size_t)c + 1));
             out->verdict = stats_decide(out->ci95, threshold);
         }
         double sa = mad_sd(la, na, stats_quantile(la, na, 0.5));
@@ -527,5 +557,4 @@ void stats_unpaired(const double *a, size_t na, const double *b, size_t nb, doub
     }
     free(la);
     free(lb);
-    free(d);
 }
