@@ -112,6 +112,13 @@ u, = d["unmatched"]["b"]
 assert u["run"] == 1 and "different workload (dataset.length: 200 vs 100)" in u["why"], u
 PY
 then ok; else bad "compare several points: $(cat "$TMP/cmp.json" "$TMP/err")"; fi
+# a label with control bytes (a hand-edited or hostile file): printed without them
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["runs"][0]["point"]="x\u001b[31my"; json.dump(d, open(sys.argv[2], "w"))' \
+    "$TMP/a.json" "$TMP/esc.json"
+if "$BIN" compare "$TMP/a.json" "$TMP/esc.json" >"$TMP/cmp.txt" 2>"$TMP/err" && ! grep -q $'\e' "$TMP/cmp.txt" &&
+    grep -qF 'x?[31my' "$TMP/cmp.txt"; then ok
+else bad "compare printed a label's control bytes: $(cat -v "$TMP/cmp.txt" "$TMP/err")"; fi
+rm "$TMP/esc.json"
 # different workloads only: listed, nothing compared, exit 2
 craft other.json "[({'dataset.length': 200}, $A)]"
 "$BIN" compare "$TMP/a.json" "$TMP/other.json" >"$TMP/cmp.txt" 2>"$TMP/err"
@@ -130,14 +137,19 @@ else bad "compare with a PyTorch result: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
 echo '{"runs": []}' >"$TMP/empty.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["runs"][0]["epochs"][1]["seconds"]; json.dump(d, open(sys.argv[2], "w"))' \
     "$TMP/a.json" "$TMP/noseconds.json"
+cat "$TMP/a.json" "$TMP/a.json" >"$TMP/twice.json" # two results appended: not read as the first
+: >"$TMP/zero.json"
+head -c 300 "$TMP/a.json" >"$TMP/cut.json"
 for c in "configs/tutorial.yaml:not valid JSON" "$TMP/empty.json:not a dpbench result" \
+         "$TMP/twice.json:more after the JSON document" "$TMP/zero.json:an empty file" \
+         "$TMP/cut.json:$(wc -l <"$TMP/cut.json" | awk '{print $1 + 1}'): not valid JSON" \
          "$TMP/nowhere.json:cannot read" "$TMP/noseconds.json:epoch 2: not a time dpbench measured"; do
     "$BIN" compare "$TMP/a.json" "${c%%:*}" >/dev/null 2>"$TMP/err"
     rc=$?
     if [ $rc -eq 2 ] && grep -qF -- "${c#*:}" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok
     else bad "compare with ${c%%:*}: exit $rc: $(cat "$TMP/err")"; fi
 done
-rm "$TMP/noseconds.json" # not a result any more: kept out of the schema check below
+rm "$TMP/noseconds.json" "$TMP/twice.json" "$TMP/zero.json" "$TMP/cut.json" # not results: kept out of the schema check below
 # every class of malformed compare input: exit 2, one line naming the file and
 # what is wrong, before anything is compared (and never a verdict on it)
 mkfifo "$TMP/fifo"
@@ -149,11 +161,13 @@ bad_doc noschema.json 'del d["schema_version"]'
 bad_doc strschema.json 'd["schema_version"] = "1"'
 bad_doc newschema.json 'd["schema_version"] = 3'
 bad_doc huge.json 'd["runs"][0]["epochs"][0]["seconds"] = 1e308'
+bad_doc tiny.json 'd["runs"][0]["epochs"][0]["seconds"] = 5e-324'
 bad_doc nanround.json 'd["runs"][0]["rounds"] = [{"round": 0, "median_ms": -1}]'
 bad_doc noruns.json 'd["runs"] = []'
 for c in "$TMP/noschema.json:no \"schema_version\"" "$TMP/strschema.json:is a string" \
          "$TMP/newschema.json:schema_version 3: this dpbench reads versions 1 and 2" \
          "$TMP/huge.json:epoch 1: not a time dpbench measured" \
+         "$TMP/tiny.json:epoch 1: not a time dpbench measured" \
          "$TMP/nanround.json:round 1: not a time dpbench measured" \
          "$TMP/noruns.json:no \"runs\" with at least one run" \
          "$TMP/fifo:not a regular file" "/dev/urandom:not a regular file" "$TMP:not a regular file"; do

@@ -148,8 +148,9 @@ static int compare_files(int argc, char **argv)
     if (rc == 0 && f.out->compare(stdout, &r))
         rc = error_set(&e, "out of memory");
     if (rc == 0 && r.n_pairs == 0)
-        rc = error_set(&e, "compare: no point of %s has a point of the same workload in %s: "
-                           "nothing compared", r.a.path, r.b.path);
+        rc = error_set(&e, "compare: no point of %s pairs with a point of %s (a pair has one "
+                           "workload, and one setting where a side has several points): nothing "
+                           "compared; the unmatched lines above say why", r.a.path, r.b.path);
     bool failed = rc == 0 && f.fail_on && fails(&r, fail_on_margin(f.fail_on, f.threshold));
     compare_free(&r);
     if (rc)

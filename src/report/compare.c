@@ -73,6 +73,8 @@ void compare_unmatched_why(const struct compare_point *p, const struct compare_f
         snprintf(buf, n, "different workload (%s)", d[0]);
     else if (compare_diffs(p->settings, q->settings, "", d, 0, 1))
         snprintf(buf, n, "same workload, other settings (%s)", d[0]);
+    else if (q->n == 0)
+        snprintf(buf, n, "its partner there has no measured epoch");
     else
         snprintf(buf, n, "the points of its workload and settings there are paired already");
 }

@@ -21,8 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* An epoch longer than this is no time dpbench measured (the statistics of
- * such numbers would not be finite). */
+/* An epoch outside these is no time dpbench measured (the statistics of
+ * such numbers would not be finite; its clock counts nanoseconds). */
+#define MIN_EPOCH_S 1e-9
 #define MAX_EPOCH_S 1e7
 /* The result files larger than this are refused before they are read. */
 #define MAX_FILE_BYTES ((off_t)1 << 30)
@@ -56,7 +57,8 @@ static bool is_workload(const char *section, const char *key)
 }
 
 /* Splits a run's config into its workload and its settings; the name, the
- * report and bench sections and the sweep are neither. The backend stands for
+ * report, bench and tune sections and the sweep are neither (how a result
+ * was measured or searched, not what ran). The backend stands for
  * parallel.device ("torch-cpu" is the cpu: the PyTorch side of one setting). */
 static void split_config(const cJSON *cfg, const char *backend, cJSON *work, cJSON *set)
 {
@@ -66,7 +68,8 @@ static void split_config(const cJSON *cfg, const char *backend, cJSON *work, cJS
     cJSON_ArrayForEach(sec, cfg)
     {
         if (!cJSON_IsObject(sec) || strcmp(sec->string, "report") == 0 ||
-            strcmp(sec->string, "sweep") == 0 || strcmp(sec->string, "bench") == 0)
+            strcmp(sec->string, "sweep") == 0 || strcmp(sec->string, "bench") == 0 ||
+            strcmp(sec->string, "tune") == 0)
             continue;
         cJSON *w = cJSON_AddObjectToObject(work, sec->string);
         cJSON *s = cJSON_AddObjectToObject(set, sec->string);
@@ -139,9 +142,9 @@ static int time_ms(const struct compare_file *f, const cJSON *v, double unit, in
                    const char *what, int k, double *ms, struct error *e)
 {
     double x = cJSON_IsNumber(v) ? v->valuedouble * unit : NAN;
-    if (!(x > 0) || !(x < 1e3 * MAX_EPOCH_S))
-        return error_set(e, "%s: run %d, %s %d: not a time dpbench measured (a positive number "
-                            "of seconds below %g)", f->path, i, what, k + 1, MAX_EPOCH_S);
+    if (!(x >= 1e3 * MIN_EPOCH_S) || !(x < 1e3 * MAX_EPOCH_S))
+        return error_set(e, "%s: run %d, %s %d: not a time dpbench measured (seconds from %g "
+                            "to below %g)", f->path, i, what, k + 1, MIN_EPOCH_S, MAX_EPOCH_S);
     *ms = x;
     return 0;
 }
@@ -203,6 +206,9 @@ static int read_point(struct compare_file *f, const cJSON *runs, int i, struct e
     const cJSON *backend = cJSON_GetObjectItemCaseSensitive(run, "backend");
     if (!cJSON_IsObject(run) || !cJSON_IsObject(cfg))
         return error_set(e, "%s: run %d has no \"config\" object", f->path, i);
+    for (char *c = cJSON_IsString(label) ? label->valuestring : ""; *c; c++)
+        if ((unsigned char)*c < ' ' || *c == 0x7f) // printed to a terminal: no control bytes
+            *c = '?';
     struct compare_point *p = &f->pts[f->n++];
     *p = (struct compare_point){.run = i, .label = cJSON_IsString(label) ? label->valuestring : "",
                                 .workload = cJSON_CreateObject(), .settings = cJSON_CreateObject(),
@@ -334,11 +340,23 @@ int compare_file_read(struct compare_file *f, const char *path, struct error *e)
     char *text = slurp(path, &len, e);
     if (!text)
         return -1;
-    f->doc = cJSON_ParseWithLength(text, len);
+    const char *end = NULL; // where parsing stopped: the error, or past the document
+    f->doc = len ? cJSON_ParseWithLengthOpts(text, len, &end, false) : NULL;
+    size_t at = end ? (size_t)(end - text) : 0, rest = at;
+    while (f->doc && rest < len && strchr(" \t\r\n", text[rest]))
+        rest++;
+    int line = 1;
+    for (size_t i = 0; i < at && i < len; i++)
+        line += text[i] == '\n';
     free(text);
+    if (!len)
+        return error_set(e, "%s: an empty file (a result of dpbench --format json or --out)", path);
     if (!f->doc)
-        return error_set(e, "%s: not valid JSON (a result of dpbench --format json or --out)",
-                         path);
+        return error_set(e, "%s:%d: not valid JSON (a result of dpbench --format json or --out)",
+                         path, line);
+    if (rest < len)
+        return error_set(e, "%s:%d: more after the JSON document (two results in one file?)",
+                         path, line);
     return compare_file_from(f, f->doc, path, -1, e);
 }
 
