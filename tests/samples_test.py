@@ -55,7 +55,9 @@ OPTIONAL = re.compile(r"^(# warning:|warning:|dpbench: warning:|progress:)")
 CHOSEN = re.compile(r"\b(faster|slower|same|undecided|input-bound|copy-bound|compute-bound|"
                     r"input|copy|compute|balanced|OpenBLAS|libxsmm)\b")
 DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|\d{8}-\d{6}")
-HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+# a commit hash: hex with a letter and a digit, or all letters as the build
+# prints it, "(cfeacda)" (all digits is a NUMBER)
+HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b|(?<=\()[a-f]{7,40}\b")
 NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 # what an undecided verdict adds in a sweep's table (after the numbers are
 # masked): how many rounds would decide it, which a decided one leaves out
