@@ -435,6 +435,8 @@ static void test_parse_knobs(void **state)
         assert_int_equal(tune_parse_knobs(bad[i], &mask, &e), -1);
         assert_non_null(strstr(e.msg, "known: num_workers"));
     }
+    assert_int_equal(tune_parse_knobs("pin_memory, num_workers,pin_memory", &mask, &e), -1);
+    assert_string_equal(e.msg, "tune.knobs: 'pin_memory' is named twice");
 }
 
 /* ---- calibration on the busy machine ------------------------------------- */

@@ -109,12 +109,40 @@ check "set(tr['settings']['num_workers'] for tr in t['trials']) == {0, 1}" "$TMP
 pid=$!
 for _ in $(seq 1200); do grep -q "tune trial [1-9]" "$TMP/stop.err" && break; sleep 0.1; done
 sleep 2
-kill -INT "$pid"
+kill -INT "$pid"; kill -INT "$pid" # one request sent twice, as timeout(1) sends it
 wait "$pid"
 rc=$?
 if [ "$rc" -eq 130 ]; then ok; else bad "interrupted --tune: exit $rc: $(tail -3 "$TMP/stop.err")"; fi
 check "t['outcome'] == 'stopped' and t['best'] is None and 'interrupted' in t['statement'] and all(len(r['epochs']) > 0 for r in d['runs']) and d['interrupted']" \
     "$TMP/stop.json" "interrupted --tune"
+
+# a stop while the dataset is generated: said, 130, like a run without --tune
+DPBENCH_TEST_SIGNAL_AT="generating the dataset" "$BIN" --tune -c configs/tutorial.yaml \
+    --set dataset.length=600 >/dev/null 2>"$TMP/gen.err"
+rc=$?
+if [ $rc -eq 130 ] && grep -q "interrupted by SIGINT" "$TMP/gen.err"; then ok
+else bad "--tune stopped while generating: exit $rc: $(cat "$TMP/gen.err")"; fi
+
+# ---- a short race (the budget ends it after a round or two): numbers or "-", never nan;
+# the tuned config keeps to --out whatever the name (as the result files: / as _) and
+# never replaces a file (a folder in its place: the next name)
+mkdir -p "$TMP/o/out/.._esc-tuned.yaml"
+"$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100 \
+    --set train.epochs=2 --set tune.max_workers=0 --set tune.budget_s=2 --set name=../esc \
+    --out "$TMP/o/out" >"$TMP/short2.txt" 2>"$TMP/short2.err"
+rc=$?
+if [ $rc -eq 0 ] && ! grep -qiw nan "$TMP/short2.txt" && grep -q "^# \(no \)\?recommendation" "$TMP/short2.txt"; then ok
+else bad "a short race: exit $rc, nan or no recommendation line: $(cat "$TMP/short2.txt" "$TMP/short2.err")"; fi
+if [ -f "$TMP/o/out/.._esc-tuned-2.yaml" ] && [ -z "$(ls "$TMP/o" | grep -v '^out$')" ] &&
+   grep -q "tuned config written to $TMP/o/out/.._esc-tuned-2.yaml" "$TMP/short2.err"; then ok
+else bad "tuned config outside --out or replacing: $(ls -R "$TMP/o"; cat "$TMP/short2.err")"; fi
+
+# compare pairs a --tune result with a plain run of its config as given: the trial's
+# config is the one given (its epochs, not a round's), and tune.* is no setting
+"$BIN" -q "${IN[@]}" --format json >"$TMP/plain.json" 2>/dev/null
+if "$BIN" compare "$TMP/plain.json" "$TMP/in.json" --format json >"$TMP/cmpt.json" 2>"$TMP/cmpt.err" &&
+   python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['pairs']; sys.exit(0 if [x['b']['run'] for x in p] == [0] else 1)" "$TMP/cmpt.json"
+then ok; else bad "compare a --tune result with its config as given: $(head -c 600 "$TMP/cmpt.json"; cat "$TMP/cmpt.err")"; fi
 
 # ---- what --tune cannot honour is refused, naming the flag or the key
 C=(-c configs/tutorial.yaml)

@@ -20,7 +20,8 @@
 /* The result files first, then stdout: a file that cannot be written never
  * costs the results on stdout, and a stdout nobody reads any more (mpirun
  * stops forwarding its ranks' output once told to end the job) never costs
- * the files. */
+ * the files. The mode's own files (ops->files) go with the result: where
+ * they cannot be written, the result files are removed again. */
 static int write_files(const struct app *a, const struct session_ops *ops, bool *placed,
                        struct error *e)
 {
@@ -28,9 +29,13 @@ static int write_files(const struct app *a, const struct session_ops *ops, bool 
     char path[4400];
     if (report_write_files(&a->res, dir, path, sizeof path, e))
         return error_wrap(e, "result files not written (results are on stdout)");
+    if (ops && ops->files && ops->files(a, dir, e)) {
+        report_unwrite_files(path);
+        return error_wrap(e, "result files not written (results are on stdout)");
+    }
     fprintf(stderr, "dpbench: results written to %s (and .csv, -summary.csv)\n", path);
     *placed = true;
-    return ops && ops->files ? ops->files(a, dir, e) : 0;
+    return 0;
 }
 
 static int emit(struct app *a, const struct session_ops *ops, bool *placed,

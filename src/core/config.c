@@ -470,19 +470,26 @@ cJSON *config_to_json(const struct config *c)
     return root;
 }
 
-int config_save_yaml(const char *path, const char *header, const struct config *c,
-                     bool (*keep)(const struct config *c, const char *path), struct error *e)
+char *config_yaml(const char *header, const struct config *c,
+                  bool (*keep)(const struct config *c, const char *path))
 {
-    char tmp[4400];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return error_set(e, "%.200s...: path too long", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return error_set(e, "%s: %s", tmp, strerror(errno));
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
     cJSON *all = config_to_json(c);
     char section[CONFIG_STR] = "";
-    fprintf(f, "# %s\n", header);
-    for (size_t i = 0; all && i < config_n_keys; i++) {
+    if (!f || !all) {
+        if (f)
+            fclose(f);
+        cJSON_Delete(all);
+        free(text);
+        return NULL;
+    }
+    fputs("# ", f);
+    for (const char *h = header; *h; h++) // one comment line, whatever the header holds
+        fputc((unsigned char)*h < ' ' ? '?' : *h, f);
+    fputc('\n', f);
+    for (size_t i = 0; i < config_n_keys; i++) {
         const char *key = config_keys[i].path, *dot = strchr(key, '.');
         int len = dot ? (int)(dot - key) : 0;
         bool open = dot && ((int)strlen(section) != len || strncmp(section, key, (size_t)len));
@@ -492,21 +499,16 @@ int config_save_yaml(const char *path, const char *header, const struct config *
             snprintf(section, sizeof section, "%.*s", len, key);
         cJSON *v = cJSON_GetObjectItemCaseSensitive(
             dot ? cJSON_GetObjectItemCaseSensitive(all, section) : all, dot ? dot + 1 : key);
-        char *text = v ? cJSON_PrintUnformatted(v) : NULL;
-        if (text)
+        char *value = v ? cJSON_PrintUnformatted(v) : NULL;
+        if (value)
             fprintf(f, "%s%s%s%s: %s\n", open ? section : "", open ? ":\n" : "", dot ? "  " : "",
-                    dot ? dot + 1 : key, text);
-        free(text);
+                    dot ? dot + 1 : key, value);
+        free(value);
     }
-    int err = !all ? ENOMEM : ferror(f) ? EIO : 0;
     cJSON_Delete(all);
-    if (fclose(f) != 0 && !err)
-        err = errno;
-    if (!err && rename(tmp, path) != 0)
-        err = errno;
-    if (err) {
-        remove(tmp);
-        return error_set(e, "%s: cannot write the config: %s", path, strerror(err));
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
     }
-    return 0;
+    return text;
 }

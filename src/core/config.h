@@ -155,12 +155,12 @@ void config_free(struct config *c);
 void config_print_help(void *stream); // FILE *: the key reference
 /* The resolved config as a cJSON object (caller owns it). */
 struct cJSON *config_to_json(const struct config *c);
-/* Writes the keys `keep` accepts (path: "loader.batch_size") to path as
- * YAML, by section, after the comment line `header`: values as JSON scalars
- * and flow lists, which YAML reads as they are. Written whole or not at all
- * (a temporary file renamed). 0, -1 with e set. */
-int config_save_yaml(const char *path, const char *header, const struct config *c,
-                     bool (*keep)(const struct config *c, const char *path), struct error *e);
+/* The keys `keep` accepts (path: "loader.batch_size") as YAML, by section,
+ * after the comment line `header` (its control bytes as '?'): values as JSON
+ * scalars and flow lists, which YAML reads as they are. Allocated (free);
+ * NULL when out of memory. */
+char *config_yaml(const char *header, const struct config *c,
+                  bool (*keep)(const struct config *c, const char *path));
 /* Path of the i-th key of the table ("loader.batch_size"), NULL past the end. */
 const char *config_key_name(size_t i);
 /* The i-th key's type as --help-config names it ("int", "float", "int list",

@@ -13,7 +13,6 @@
 #include "report_columns.h"
 #include "report_ddp.h"
 #include "report_emulated.h"
-#include "signals.h"
 
 #ifndef DPBENCH_GIT
 #define DPBENCH_GIT "unknown"
@@ -506,13 +505,14 @@ static void text_tune_trials(FILE *f, const struct results *r)
         const struct run_result *run = &r->runs[i];
         const struct tune_trial_info *t = &r->tune->trials[i];
         struct ratio q;
-        char ci[48], vs[48];
+        char model[24], ci[48], vs[48]; // "-" where too little was measured for a number
         report_pair(r, 0, i, &q);
+        snprintf(model, sizeof model, isfinite(t->predicted_s) ? "%.3f" : "-", 1e3 * t->predicted_s);
         snprintf(ci, sizeof ci, "[%.3f, %.3f]", run->sum.ci95_ms[0], run->sum.ci95_ms[1]);
-        snprintf(vs, sizeof vs, !i ? "1" : q.units ? "%.2f [%.2f, %.2f]" : "-", q.ratio,
-                 q.ci95[0], q.ci95[1]);
-        fprintf(f, "%5d  %-*s  %6d  %9.3f  %9.3f  %19s  %19s  %5.2f  %-8s  %s\n", i, w, run->label,
-                t->rounds, 1e3 * t->predicted_s, 1e3 * run->sum.median_s, ci, vs, run->sum.au,
+        snprintf(vs, sizeof vs, !i ? "1" : !q.units ? "-" : isfinite(q.ci95[0]) ? "%.2f [%.2f, %.2f]"
+                 : "%.2f", q.ratio, q.ci95[0], q.ci95[1]);
+        fprintf(f, "%5d  %-*s  %6d  %9s  %9.3f  %19s  %19s  %5.2f  %-8s  %s\n", i, w, run->label,
+                t->rounds, model, 1e3 * run->sum.median_s, ci, vs, run->sum.au,
                 bound_name(report_run_bound(run)), t->decision);
     }
 }
@@ -532,12 +532,12 @@ static void text_tune_choice(FILE *f, const struct results *r)
                 "given, 95%% interval [%.2f, %.2f]: its epoch %.2fx the given's [%.2f, %.2f], "
                 "paired over %d rounds\n", t->best, b->label, 1 / g->ratio, 1 / g->ci95[1],
                 1 / g->ci95[0], g->ratio, g->ci95[0], g->ci95[1], g->units);
-    fprintf(f, "#   epoch %.3f ms [%.3f, %.3f] over %d epochs in %d rounds; AU %.2f%s\n",
+    fprintf(f, "#   epoch %.3f ms [%.3f, %.3f] over %d epochs in %d round%s; AU %.2f%s\n",
             1e3 * b->sum.median_s, b->sum.ci95_ms[0], b->sum.ci95_ms[1], b->n_epochs, b->n_rounds,
-            b->sum.au, t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
+            b->n_rounds == 1 ? "" : "s", b->sum.au, t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
     if (isfinite(t->rerun_s[0]))
-        fprintf(f, "#   a rerun of %s-tuned.yaml: its median epoch in [%.3f, %.3f] ms (95%% "
-                "prediction)\n", r->cfg.name, 1e3 * t->rerun_s[0], 1e3 * t->rerun_s[1]);
+        fprintf(f, "#   a rerun with these settings: its median epoch in [%.3f, %.3f] ms (95%% "
+                "prediction)\n", 1e3 * t->rerun_s[0], 1e3 * t->rerun_s[1]);
     text_dataloader(f, &b->cfg);
 }
 

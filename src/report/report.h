@@ -189,6 +189,9 @@ int report_check_out(const char *dir, const char *name, struct error *e);
  * NAME-STAMP-2). The JSON's path goes to json_path. */
 int report_write_files(const struct results *r, const char *dir, char *json_path, size_t n,
                        struct error *e);
+/* Removes the result report_write_files placed at json_path (all three
+ * files): what goes with it could not be written. */
+void report_unwrite_files(const char *json_path);
 /* Writes text to DIR/NAME-STAMP.EXT the same way (whole or not at all, never
  * replacing a file: NAME-STAMP-2.EXT ...); its path goes to path. */
 int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,

@@ -185,6 +185,16 @@ int report_write_files(const struct results *r, const char *dir, char *json_path
     return rc;
 }
 
+void report_unwrite_files(const char *json_path)
+{
+    size_t n = strlen(json_path) - strlen(file_suffix[0]);
+    for (int i = 0; i < N_FILES; i++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%.*s%s", (int)n, json_path, file_suffix[i]);
+        unlink(path);
+    }
+}
+
 int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,
                       const char *text, char *path, size_t n, struct error *e)
 {

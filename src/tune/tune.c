@@ -47,6 +47,8 @@ int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
             return error_set(e, "tune.knobs: %s '%s' (known: num_workers, prefetch_factor, "
                                 "persistent_workers, pin_memory, async_copy, copy_depth)",
                              *name ? "unknown knob" : "an empty name in", *name ? name : text);
+        if (*mask >> k & 1)
+            return error_set(e, "tune.knobs: '%s' is named twice", name);
         *mask |= 1u << k;
     }
     return 0;
@@ -457,6 +459,15 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
     return rc ? STEP_FAILED : log->end == ROUNDS_STOPPED ? STEP_STOPPED : STEP_ON;
 }
 
+/* q's interval as text: "[0.91, 0.97]", or none yet (too few rounds). */
+static const char *interval(const struct ratio *q, char buf[40])
+{
+    if (!isfinite(q->ci95[0]) || !isfinite(q->ci95[1]))
+        return "(too few rounds for an interval)";
+    snprintf(buf, 40, "[%.2f, %.2f]", q->ci95[0], q->ci95[1]);
+    return buf;
+}
+
 /* The race's leader (or, where the config as given leads, the fastest
  * other) against the config as given, paired over the rounds they shared,
  * decides; each raced trial's decision quotes its own pair with the config
@@ -466,14 +477,15 @@ static void confirm_fastest(struct search *s, bool budget)
     struct tune_result *t = s->t;
     int lead = leader(s, 0), other = leader(s, 1), c = s->race[lead ? lead : other > 0 ? other : 0];
     struct ratio g = {.ratio = 1, .ci95 = {1, 1}, .verdict = VERDICT_SLOWER}; // c's
+    char ci[40];
     for (int p = 1; p < s->n_race; p++) {
         struct ratio q;
+        int n = t->trials[s->race[p]].rounds;
         report_pair(s->res, 0, s->race[p], &q);
         if (!s->out[p])
-            snprintf(DECISION(s, s->race[p]), "%s after %d rounds: %.2fx the config as given's "
-                     "time [%.2f, %.2f], %s", p == lead ? "leader" : "raced",
-                     t->trials[s->race[p]].rounds, q.ratio, q.ci95[0], q.ci95[1],
-                     verdict_name(q.verdict));
+            snprintf(DECISION(s, s->race[p]), "%s after %d round%s: %.2fx the config as given's "
+                     "time %s, %s", p == lead ? "leader" : "raced", n, n == 1 ? "" : "s",
+                     q.ratio, interval(&q, ci), verdict_name(q.verdict));
         g = s->race[p] == c ? q : g;
     }
     // undecided: open, but for an estimate no faster beyond the threshold where the config
@@ -491,11 +503,12 @@ static void confirm_fastest(struct search *s, bool budget)
                  "the race, none faster than the config as given beyond the noise threshold");
     else
         conclude(s, !open ? TUNE_KEEP_FASTEST : budget ? TUNE_KEEP_BUDGET : TUNE_KEEP_NOISY, 0,
-                 "%s: %s, trial %d, took %.2fx the config as given's time [%.2f, %.2f] over %d "
-                 "rounds, %s the %.0f%% noise threshold%s", !open ? "nothing measured faster"
+                 "%s: %s, trial %d, took %.2fx the config as given's time %s over %d "
+                 "round%s, %s the %.0f%% noise threshold%s", !open ? "nothing measured faster"
                  : budget ? "tune.budget_s ended the race" : "too noisy to decide",
-                 lead ? "the leader" : "the fastest other", c, g.ratio, g.ci95[0], g.ci95[1],
-                 g.units, !open ? "not beyond" : "an interval reaching into", 100 * g.threshold,
+                 lead ? "the leader" : "the fastest other", c, g.ratio, interval(&g, ci),
+                 g.units, g.units == 1 ? "" : "s", !open ? "not beyond" : isfinite(g.ci95[0])
+                 ? "an interval reaching into" : "no interval to set beside", 100 * g.threshold,
                  !open ? "" : more);
 }
 
@@ -508,10 +521,10 @@ static void confirm_target(struct search *s)
         int i = s->race[p];
         struct pipeline_knobs a, b;
         report_summarize_run(s->res, i);
-        double au = floor(1000 * s->res->runs[i].sum.au) / 1000; // 0.7996 does not reach 0.80
+        double au = s->res->runs[i].sum.au; // printed to 4 digits: 0.7996 is below 0.8
         pipeline_knobs_of(&a, &s->res->runs[i].cfg);
         pipeline_knobs_of(&b, &s->res->runs[best < 0 ? i : best].cfg);
-        snprintf(DECISION(s, i), "measured AU %.3f, %s %.2f", au,
+        snprintf(DECISION(s, i), "measured AU %.4g, %s %g", au,
                  au >= s->o->target_au ? "reaches" : "below", s->o->target_au);
         best = au >= s->o->target_au && (best < 0 || cost_of(&a) < cost_of(&b)) ? i : best;
         top = s->res->runs[i].sum.au > s->res->runs[top].sum.au ? i : top;
@@ -520,9 +533,9 @@ static void confirm_target(struct search *s)
     if (best >= 0)
         s->t->outcome = TUNE_TARGET, s->t->best = best, report_pair(s->res, 0, best, &s->t->gain);
     else
-        conclude(s, TUNE_NO_TARGET, -1, "no setting tried reaches AU %.2f: the highest, trial "
-                 "%d (%s), reaches %.3f and is %s%s", s->o->target_au, top,
-                 s->res->runs[top].label, floor(1000 * s->res->runs[top].sum.au) / 1000,
+        conclude(s, TUNE_NO_TARGET, -1, "no setting tried reaches AU %g: the highest, trial "
+                 "%d (%s), reaches %.4g and is %s%s", s->o->target_au, top,
+                 s->res->runs[top].label, s->res->runs[top].sum.au,
                  bound_name(bound), bound == BOUND_BALANCED ? "" : "-bound");
 }
 

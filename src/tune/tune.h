@@ -16,7 +16,7 @@ enum tune_knob { TUNE_WORKERS, TUNE_PREFETCH, TUNE_PERSISTENT, TUNE_PIN, TUNE_AS
 
 const char *tune_knob_key(enum tune_knob k); // "loader.num_workers", ...
 /* tune.knobs' text ("num_workers, pin_memory"; "" = all) as a mask of
- * 1 << enum tune_knob; an unknown or empty name is an error. */
+ * 1 << enum tune_knob; an unknown, empty or repeated name is an error. */
 int tune_parse_knobs(const char *text, unsigned *mask, struct error *e);
 
 /* Runs `warmup` + `epochs` epochs of run->cfg and adds the measured ones to
@@ -48,8 +48,10 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
 /* The search on res->cfg with backend be; 0, -1 with e set when a trial
  * failed, -2 when the data cannot be loaded. */
 int tune_main(struct results *res, const struct backend *be, struct error *e);
-/* DIR/NAME-tuned.yaml: the config's explicit keys with the recommended
- * loader settings, its name in path ("" without a recommendation). 0, -1. */
+/* DIR/NAME-tuned.yaml (NAME as the result files have it), the config's
+ * explicit keys with the recommended loader settings, written as they are:
+ * whole or not at all, never replacing a file (NAME-tuned-2.yaml ...); its
+ * name in path ("" without a recommendation). 0, -1. */
 int tune_write_yaml(const struct results *res, const char *dir, char *path, size_t n,
                     struct error *e);
 

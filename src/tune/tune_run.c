@@ -4,6 +4,7 @@
 #include "tune.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dataset.h"
@@ -38,6 +39,8 @@ static int real_trial(void *ctx, struct run_result *run, int round, int position
         return stop_requested() ? 1 : rc ? -1 : error_set(e, "a trial ran %d of %d epochs",
                                                           ran, epochs);
     }
+    more.cfg.train = run->cfg.train; // the result keeps the config's epochs, not the trial's
+    more.cfg.report = run->cfg.report;
     return run_result_add_round(run, &more, round, position, &load, e);
 }
 
@@ -46,12 +49,12 @@ int tune_main(struct results *res, const struct backend *be, struct error *e)
     struct tune_options o;
     struct dataset d = {0};
     if (res->cfg.n_sweep)
-        fprintf(stderr, "dpbench: --tune: the config's sweep is not run; tune searches the "
-                        "loader settings from the config as given\n");
+        fprintf(stderr, "dpbench: --tune: the sweep is not run; tune searches the loader "
+                        "settings from the config as given\n");
     config_clear_sweep(&res->cfg);
     tune_options_init(&o, &res->cfg, be, (double)cores_usable());
     if (dataset_init(&d, &res->cfg, e))
-        return stop_requested() ? 0 : -2;
+        return (res->interrupted = stop_requested()) ? 0 : -2;
     dataset_set_sample_cost(&d, res->cfg.dataset.sample_cost_us);
     struct dataset trials = d;
     trials.eval = NULL;
@@ -99,10 +102,12 @@ int tune_write_yaml(const struct results *res, const char *dir, char *path, size
         c.parallel.blas_threads = xsmm ? 0 : best->blas.threads;
     }
     char header[4200];
-    snprintf(path, n, "%s/%s-tuned.yaml", dir, c.name);
     snprintf(header, sizeof header, "%s with the loader settings dpbench --tune chose",
              c.source[0] ? c.source : "the default config");
-    int rc = config_save_yaml(path, header, &c, yaml_key, e);
+    char *text = config_yaml(header, &c, yaml_key);
+    int rc = text ? report_write_text(dir, c.name, "tuned", "yaml", text, path, n, e)
+                  : error_set(e, "out of memory");
+    free(text);
     config_free(&c);
     return rc;
 }
