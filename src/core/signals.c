@@ -53,12 +53,14 @@ static void on_signal(int sig)
     clock_gettime(CLOCK_MONOTONIC, &ts); // async-signal-safe
     long long now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
     long long last = __atomic_load_n(&counted_ns, __ATOMIC_SEQ_CST);
-    stop_request(sig);
-    if (last && now - last < SAME_NS) {
+    // the same one again, or counted by another thread's handler at this moment: nothing more
+    if ((last && now - last < SAME_NS) ||
+        !__atomic_compare_exchange_n(&counted_ns, &last, now, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST)) {
         errno = saved;
         return;
     }
-    __atomic_store_n(&counted_ns, now, __ATOMIC_SEQ_CST);
+    stop_request(sig);
     if (__atomic_exchange_n(&free_signal, 0, __ATOMIC_SEQ_CST)) // settled before it counts,
         __atomic_add_fetch(&n_settled, 1, __ATOMIC_SEQ_CST);   // so it is never pending
     __atomic_add_fetch(&n_signals, 1, __ATOMIC_SEQ_CST);
