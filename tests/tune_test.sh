@@ -51,7 +51,8 @@ check "t['outcome'] == 'change' or (t['outcome'].startswith('keep') and t['state
     "$TMP/in.json" "keeping the config as given without saying why"
 check "0 < t['rerun_ms'][0] < t['best_epoch_ms'] < t['rerun_ms'][1] and t['best_epoch_ci95'][0] > 0" \
     "$TMP/in.json" "the rerun range or the interval is not around the epoch, or negative"
-check "t['best_epoch_ms'] == t['trials'][t['best_trial']]['median_ms'] == 1e3 * d['runs'][t['best_trial']]['summary']['median_seconds']" \
+# (one number: the JSON's ms and 1e3 x its seconds differ in the last bit at most)
+check "t['best_epoch_ms'] == t['trials'][t['best_trial']]['median_ms'] and abs(t['best_epoch_ms'] / (1e3 * d['runs'][t['best_trial']]['summary']['median_seconds']) - 1) < 1e-14" \
     "$TMP/in.json" "the recommendation's epoch is not the table's"
 check "not any(tr['settings']['pin_memory'] or tr['settings']['async_copy'] for tr in t['trials'] + t['predicted'])" \
     "$TMP/in.json" "pin_memory/async_copy tried on the cpu, where they do nothing"
@@ -125,17 +126,24 @@ else bad "--tune stopped while generating: exit $rc: $(cat "$TMP/gen.err")"; fi
 
 # ---- a short race (the budget ends it after a round or two): numbers or "-", never nan;
 # the tuned config keeps to --out whatever the name (as the result files: / as _) and
-# never replaces a file (a folder in its place: the next name)
-mkdir -p "$TMP/o/out/.._esc-tuned.yaml"
-"$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100 \
-    --set train.epochs=2 --set tune.max_workers=0 --set tune.budget_s=2 --set name=../esc \
-    --out "$TMP/o/out" >"$TMP/short2.txt" 2>"$TMP/short2.err"
+# replaces an earlier one; where it cannot be written (a folder in its place), the
+# result files go too: exit 1, nothing left
+SHORT=(--tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100
+       --set train.epochs=2 --set tune.max_workers=0 --set tune.budget_s=2 --set name=../esc)
+mkdir -p "$TMP/o/out" "$TMP/o/dir/.._esc-tuned.yaml"
+echo "stale: an earlier run's" >"$TMP/o/out/.._esc-tuned.yaml"
+"$BIN" "${SHORT[@]}" --out "$TMP/o/out" >"$TMP/short2.txt" 2>"$TMP/short2.err"
 rc=$?
 if [ $rc -eq 0 ] && ! grep -qiw nan "$TMP/short2.txt" && grep -q "^# \(no \)\?recommendation" "$TMP/short2.txt"; then ok
 else bad "a short race: exit $rc, nan or no recommendation line: $(cat "$TMP/short2.txt" "$TMP/short2.err")"; fi
-if [ -f "$TMP/o/out/.._esc-tuned-2.yaml" ] && [ -z "$(ls "$TMP/o" | grep -v '^out$')" ] &&
-   grep -q "tuned config written to $TMP/o/out/.._esc-tuned-2.yaml" "$TMP/short2.err"; then ok
-else bad "tuned config outside --out or replacing: $(ls -R "$TMP/o"; cat "$TMP/short2.err")"; fi
+if grep -q "dpbench --tune chose" "$TMP/o/out/.._esc-tuned.yaml" && [ "$(ls "$TMP/o" | tr '\n' ' ')" = "dir out " ] &&
+   grep -q "tuned config written to $TMP/o/out/.._esc-tuned.yaml" "$TMP/short2.err"; then ok
+else bad "tuned config outside --out or not replaced: $(ls -R "$TMP/o"; cat "$TMP/short2.err")"; fi
+"$BIN" "${SHORT[@]}" --out "$TMP/o/dir" >/dev/null 2>"$TMP/short3.err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "result files not written" "$TMP/short3.err" &&
+   [ "$(ls -A "$TMP/o/dir")" = ".._esc-tuned.yaml" ]; then ok
+else bad "tuned config not writable: exit $rc, left $(ls -A "$TMP/o/dir"): $(cat "$TMP/short3.err")"; fi
 
 # compare pairs a --tune result with a plain run of its config as given: the trial's
 # config is the one given (its epochs, not a round's), and tune.* is no setting

@@ -30,7 +30,7 @@ static int allreduce_emit(const struct allreduce_table *t, const struct config *
         struct tm utc;
         gmtime_r(&now, &utc);
         strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
-        rc = report_write_text(cfg->report.out, cfg->name, stamp, "allreduce.txt", text, path,
+        rc = report_write_text(cfg->report.out, cfg->name, stamp, "allreduce.txt", false, text, path,
                                sizeof path, e);
         if (rc)
             error_wrap(e, "the table is not written to report.out (it is on stdout)");

@@ -192,10 +192,12 @@ int report_write_files(const struct results *r, const char *dir, char *json_path
 /* Removes the result report_write_files placed at json_path (all three
  * files): what goes with it could not be written. */
 void report_unwrite_files(const char *json_path);
-/* Writes text to DIR/NAME-STAMP.EXT the same way (whole or not at all, never
- * replacing a file: NAME-STAMP-2.EXT ...); its path goes to path. */
+/* Writes text to DIR/NAME-STAMP.EXT the same way, whole or not at all: never
+ * replacing a file (NAME-STAMP-2.EXT ...), or, with replace, replacing the
+ * file of that name (the latest of its kind: NAME-tuned.yaml); its path goes
+ * to path. */
 int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,
-                      const char *text, char *path, size_t n, struct error *e);
+                      bool replace, const char *text, char *path, size_t n, struct error *e);
 
 void results_free(struct results *r);
 

@@ -196,14 +196,15 @@ void report_unwrite_files(const char *json_path)
 }
 
 int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,
-                      const char *text, char *path, size_t n, struct error *e)
+                      bool replace, const char *text, char *path, size_t n, struct error *e)
 {
     char base[CONFIG_STR + 64], tmp[4400], dst[4400];
     result_base(name, stamp, base, sizeof base);
     snprintf(tmp, sizeof tmp, "%s/.%s.%ld.%s.tmp", dir, base, (long)getpid(), ext);
     if (write_new(tmp, text, NULL, NULL, e))
         return -1;
-    int got = 1;
+    snprintf(dst, sizeof dst, "%s/%s.%s", dir, base, ext);
+    int got = replace ? -(rename(tmp, dst) != 0) : 1; // rename replaces a file, not a folder
     for (int k = 1; k <= MAX_SEQ && got == 1; k++) {
         char seq[16] = "";
         if (k > 1)

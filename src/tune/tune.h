@@ -49,9 +49,9 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
  * failed, -2 when the data cannot be loaded. */
 int tune_main(struct results *res, const struct backend *be, struct error *e);
 /* DIR/NAME-tuned.yaml (NAME as the result files have it), the config's
- * explicit keys with the recommended loader settings, written as they are:
- * whole or not at all, never replacing a file (NAME-tuned-2.yaml ...); its
- * name in path ("" without a recommendation). 0, -1. */
+ * explicit keys with the recommended loader settings: whole or not at all,
+ * replacing an earlier run's (each run's choice stays in its result file);
+ * its name in path ("" without a recommendation). 0, -1. */
 int tune_write_yaml(const struct results *res, const char *dir, char *path, size_t n,
                     struct error *e);
 

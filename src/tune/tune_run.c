@@ -105,7 +105,7 @@ int tune_write_yaml(const struct results *res, const char *dir, char *path, size
     snprintf(header, sizeof header, "%s with the loader settings dpbench --tune chose",
              c.source[0] ? c.source : "the default config");
     char *text = config_yaml(header, &c, yaml_key);
-    int rc = text ? report_write_text(dir, c.name, "tuned", "yaml", text, path, n, e)
+    int rc = text ? report_write_text(dir, c.name, "tuned", "yaml", true, text, path, n, e)
                   : error_set(e, "out of memory");
     free(text);
     config_free(&c);
