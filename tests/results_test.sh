@@ -138,10 +138,12 @@ echo '{"runs": []}' >"$TMP/empty.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["runs"][0]["epochs"][1]["seconds"]; json.dump(d, open(sys.argv[2], "w"))' \
     "$TMP/a.json" "$TMP/noseconds.json"
 cat "$TMP/a.json" "$TMP/a.json" >"$TMP/twice.json" # two results appended: not read as the first
+{ cat "$TMP/a.json"; printf '\0\0'; } >"$TMP/nul.json"
 : >"$TMP/zero.json"
 head -c 300 "$TMP/a.json" >"$TMP/cut.json"
 for c in "configs/tutorial.yaml:not valid JSON" "$TMP/empty.json:not a dpbench result" \
          "$TMP/twice.json:more after the JSON document" "$TMP/zero.json:an empty file" \
+         "$TMP/nul.json:more after the JSON document" \
          "$TMP/cut.json:$(wc -l <"$TMP/cut.json" | awk '{print $1 + 1}'): not valid JSON" \
          "$TMP/nowhere.json:cannot read" "$TMP/noseconds.json:epoch 2: not a time dpbench measured"; do
     "$BIN" compare "$TMP/a.json" "${c%%:*}" >/dev/null 2>"$TMP/err"
@@ -149,7 +151,7 @@ for c in "configs/tutorial.yaml:not valid JSON" "$TMP/empty.json:not a dpbench r
     if [ $rc -eq 2 ] && grep -qF -- "${c#*:}" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok
     else bad "compare with ${c%%:*}: exit $rc: $(cat "$TMP/err")"; fi
 done
-rm "$TMP/noseconds.json" "$TMP/twice.json" "$TMP/zero.json" "$TMP/cut.json" # not results: kept out of the schema check below
+rm "$TMP/noseconds.json" "$TMP/twice.json" "$TMP/zero.json" "$TMP/cut.json" "$TMP/nul.json" # not results: kept out of the schema check below
 # every class of malformed compare input: exit 2, one line naming the file and
 # what is wrong, before anything is compared (and never a verdict on it)
 mkfifo "$TMP/fifo"

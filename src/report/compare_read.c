@@ -206,9 +206,6 @@ static int read_point(struct compare_file *f, const cJSON *runs, int i, struct e
     const cJSON *backend = cJSON_GetObjectItemCaseSensitive(run, "backend");
     if (!cJSON_IsObject(run) || !cJSON_IsObject(cfg))
         return error_set(e, "%s: run %d has no \"config\" object", f->path, i);
-    for (char *c = cJSON_IsString(label) ? label->valuestring : ""; *c; c++)
-        if ((unsigned char)*c < ' ' || *c == 0x7f) // printed to a terminal: no control bytes
-            *c = '?';
     struct compare_point *p = &f->pts[f->n++];
     *p = (struct compare_point){.run = i, .label = cJSON_IsString(label) ? label->valuestring : "",
                                 .workload = cJSON_CreateObject(), .settings = cJSON_CreateObject(),
@@ -333,6 +330,21 @@ int compare_file_from(struct compare_file *f, const cJSON *doc, const char *path
     return 0;
 }
 
+/* Every string and key of a document without control bytes (C0, DEL, C1 in
+ * UTF-8: '?'): a file's text is printed to a terminal. */
+static void scrub(cJSON *j)
+{
+    for (; j; j = j->next) {
+        for (int k = 0; k < 2; k++)
+            for (unsigned char *c = (unsigned char *)(k ? j->string : j->valuestring); c && *c; c++)
+                if (*c < ' ' || *c == 0x7f)
+                    *c = '?';
+                else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f)
+                    c[0] = c[1] = '?';
+        scrub(j->child); // as deep as cJSON parses: CJSON_NESTING_LIMIT
+    }
+}
+
 int compare_file_read(struct compare_file *f, const char *path, struct error *e)
 {
     *f = (struct compare_file){.path = path};
@@ -342,11 +354,11 @@ int compare_file_read(struct compare_file *f, const char *path, struct error *e)
         return -1;
     const char *end = NULL; // where parsing stopped: the error, or past the document
     f->doc = len ? cJSON_ParseWithLengthOpts(text, len, &end, false) : NULL;
-    size_t at = end ? (size_t)(end - text) : 0, rest = at;
-    while (f->doc && rest < len && strchr(" \t\r\n", text[rest]))
+    size_t rest = end ? (size_t)(end - text) : 0; // the error, or what follows the document
+    while (f->doc && rest < len && text[rest] && strchr(" \t\r\n", text[rest]))
         rest++;
     int line = 1;
-    for (size_t i = 0; i < at && i < len; i++)
+    for (size_t i = 0; i < rest && i < len; i++)
         line += text[i] == '\n';
     free(text);
     if (!len)
@@ -357,6 +369,7 @@ int compare_file_read(struct compare_file *f, const char *path, struct error *e)
     if (rest < len)
         return error_set(e, "%s:%d: more after the JSON document (two results in one file?)",
                          path, line);
+    scrub(f->doc);
     return compare_file_from(f, f->doc, path, -1, e);
 }
 
