@@ -426,25 +426,25 @@ $(EMU)/dpbench: src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SR
 	    $(filter-out -MMD -MP,$(CFLAGS)) src/main.c $(call src_path,$(CPU_SRC)) $(call src_path,$(CUDA_SRC)) $(EMU_COMM) \
 	    $(PC_LIBS) -lm -pthread -ldl -o $@
 
-# dpbench opens cudart, cuBLAS, the driver and NCCL on first use; here every
-# name points at the emulation
-test-cuda-emulated: export DPBENCH_CUDART = $(abspath $(EMU))/libfakecuda.so
-test-cuda-emulated: export DPBENCH_CUBLAS = $(abspath $(EMU))/libfakecuda.so
-test-cuda-emulated: export DPBENCH_LIBCUDA = $(abspath $(EMU))/libfakecuda.so
-test-cuda-emulated: export DPBENCH_NCCL = $(abspath $(EMU))/libfakecuda.so
 # The five parts run side by side (mostly waits on process start-up; their
 # timing checks hold with every core busy), each one's output kept together.
+# dpbench opens cudart, cuBLAS, the driver and NCCL on first use; here every
+# name points at the emulation (make emu-cli alone too)
 EMU_PARTS := emu-bench emu-nccl emu-cli emu-3gpu emu-1gpu
+test-cuda-emulated $(EMU_PARTS): export DPBENCH_CUDART = $(abspath $(EMU))/libfakecuda.so
+test-cuda-emulated $(EMU_PARTS): export DPBENCH_CUBLAS = $(abspath $(EMU))/libfakecuda.so
+test-cuda-emulated $(EMU_PARTS): export DPBENCH_LIBCUDA = $(abspath $(EMU))/libfakecuda.so
+test-cuda-emulated $(EMU_PARTS): export DPBENCH_NCCL = $(abspath $(EMU))/libfakecuda.so
 test-cuda-emulated: $(EMU)/gpu_test $(EMU)/dpbench
 	@$(MAKE) --no-print-directory -k -j3 -Otarget $(EMU_PARTS)
-emu-1gpu emu-3gpu:
+emu-1gpu emu-3gpu: $(EMU)/gpu_test
 	@LABEL=cuda-emulated-$(@:emu-%=%) FAKE_ABORT=1 FAKE_CUDA_DEVICES=$(@:emu-%gpu=%) \
 	    tests/run_unit.sh $(EMU)/gpu_test
-emu-cli:
+emu-cli: $(EMU)/dpbench
 	@printf 'cuda-emulated-cli: '; tests/cuda_cli_test.sh $(EMU)/dpbench
-emu-nccl:
+emu-nccl: $(EMU)/dpbench
 	@printf 'cuda-emulated-nccl: '; tests/nccl_emulated_test.sh $(EMU)/dpbench
-emu-bench:
+emu-bench: $(EMU)/gpu_test $(EMU)/dpbench
 	@printf 'cuda-emulated-bench: '; tests/gpu_bench_test.sh $(EMU)
 else
 test-cuda-emulated:
