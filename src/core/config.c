@@ -487,7 +487,7 @@ char *config_yaml(const char *header, const struct config *c,
     }
     fputs("# ", f);
     for (const char *h = header; *h; h++) // one comment line, whatever the header holds
-        fputc((unsigned char)*h < ' ' ? '?' : *h, f);
+        fputc((unsigned char)*h < ' ' || *h == 0x7f ? '?' : *h, f);
     fputc('\n', f);
     for (size_t i = 0; i < config_n_keys; i++) {
         const char *key = config_keys[i].path, *dot = strchr(key, '.');
@@ -506,7 +506,8 @@ char *config_yaml(const char *header, const struct config *c,
         free(value);
     }
     cJSON_Delete(all);
-    if (fclose(f) != 0) {
+    bool failed = ferror(f); // out of memory on the way: never a truncated YAML
+    if (fclose(f) != 0 || failed) {
         free(text);
         return NULL;
     }

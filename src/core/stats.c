@@ -518,7 +518,7 @@ static double diff_rank(const double *a, size_t na, const double *b, size_t nb, 
     double lo = b[0] - a[na - 1], hi = b[nb - 1] - a[0];
     if (diffs_at_most(a, na, b, nb, lo) >= q)
         return lo;
-    for (int step = 0; step < 2200; step++) { // about 64 steps, 2100 where one end is denormal
+    for (int step = 0; step < 2200; step++) { // 64 or so; about 1100 where the value is 0
         double mid = lo + (hi - lo) / 2;
         if (!(mid > lo && mid < hi))
             break;

@@ -512,6 +512,16 @@ static void confirm_fastest(struct search *s, bool budget)
                  !open ? "" : more);
 }
 
+/* An AU to 4 digits, more where 4 would put it on the target's other side. */
+static const char *au_text(double au, double target, char v[32])
+{
+    int d = 4;
+    do
+        snprintf(v, 32, "%.*g", d, au);
+    while (d++ < 17 && (strtod(v, NULL) >= target) != (au >= target));
+    return v;
+}
+
 /* The cheapest raced setting whose measured AU (compute time over its
  * epochs' time, the result's figure) reaches the target. */
 static void confirm_target(struct search *s)
@@ -521,21 +531,23 @@ static void confirm_target(struct search *s)
         int i = s->race[p];
         struct pipeline_knobs a, b;
         report_summarize_run(s->res, i);
-        double au = s->res->runs[i].sum.au; // printed to 4 digits: 0.7996 is below 0.8
+        double au = s->res->runs[i].sum.au;
+        char v[32];
         pipeline_knobs_of(&a, &s->res->runs[i].cfg);
         pipeline_knobs_of(&b, &s->res->runs[best < 0 ? i : best].cfg);
-        snprintf(DECISION(s, i), "measured AU %.4g, %s %g", au,
+        snprintf(DECISION(s, i), "measured AU %s, %s %g", au_text(au, s->o->target_au, v),
                  au >= s->o->target_au ? "reaches" : "below", s->o->target_au);
         best = au >= s->o->target_au && (best < 0 || cost_of(&a) < cost_of(&b)) ? i : best;
         top = s->res->runs[i].sum.au > s->res->runs[top].sum.au ? i : top;
     }
     enum bound bound = report_run_bound(&s->res->runs[top]); // "balanced", "input-bound"
+    char v[32];
     if (best >= 0)
         s->t->outcome = TUNE_TARGET, s->t->best = best, report_pair(s->res, 0, best, &s->t->gain);
     else
         conclude(s, TUNE_NO_TARGET, -1, "no setting tried reaches AU %g: the highest, trial "
-                 "%d (%s), reaches %.4g and is %s%s", s->o->target_au, top,
-                 s->res->runs[top].label, s->res->runs[top].sum.au,
+                 "%d (%s), reaches %s and is %s%s", s->o->target_au, top,
+                 s->res->runs[top].label, au_text(s->res->runs[top].sum.au, s->o->target_au, v),
                  bound_name(bound), bound == BOUND_BALANCED ? "" : "-bound");
 }
 
