@@ -364,6 +364,13 @@ static void test_target_au(void **state)
     for (int i = 0; i < fx.res.n_runs; i++)
         below |= knobs(i).num_workers == 2 && fx.res.runs[i].sum.au < 0.8;
     assert_true(below);
+    /* a target every setting reaches, however small: the AU (here ~3e-4) is
+     * compared as measured (rounded down to 3 decimals, it never reached it) */
+    setup(&backend_cpu, 3e-3, 1e-6, 4, 5, true);
+    fx.o.target_au = 1e-7;
+    run();
+    assert_int_equal(T()->outcome, TUNE_TARGET);
+    assert_non_null(strstr(T()->trials[T()->best].decision, "reaches 1e-07"));
 }
 
 /* A target no setting reaches: the statement names the highest AU measured
