@@ -200,6 +200,16 @@ if "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" --format json >"$TMP
     grep -q "undecided: slower 1.25x, but they ran under clearly different load (other processes took 5% of the CPUs during A, 60% during B)" "$TMP/cmp.txt" &&
     grep -q "^# warning: A and B ran on different machines: " "$TMP/cmp.txt"; then ok
 else bad "compare by rounds: $(cat "$TMP/cmp.json" "$TMP/cmp.txt" "$TMP/err")"; fi
+# a result set against itself (the same file, or a copy) says it shows no noise; two runs do not
+cp "$TMP/rounds-a.json" "$TMP/copy-a.json"
+if "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-a.json" >"$TMP/cmp.txt" 2>&1 &&
+    grep -q "^# warning: A and B are the same result: " "$TMP/cmp.txt" &&
+    "$BIN" compare "$TMP/rounds-a.json" "$TMP/copy-a.json" >"$TMP/cmp.txt" 2>&1 &&
+    grep -q "^# warning: A and B are the same result: " "$TMP/cmp.txt" &&
+    "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" >"$TMP/cmp.txt" 2>&1 &&
+    ! grep -q "same result" "$TMP/cmp.txt"; then ok
+else bad "compare of a result with itself: $(cat "$TMP/cmp.txt")"; fi
+rm -f "$TMP/copy-a.json"
 # runs too short to hold the drift between them: held back, compare -c advised
 bad_doc short-a.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 10, "load": {"seconds": 0.5}} for k in range(8)]'
 bad_doc short-b.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 12.5, "load": {"seconds": 0.5}} for k in range(8)]'

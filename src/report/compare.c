@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,10 +183,14 @@ const char *compare_verdict_text(const struct compare_pair *p, char *buf, size_t
     return buf;
 }
 
-static void note(struct compare_result *r, const char *fmt, const char *x, const char *y)
+__attribute__((format(printf, 2, 3)))
+static void note(struct compare_result *r, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     if (r->n_notes < COMPARE_MAX_NOTES)
-        snprintf(r->notes[r->n_notes++], sizeof r->notes[0], fmt, x, y);
+        vsnprintf(r->notes[r->n_notes++], sizeof r->notes[0], fmt, ap);
+    va_end(ap);
 }
 
 /* What the files say of themselves, and where they differ. */
@@ -201,6 +206,9 @@ static void notes(struct compare_result *r)
         if (cJSON_IsString(w))
             note(r, "%s warns: %s", side[s], w->valuestring);
     }
+    if (!r->interleaved && r->a.doc && r->b.doc && cJSON_Compare(r->a.doc, r->b.doc, true))
+        note(r, "A and B are the same result: a run set against itself shows no noise; for an "
+             "A/A check run the config twice, or compare -c it.yaml -c it.yaml");
     if (!r->interleaved && strcmp(r->a.machine, r->b.machine) != 0)
         note(r, "A and B ran on different machines: %s vs %s", r->a.machine, r->b.machine);
     if (!r->interleaved && strcmp(r->a.tool, r->b.tool) != 0)
