@@ -68,7 +68,8 @@ CPU_SRC := util.c rng.c config.c config_set.c config_yaml.c config_rules.c datas
            comm.c ddp.c report_ddp.c report_emulated.c report_columns.c emulate_profile.c allreduce_bw.c hostmm.c \
            stats.c progress.c compare.c compare_read.c effect.c machine.c dl.c rlimits.c signals.c \
            tune.c tune_run.c pipeline.c staging.c \
-           summary.c render_text.c render_json.c render_csv.c render_markdown.c renderers.c result_files.c \
+           summary.c render_text.c render_json.c render_csv.c render_markdown.c render_tune.c renderers.c \
+           result_files.c \
            load.c rounds.c verdicts.c \
            cli.c sweep.c measure.c devices.c session.c registry.c mode_train.c mode_tune.c mode_export.c mode_h2d.c \
            mode_allreduce.c mode_compare.c mode_make_dataset.c

@@ -145,6 +145,20 @@ if [ $rc -eq 1 ] && grep -q "result files not written" "$TMP/short3.err" &&
    [ "$(ls -A "$TMP/o/dir")" = ".._esc-tuned.yaml" ]; then ok
 else bad "tuned config not writable: exit $rc, left $(ls -A "$TMP/o/dir"): $(cat "$TMP/short3.err")"; fi
 
+# a budget the config as given's first epochs spend: the profile ends there, the config
+# as given is kept, saying so, and its epoch is quoted as the profile's; in text and in
+# Markdown (the same recommendation, as a list under the table)
+for fmt in text:'#   ' markdown:'- '; do
+    "$BIN" --tune -q -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=1000 \
+        --set train.epochs=2 --set tune.budget_s=1 --format "${fmt%%:*}" >"$TMP/spent.txt" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "recommendation: keep the config as given (tune.budget_s (1 s) ran out in the profile" "$TMP/spent.txt" &&
+       grep -q "^${fmt#*:}epoch .* over 2 epochs of the profile" "$TMP/spent.txt" &&
+       grep -qF -e "${fmt#*:}PyTorch: DataLoader(..., num_workers=0, pin_memory=False)" "$TMP/spent.txt" &&
+       ! grep -q "num_workers=1" "$TMP/spent.txt"
+    then ok; else bad "a budget spent in the profile (${fmt%%:*}): exit $rc: $(cat "$TMP/spent.txt")"; fi
+done
+
 # compare pairs a --tune result with a plain run of its config as given: the trial's
 # config is the one given (its epochs, not a round's), and tune.* is no setting
 "$BIN" -q "${IN[@]}" --format json >"$TMP/plain.json" 2>/dev/null

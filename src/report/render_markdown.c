@@ -57,6 +57,10 @@ int report_markdown(FILE *f, const struct results *r)
     fprintf(f, "|:---|---:|---:|---:|---:|---:|:---|\n");
     for (int i = 0; i < r->n_runs; i++)
         md_row(f, r, i);
+    if (r->tune) {
+        fprintf(f, "\n");
+        report_tune_choice(f, r, "", "- ");
+    }
     return 0;
 }
 

@@ -480,20 +480,6 @@ static void text_rounds(FILE *f, const struct results *r)
             r->rounds, r->rounds_end ? r->rounds_end : "-", 100 * r->cfg.bench.threshold);
 }
 
-/* PyTorch's DataLoader line (prefetch_factor, persistent_workers: with workers only) */
-static void text_dataloader(FILE *f, const struct config *c)
-{
-    bool w = c->loader.num_workers > 0, pin = c->loader.pin_memory;
-    fprintf(f, "#   PyTorch: DataLoader(..., num_workers=%ld%s%.0ld%s%s, pin_memory=%s)\n",
-            c->loader.num_workers, w ? ", prefetch_factor=" : "", w ? c->loader.prefetch_factor : 0,
-            w ? ", persistent_workers=" : "", w ? c->loader.persistent_workers ? "True" : "False"
-            : "", pin ? "True" : "False");
-    if (c->loader.async_copy)
-        fprintf(f, "#   and %s, %ld batches ahead\n", pin ? "batch.to(device, non_blocking=True)"
-                : "a thread copying each batch ahead of the step (non_blocking=True alone "
-                "overlaps no copy from pageable memory)", c->loader.copy_depth);
-}
-
 /* The trials: the model's epoch, the measured one, the time paired per round */
 static void text_tune_trials(FILE *f, const struct results *r)
 {
@@ -517,30 +503,6 @@ static void text_tune_trials(FILE *f, const struct results *r)
     }
 }
 
-/* The recommendation in the table's numbers, or why there is none. */
-static void text_tune_choice(FILE *f, const struct results *r)
-{
-    const struct tune_result *t = r->tune;
-    const struct ratio *g = &t->gain;
-    if (t->best < 0)
-        return (void)fprintf(f, "# no recommendation: %s\n", t->statement);
-    const struct run_result *b = &r->runs[t->best];
-    if (t->best == 0)
-        fprintf(f, "# recommendation: keep the config as given (%s)\n", t->statement);
-    else
-        fprintf(f, "# recommendation (trial %d): %s\n#   %.2fx the speed of the config as "
-                "given, 95%% interval [%.2f, %.2f]: its epoch %.2fx the given's [%.2f, %.2f], "
-                "paired over %d rounds\n", t->best, b->label, 1 / g->ratio, 1 / g->ci95[1],
-                1 / g->ci95[0], g->ratio, g->ci95[0], g->ci95[1], g->units);
-    fprintf(f, "#   epoch %.3f ms [%.3f, %.3f] over %d epochs in %d round%s; AU %.2f%s\n",
-            1e3 * b->sum.median_s, b->sum.ci95_ms[0], b->sum.ci95_ms[1], b->n_epochs, b->n_rounds,
-            b->n_rounds == 1 ? "" : "s", b->sum.au, t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
-    if (isfinite(t->rerun_s[0]))
-        fprintf(f, "#   a rerun with these settings: its median epoch in [%.3f, %.3f] ms (95%% "
-                "prediction)\n", 1e3 * t->rerun_s[0], 1e3 * t->rerun_s[1]);
-    text_dataloader(f, &b->cfg);
-}
-
 static int text_tune(FILE *f, const struct results *r)
 {
     const struct tune_result *t = r->tune;
@@ -558,7 +520,7 @@ static int text_tune(FILE *f, const struct results *r)
     text_tune_trials(f, r);
     text_rounds(f, r);
     text_warnings(f, r);
-    return text_tune_choice(f, r), 0;
+    return report_tune_choice(f, r, "# ", "#   "), 0;
 }
 
 int report_text(FILE *f, const struct results *r)

@@ -152,6 +152,10 @@ int report_csv(FILE *f, const struct results *r);
 /* One row per point: swept keys, then the epoch-time statistics (ms). */
 int report_summary_csv(FILE *f, const struct results *r);
 int report_markdown(FILE *f, const struct results *r);
+/* --tune's recommendation (or why there is none) with its gain, epoch, rerun
+ * range and PyTorch DataLoader line: its first line after head, the others
+ * after sub (render_tune.c). */
+void report_tune_choice(FILE *f, const struct results *r, const char *head, const char *sub);
 /* The JSON document as a string (caller frees), or NULL when out of memory. */
 char *report_json(const struct results *r);
 int report_json_print(FILE *f, const struct results *r);

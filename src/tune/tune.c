@@ -115,6 +115,8 @@ static double clock_of(void *search)
     return s->o->clock ? s->o->clock(s->ctx) : now_seconds();
 }
 
+static bool spent(struct search *s) { return clock_of(s) - s->t0 >= s->o->budget_s; }
+
 /* The outcome, the run recommended (-1: none) and why, printf-style. */
 __attribute__((format(printf, 4, 5)))
 static enum step conclude(struct search *s, enum tune_outcome outcome, int best, const char *fmt, ...)
@@ -259,7 +261,7 @@ static enum step profile(struct search *s)
                      "as given's");
     int rounds = n == 0 ? 1 : epochs < 3 ? epochs : 3; // one: nothing to take turns with
     int left = epochs - 2;                              // the config as given's still to run
-    for (int i = 0; i < rounds * (n + 1) && st == STEP_ON; i++) {
+    for (int i = 0; i < rounds * (n + 1) && st == STEP_ON && !spent(s); i++) {
         int t = i / (n + 1), p = t % 2 ? n - i % (n + 1) : i % (n + 1);
         int e = epochs / rounds + (t < epochs % rounds);
         if (p == 0) // the config as given: its first run was this round's
@@ -280,7 +282,7 @@ static enum step predict(struct search *s)
     const struct run_result *r = s->res->runs, *a = &r[0], *w = NULL, *over = NULL;
     struct pipeline_costs *c = &s->t->costs, other = {0};
     for (int i = 0; i < s->res->n_runs; i++) {
-        long n = r[i].cfg.loader.num_workers;
+        long n = r[i].n_epochs ? r[i].cfg.loader.num_workers : -1; // -1: cut by the budget
         a = n == 0 && a->cfg.loader.num_workers ? &r[i] : a;
         if (n > 0 && n + 1 <= s->o->cores && (!w || n > w->cfg.loader.num_workers))
             w = &r[i];
@@ -603,9 +605,9 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     struct rounds_log log = {0};
     enum step st = profile(&s);
     st = st == STEP_ON ? predict(&s) : st;
-    if (st == STEP_ON && clock_of(&s) - s.t0 >= o->budget_s)
-        st = conclude(&s, TUNE_KEEP_BUDGET, 0, "tune.budget_s (%.0f s) ran out after the "
-                      "profile: nothing raced", o->budget_s);
+    if (st == STEP_ON && spent(&s))
+        st = conclude(&s, TUNE_KEEP_BUDGET, 0, "tune.budget_s (%g s) ran out in the profile: "
+                      "nothing raced", o->budget_s);
     if (st == STEP_ON && (n = pick(&s, cand)) == 0)
         st = conclude(&s, TUNE_KEEP_FASTEST, 0, "nothing to race: tune.knobs and "
                       "tune.max_workers leave no setting but the config as given");

@@ -1,0 +1,46 @@
+/* --tune's recommendation in the trial table's numbers, for the renderers
+ * that write prose (text, Markdown): one wording, each with its own marks. */
+#include "report.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* PyTorch's DataLoader line (prefetch_factor, persistent_workers: with workers only) */
+static void dataloader_line(FILE *f, const struct config *c, const char *sub)
+{
+    bool w = c->loader.num_workers > 0, pin = c->loader.pin_memory;
+    fprintf(f, "%sPyTorch: DataLoader(..., num_workers=%ld%s%.0ld%s%s, pin_memory=%s)\n", sub,
+            c->loader.num_workers, w ? ", prefetch_factor=" : "", w ? c->loader.prefetch_factor : 0,
+            w ? ", persistent_workers=" : "", w ? c->loader.persistent_workers ? "True" : "False"
+            : "", pin ? "True" : "False");
+    if (c->loader.async_copy)
+        fprintf(f, "%sand %s, %ld batches ahead\n", sub, pin ? "batch.to(device, non_blocking=True)"
+                : "a thread copying each batch ahead of the step (non_blocking=True alone "
+                "overlaps no copy from pageable memory)", c->loader.copy_depth);
+}
+
+void report_tune_choice(FILE *f, const struct results *r, const char *head, const char *sub)
+{
+    const struct tune_result *t = r->tune;
+    const struct ratio *g = &t->gain;
+    if (t->best < 0)
+        return (void)fprintf(f, "%sno recommendation: %s\n", head, t->statement);
+    const struct run_result *b = &r->runs[t->best];
+    if (t->best == 0)
+        fprintf(f, "%srecommendation: keep the config as given (%s)\n", head, t->statement);
+    else
+        fprintf(f, "%srecommendation (trial %d): %s\n%s%.2fx the speed of the config as given, "
+                "95%% interval [%.2f, %.2f]: its epoch %.2fx the given's [%.2f, %.2f], paired "
+                "over %d rounds\n", head, t->best, b->label, sub, 1 / g->ratio, 1 / g->ci95[1],
+                1 / g->ci95[0], g->ratio, g->ci95[0], g->ci95[1], g->units);
+    char in[40] = "of the profile"; // where nothing was raced
+    if (b->n_rounds)
+        snprintf(in, sizeof in, "in %d round%s", b->n_rounds, b->n_rounds == 1 ? "" : "s");
+    fprintf(f, "%sepoch %.3f ms [%.3f, %.3f] over %d epochs %s; AU %.2f%s\n", sub,
+            1e3 * b->sum.median_s, b->sum.ci95_ms[0], b->sum.ci95_ms[1], b->n_epochs, in,
+            b->sum.au, t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
+    if (isfinite(t->rerun_s[0]))
+        fprintf(f, "%sa rerun with these settings: its median epoch in [%.3f, %.3f] ms (95%% "
+                "prediction)\n", sub, 1e3 * t->rerun_s[0], 1e3 * t->rerun_s[1]);
+    dataloader_line(f, &b->cfg, sub);
+}
