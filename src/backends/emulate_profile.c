@@ -84,15 +84,30 @@ static int read_text(const char *path, char **out, struct error *e)
     return 0;
 }
 
+/* The range of config key `path` (the rates a row sets), as the key table has it. */
+static void key_range(const char *path, double range[2])
+{
+    for (size_t i = 0; config_key_name(i); i++)
+        if (!strcmp(config_key_name(i), path))
+            config_key_type(i, &range[0], &range[1]);
+}
+
 static int read_row(const cJSON *r, struct h2d_profile *p, const char *path, struct error *e)
 {
     static const char *const keys[] = {"bytes", "pinned_gbps", "pageable_gbps"};
+    static const char *const sets[] = {NULL, "emulate.h2d_gbps", "emulate.pageable_gbps"};
     double v[3];
     for (int k = 0; k < 3; k++) {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(r, keys[k]);
+        double range[2] = {0, INFINITY};
         if (!cJSON_IsNumber(x) || !(x->valuedouble > 0) || !isfinite(x->valuedouble))
             return error_set(e, "%s: rows[%d].%s: expected a positive number", path, p->n,
                              keys[k]);
+        if (sets[k])
+            key_range(sets[k], range);
+        if (x->valuedouble < range[0] || x->valuedouble > range[1]) // what the key would refuse
+            return error_set(e, "%s: rows[%d].%s: %g is outside [%g, %g] GB/s (%s's range)",
+                             path, p->n, keys[k], x->valuedouble, range[0], range[1], sets[k]);
         v[k] = x->valuedouble;
     }
     p->rows[p->n].bytes = v[0];
