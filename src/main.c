@@ -2,12 +2,14 @@
  * nn.DataParallel does, while the DataLoader's knobs are toggled, and reports
  * where each epoch's time went. main picks the run mode from the table below
  * (src/app/mode_*.c, one file each) and returns its exit status. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "app.h"
 #include "cli.h"
+#include "rlimits.h"
 
 /* The commands named by argv[1], then the modes the options choose, in the
  * order they are asked: the first whose chosen() holds runs (train, last,
@@ -34,12 +36,26 @@ static bool misplaced_command(int argc, char **argv, struct error *e)
     return false;
 }
 
+/* What a command printed on stdout (compare's verdict, --help) reached it: a
+ * full disk fails the command, as a result that could not be written does
+ * (session.c, which says so itself). */
+static int stdout_written(int status)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return status;
+    char why[256];
+    if (status == EXIT_OK)
+        fprintf(stderr, "dpbench: cannot write to stdout: %s\n",
+                rlimits_write_error(errno ? errno : EIO, why, sizeof why));
+    return status == EXIT_OK ? EXIT_RUN : status;
+}
+
 int main(int argc, char **argv)
 {
     app_register();
     for (int i = 0; i < N_MODES; i++)
         if (modes[i]->command && argc > 1 && strcmp(argv[1], modes[i]->command) == 0)
-            return modes[i]->command_main(argc - 1, argv + 1);
+            return stdout_written(modes[i]->command_main(argc - 1, argv + 1));
     struct app a = {.opts = {.argc = argc, .argv = argv}};
     struct error e = {{0}};
     config_defaults(&a.res.cfg);
@@ -47,7 +63,7 @@ int main(int argc, char **argv)
     if (rc) {
         config_free(&a.res.cfg);
         if (rc > 0)
-            return EXIT_OK;
+            return stdout_written(EXIT_OK);
         misplaced_command(argc, argv, &e);
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return EXIT_USAGE;
@@ -60,5 +76,5 @@ int main(int argc, char **argv)
         }
     results_free(&a.res);
     points_free(&a.points);
-    return status;
+    return stdout_written(status);
 }

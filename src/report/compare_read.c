@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
+
 /* An epoch outside these is no time dpbench measured (the statistics of
  * such numbers would not be finite; its clock counts nanoseconds). */
 #define MIN_EPOCH_S 1e-9
@@ -121,10 +123,9 @@ int compare_diffs(const cJSON *a, const cJSON *b, const char *prefix, char diffs
 
 /* Run i's JSON object, following same_as to the run that holds its
  * measurement. */
-static const cJSON *measured_run(const struct compare_file *f, const cJSON *runs, int i,
-                                 struct error *e)
+static const cJSON *measured_run(const struct compare_file *f, const cJSON *runs,
+                                 const cJSON *run, int i, struct error *e)
 {
-    const cJSON *run = cJSON_GetArrayItem(runs, i);
     const cJSON *same = cJSON_GetObjectItemCaseSensitive(run, "same_as");
     if (!cJSON_IsNumber(same))
         return run;
@@ -198,9 +199,9 @@ static void run_context(const cJSON *run, struct compare_point *p)
     p->failed = cJSON_IsTrue(failed);
 }
 
-static int read_point(struct compare_file *f, const cJSON *runs, int i, struct error *e)
+static int read_point(struct compare_file *f, const cJSON *runs, const cJSON *run, int i,
+                      struct error *e)
 {
-    const cJSON *run = cJSON_GetArrayItem(runs, i);
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(run, "config");
     const cJSON *label = cJSON_GetObjectItemCaseSensitive(run, "point");
     const cJSON *backend = cJSON_GetObjectItemCaseSensitive(run, "backend");
@@ -214,7 +215,7 @@ static int read_point(struct compare_file *f, const cJSON *runs, int i, struct e
         return error_set(e, "out of memory");
     split_config(cfg, cJSON_IsString(backend) ? backend->valuestring : "?", p->workload,
                  p->settings);
-    const cJSON *m = measured_run(f, runs, i, e);
+    const cJSON *m = measured_run(f, runs, run, i, e);
     if (!m)
         return -1;
     run_context(m, p);
@@ -319,14 +320,20 @@ int compare_file_from(struct compare_file *f, const cJSON *doc, const char *path
     if (!cJSON_IsArray(runs) || cJSON_GetArraySize(runs) <= (only > 0 ? only : 0))
         return error_set(e, "%s: not a dpbench result (no \"runs\" with at least one run)",
                          path);
+    int n = cJSON_GetArraySize(runs), i = 0;
+    if (n > CONFIG_MAX_SWEEP_POINTS) // what no run of dpbench writes; pairing it would take hours
+        return error_set(e, "%s: %d runs, more than a dpbench result holds (%d)", path, n,
+                         CONFIG_MAX_SWEEP_POINTS);
     file_context(f, doc);
-    int n = cJSON_GetArraySize(runs);
     f->pts = calloc((size_t)n, sizeof *f->pts);
     if (!f->pts)
         return error_set(e, "out of memory");
-    for (int i = 0; i < n; i++)
-        if ((only < 0 || i == only) && read_point(f, runs, i, e))
-            return -1;
+    const cJSON *run;
+    cJSON_ArrayForEach(run, runs)
+    if ((only < 0 || i == only) && read_point(f, runs, run, i, e))
+        return -1;
+    else
+        i++;
     return 0;
 }
 
