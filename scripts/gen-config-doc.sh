@@ -23,7 +23,9 @@ Every key has a default: without `--config` dpbench runs the tutorial.
   `--set 'parallel.devices=[0,0,0]'`.
 - `--sweep path=v1,v2,...` (repeatable), or a `sweep:` mapping of keys to lists
   of values, runs the cartesian product of the values, first key outermost;
-  the dataset is generated once and shared by the points.
+  the dataset is generated once and shared by the points. `bench.*`, `tune.*`,
+  `report.*`, `name` and `parallel.devices` hold for the whole run: they
+  cannot be swept.
 - Bad input (an unknown key, a wrong type, a value out of range, ...) stops
   dpbench before anything runs, with exit status 2 and one line naming the
   file, line, column and key: [running.md](running.md) lists what is refused.

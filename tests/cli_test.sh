@@ -153,6 +153,13 @@ for bad_out in /dev/null /dev/full README.md; do
     expect 2 "report.out $bad_out: not a directory" -- -c configs/tutorial.yaml --out $bad_out
 done
 expect 2 "report.out /proc: cannot create a file there" -- -c configs/tutorial.yaml --out /proc
+# what a command prints reaches stdout, or the command fails (a full disk: /dev/full)
+for args in --help --version --help-config "-q --set train.epochs=1"; do
+    "$BIN" $args >/dev/full 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "cannot write .*to stdout: No space left on device" "$TMP/err"; then ok
+    else bad "dpbench $args >/dev/full: exit $rc: $(cat "$TMP/err")"; fi
+done
 expect 2 "too long for a result file name" -- --set name="$(printf 'n%.0s' $(seq 250))" --out "$TMP/long"
 # two runs with one name at once, and two more right after: four whole pairs,
 # each JSON with its own CSV (3 and 5 epochs tell the runs apart)
@@ -241,6 +248,30 @@ expect 2 "empty config" -- --config "$(yaml empty.yaml '')"
 expect 2 "must be a mapping" -- --config "$(yaml list.yaml '- a\n- b\n')"
 expect 2 "aliases" -- --config "$(yaml alias.yaml 'loader:\n  batch_size: &b 4\n  num_workers: *b\n')"
 expect 2 "malformed YAML" -- --config "$(yaml tab.yaml 'loader:\n\tbatch_size: 4\n')"
+# a byte that is no text is placed where it is (libyaml gives only its offset)
+expect 2 "ctl.yaml:4:14: malformed YAML: control characters are not allowed (0x01)" -- \
+    --config "$(yaml ctl.yaml 'seed: 1\nloader:\n  batch_size: 10\n  shuffle: tr\001ue\n')"
+expect 2 "utf8.yaml:2:10: malformed YAML: invalid leading UTF-8 octet (0xff)" -- \
+    --config "$(yaml utf8.yaml 'seed: 1\nname: caf\377\n')"
+# a list's items are numbers, each: none empty, none holding a comma (never dropped or split)
+expect 2 "items.yaml:2:15: transform.mean: expected a number, found '0.4,0.3'" -- \
+    --config "$(yaml items.yaml 'transform:\n  mean: [0.5, \"0.4,0.3\"]\n  std: [1, 1]\n')"
+expect 2 "transform.mean: expected a number, found ''" -- \
+    --config "$(yaml items2.yaml 'transform:\n  mean: [0.5, \"\", 0.4]\n  std: [1, 1, 1]\n')"
+for v in '0.5,,0.4' '[,0.5,]' '0.5,' ','; do
+    expect 2 "transform.mean: an empty item in '$v' (each item is a number)" -- --set "transform.mean=$v"
+done
+expect 2 "parallel.devices: an empty item in ','" -- --set parallel.devices=,
+# the rounds' bounds: both given at odds refused; one given, the other yields to it
+expect 2 "rounds.yaml:2: bench.min_rounds: 50 is more than bench.max_rounds 10" -- \
+    --config "$(yaml rounds.yaml 'bench:\n  min_rounds: 50\n  max_rounds: 10\n')"
+if "$BIN" -q --set bench.max_rounds=3 --sweep seed=1,2 --format json 2>/dev/null |
+    python3 -c "import json,sys; r=json.load(sys.stdin)['rounds']; sys.exit(r['count'] != 3)"
+then ok; else bad "bench.max_rounds=3 alone: not 3 rounds"; fi
+# run-wide keys are not swept (a swept bench.max_rounds was ignored, its points labelled by it)
+for k in bench.max_rounds=1,2 tune.max_workers=1,2 report.floor=true,false; do
+    expect 2 "sweep: key ${k%%=*} cannot be swept: bench.*, tune.* and report.* hold" -- --sweep "$k"
+done
 expect 2 "overflows" -- --set seed=123456789012345678901234567890
 expect 2 "finite" -- --set train.lr=1e999
 # one number grammar (every numeric key: tests/test_config.c), here the
@@ -265,6 +296,9 @@ expect 0 "table written to $TMP/ab/x/bw-" -- --allreduce-bandwidth --set name=bw
 if cmp -s "$TMP/out" "$TMP"/ab/x/bw-*.allreduce.txt && grep -q "^# one rank: busbw is 0" "$TMP/out"; then ok
 else bad "--allreduce-bandwidth --out: $(ls -A "$TMP/ab/x")"; fi
 expect 2 "--max-memory: expected bytes" -- --max-memory lots
+for m in 0 0.5; do # under a byte: no limit to keep (0 turned every memory check off)
+    expect 2 "--max-memory: expected bytes, 1 or more (e.g. 512M, 4G), found '$m'" -- --max-memory $m
+done
 expect 2 "more than the" -- --set dataset.length=1000000 --set dataset.features=1000 --max-memory 1G
 expect 2 "sweep point loader.batch_size=200" -- --set dataset.length=100 --set loader.drop_last=true --sweep loader.batch_size=10,200
 printf 'name: a\0b\n' >"$TMP/nul.yaml"
@@ -488,6 +522,13 @@ expect 2 "emulate.profile: $TMP/none.json: cannot open" -- --set parallel.device
 printf '{"dpbench_h2d_profile": 1, "rows": [{"bytes": 1, "pinned_gbps": -1}]}' >"$TMP/badprof.json"
 expect 2 "rows[0].pinned_gbps: expected a positive number" -- --set parallel.device=emulated \
     --set emulate.profile="$TMP/badprof.json"
+# a profile's rates keep to the keys' range (1e-300 GB/s made a copy 1e293 ms; 1e-9 hung)
+for r in 1e-300 0.0001 1e6; do
+    printf '{"dpbench_h2d_profile": 1, "rows": [{"bytes": 1048576, "pinned_gbps": 20, "pageable_gbps": %s}]}' \
+        "$r" >"$TMP/badprof.json"
+    expect 2 "rows[0].pageable_gbps: $(printf %g "$r") is outside [0.001, 100000] GB/s (emulate.pageable_gbps's range)" -- \
+        --set parallel.device=emulated --set emulate.profile="$TMP/badprof.json"
+done
 expect 2 "emulate.h2d_gbps: expected a number in" -- --set emulate.h2d_gbps=0
 expect 2 "\`dpbench --make-dataset folder $TMP/no-such-data\` writes one" -- \
     -c configs/emulated-sync-vs-async.yaml --set dataset.path="$TMP/no-such-data/train" --set dataset.make=

@@ -166,12 +166,14 @@ bad_doc huge.json 'd["runs"][0]["epochs"][0]["seconds"] = 1e308'
 bad_doc tiny.json 'd["runs"][0]["epochs"][0]["seconds"] = 5e-324'
 bad_doc nanround.json 'd["runs"][0]["rounds"] = [{"round": 0, "median_ms": -1}]'
 bad_doc noruns.json 'd["runs"] = []'
+bad_doc manyruns.json 'd["runs"] = d["runs"][:1] * 4097'
 for c in "$TMP/noschema.json:no \"schema_version\"" "$TMP/strschema.json:is a string" \
          "$TMP/newschema.json:schema_version 3: this dpbench reads versions 1 and 2" \
          "$TMP/huge.json:epoch 1: not a time dpbench measured" \
          "$TMP/tiny.json:epoch 1: not a time dpbench measured" \
          "$TMP/nanround.json:round 1: not a time dpbench measured" \
          "$TMP/noruns.json:no \"runs\" with at least one run" \
+         "$TMP/manyruns.json:4097 runs, more than a dpbench result holds (4096)" \
          "$TMP/fifo:not a regular file" "/dev/urandom:not a regular file" "$TMP:not a regular file"; do
     timeout 10 "$BIN" compare "$TMP/a.json" "${c%%:*}" >"$TMP/cmp.out" 2>"$TMP/err"
     rc=$?
@@ -180,7 +182,7 @@ for c in "$TMP/noschema.json:no \"schema_version\"" "$TMP/strschema.json:is a st
     else bad "compare with ${c%%:*}: exit $rc: $(cat "$TMP/err")"; fi
 done
 rm -f "$TMP/fifo" "$TMP"/noschema.json "$TMP"/strschema.json "$TMP"/newschema.json \
-    "$TMP"/huge.json "$TMP"/nanround.json "$TMP"/noruns.json
+    "$TMP"/huge.json "$TMP"/nanround.json "$TMP"/noruns.json "$TMP"/manyruns.json
 # a point with no measured epoch is not compared, and says why
 bad_doc noepochs.json 'd["runs"][0]["epochs"] = []; d["runs"][0]["failed"] = True'
 "$BIN" compare "$TMP/a.json" "$TMP/noepochs.json" >"$TMP/cmp.txt" 2>"$TMP/err"
@@ -210,6 +212,13 @@ if "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-a.json" >"$TMP/cmp.txt" 2>&1
     ! grep -q "same result" "$TMP/cmp.txt"; then ok
 else bad "compare of a result with itself: $(cat "$TMP/cmp.txt")"; fi
 rm -f "$TMP/copy-a.json"
+# a verdict that cannot reach stdout fails compare (a CI gate reading it must not pass)
+for fmt in text json; do
+    "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" --format $fmt >/dev/full 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "cannot write to stdout: No space left on device" "$TMP/err"; then ok
+    else bad "compare --format $fmt >/dev/full: exit $rc: $(cat "$TMP/err")"; fi
+done
 # runs too short to hold the drift between them: held back, compare -c advised
 bad_doc short-a.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 10, "load": {"seconds": 0.5}} for k in range(8)]'
 bad_doc short-b.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 12.5, "load": {"seconds": 0.5}} for k in range(8)]'
@@ -250,6 +259,7 @@ then ok; else bad "compare -c text: the unit's method: $(cat "$TMP/cmp.txt" "$TM
 for c in "-c $TMP/A.yaml:takes two configs" "-c $TMP/A.yaml -c $TMP/B.yaml -c $TMP/A.yaml:a third" \
          "-c $TMP/A.yaml -c $TMP/B.yaml --tune:a command of its own" \
          "-c $TMP/A.yaml -c configs/sync-vs-async.yaml:has a sweep" \
+         "-c $TMP/A.yaml -c $TMP/B.yaml --no-sweep --sweep seed=1,2:with these flags has a sweep; compare -c compares two single configs (drop --sweep" \
          "-c $TMP/A.yaml -c $TMP/B.yaml --set loader.num_workers=-1:loader.num_workers"; do
     "$BIN" compare ${c%%:*} >/dev/null 2>"$TMP/err"
     rc=$?

@@ -77,7 +77,7 @@ static int parse_bytes(const char *s, double *out)
     }
     if (*end == 'i' || *end == 'B')
         end += *end == 'i' ? 1 : 0, end += *end == 'B';
-    if (*end)
+    if (*end || x * mult < 1) // under a byte: no limit to keep (0 would mean none at all)
         return -1;
     *out = x * mult;
     return 0;
@@ -213,7 +213,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
                 return error_set(e, "--max-memory given twice (it takes one value)");
             seen |= 1u << 31;
             if (parse_bytes(optarg, &opts->max_memory))
-                return error_set(e, "--max-memory: expected bytes (e.g. 512M, 4G), found '%s'",
+                return error_set(e, "--max-memory: expected bytes, 1 or more (e.g. 512M, 4G), found '%s'",
                                  optarg);
             break;
         case 'r':

@@ -185,18 +185,22 @@ static bool measure_agree(void *ctx, bool stop)
 
 /* How many rounds, and until what: a sweep (two points measured or more) or a
  * precision target goes on from bench.min_rounds until decided, the cap or
- * the budget; one point runs bench.min_rounds rounds when they are given
+ * the budget (where one bound is given, the other yields to it); one point
+ * runs bench.min_rounds rounds when they are given
  * (--repeat N gives min = max = N), else one. */
 static struct rounds_plan plan_of(const struct measure *m)
 {
     const struct config *c = m->cfg;
     bool adaptive = m->n_measured > 1 || c->bench.precision > 0;
-    bool fixed = c->bench.min_rounds >= c->bench.max_rounds;
+    int lo = (int)c->bench.min_rounds, hi = (int)c->bench.max_rounds;
+    if (lo > hi && config_is_explicit(c, "bench.min_rounds")) // the bound given holds (both
+        hi = lo;                                                // given at odds: refused)
+    lo = lo > hi ? hi : lo;
     struct rounds_plan plan = {
         .points = m->n_measured,
-        .min_rounds = (int)c->bench.min_rounds,
-        .max_rounds = (int)c->bench.max_rounds,
-        .budget_s = fixed ? 0 : c->bench.budget_s,
+        .min_rounds = lo,
+        .max_rounds = hi,
+        .budget_s = lo >= hi ? 0 : c->bench.budget_s,
         .seed = (unsigned long)c->seed,
         .agree = m->cm && m->cm->world > 1 ? measure_agree : NULL,
     };

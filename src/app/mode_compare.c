@@ -212,8 +212,9 @@ static int side_config(int n_rest, char **rest, const char *path, struct options
     int rc = cli_parse(n_rest + 2, argv, o, c, e);
     free(argv);
     if (rc == 0 && c->n_sweep)
-        rc = error_set(e, "compare -c: %s has a sweep; compare two single configs (add "
-                          "--no-sweep to leave it out)", path);
+        rc = error_set(e, "compare -c: %s with these flags has a sweep; compare -c compares "
+                          "two single configs (drop --sweep; --no-sweep leaves out a file's "
+                          "sweep:)", path);
     if (rc == 0 && (emulate_profile_apply(c, e) || config_validate(c, e)))
         rc = error_wrap(e, "%s", path);
     return rc;

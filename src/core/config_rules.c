@@ -109,6 +109,17 @@ static int validate_data(const struct config *c, struct error *e)
     return 0;
 }
 
+/* The rounds' bounds: where only one is given, the other yields to it
+ * (app/measure.c plan_of); both given must agree. */
+static int validate_rounds(const struct config *c, struct error *e)
+{
+    if (c->bench.min_rounds > c->bench.max_rounds && config_is_explicit(c, "bench.min_rounds") &&
+        config_is_explicit(c, "bench.max_rounds"))
+        return error_set(e, "bench.min_rounds: %ld is more than bench.max_rounds %ld",
+                         c->bench.min_rounds, c->bench.max_rounds);
+    return 0;
+}
+
 /* The rules that tie keys together, in this order (those registered from
  * above, which say whether a key applies to the plug-in at all, then the
  * core's): the first broken one is the error. */
@@ -118,7 +129,7 @@ static int rules_check(const struct config *c, struct error *e)
         if (rules[i](c, e))
             return -1;
     if (validate_devices(c, e) || validate_workers(c, e) || validate_sizes(c, e) ||
-        validate_ddp(c, e) || validate_data(c, e))
+        validate_ddp(c, e) || validate_data(c, e) || validate_rounds(c, e))
         return -1;
     return 0;
 }

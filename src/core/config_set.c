@@ -113,7 +113,8 @@ static int set_float(const struct key *k, double *dst, const char *v, struct err
     return 0;
 }
 
-/* Splits "[a, b]", "a,b" or "" into trimmed items; calls add for each. */
+/* Splits "[a, b]", "a,b" or "" (no item) into trimmed items; calls add for
+ * each. An empty item ("a,,b", "a,") is refused, not skipped. */
 static int split_list(const struct key *k, const char *v, void *dst,
                       int (*add)(const struct key *k, void *dst, int i, const char *item,
                                  struct error *e),
@@ -129,13 +130,14 @@ static int split_list(const struct key *k, const char *v, void *dst,
         s++;
     }
     int n = 0, rc = 0;
-    for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok && !rc;
-         tok = strtok_r(NULL, ",", &save)) {
+    bool none = !s[strspn(s, " ")]; // "", "[]", "[ ]": no item
+    for (char *tok; !none && !rc && (tok = strsep(&s, ",")) != NULL;) {
         while (*tok == ' ')
             tok++;
         for (char *t = tok + strlen(tok); t > tok && t[-1] == ' ';)
             *--t = '\0';
-        rc = add(k, dst, n++, tok, e);
+        rc = *tok ? add(k, dst, n++, tok, e)
+                  : error_set(e, "%s: an empty item in '%s' (each item is a number)", k->path, v);
     }
     free(tmp);
     *count = n;
@@ -302,6 +304,9 @@ int sweep_add(struct config *c, const char *key, struct error *e)
     if (strcmp(key, "parallel.devices") == 0 || strcmp(key, "report.format") == 0 ||
         strcmp(key, "report.out") == 0 || strcmp(key, "name") == 0)
         return error_set(e, "sweep: key %s cannot be swept", key);
+    if (!strncmp(key, "bench.", 6) || !strncmp(key, "tune.", 5) || !strncmp(key, "report.", 7))
+        return error_set(e, "sweep: key %s cannot be swept: bench.*, tune.* and report.* hold "
+                            "for the whole run, not for a point", key);
     for (int i = 0; i < c->n_sweep; i++)
         if (strcmp(c->sweep[i].key, key) == 0)
             return error_set(e, "sweep: key %s given twice", key);

@@ -21,6 +21,8 @@ struct reader {
     yaml_event_t ev; // the current event
     bool have_ev;
     const char *file;
+    const char *text; // the input, for where a reader error is (libyaml gives its offset)
+    size_t len;
     struct config *c;
     bool seen[CONFIG_MAX_KEYS]; // a key given twice is refused
     bool seen_section[CONFIG_MAX_SECTIONS + 1]; // + sweep
@@ -63,6 +65,18 @@ static int next(struct reader *r)
     if (!yaml_parser_parse(&r->parser, &r->ev)) {
         yaml_parser_t *p = &r->parser;
         yaml_mark_t m = p->problem_mark;
+        if (p->error == YAML_READER_ERROR) { // a byte that is no text: only its offset is set
+            m = (yaml_mark_t){0};
+            for (size_t i = 0; i < p->problem_offset && i < r->len; i++)
+                if (r->text[i] == '\n')
+                    m.line++, m.column = 0;
+                else
+                    m.column += ((unsigned char)r->text[i] & 0xC0) != 0x80; // a character's first byte
+            char byte[16] = "";
+            if (p->problem_value >= 0) // -1: a sequence cut short, no one byte to name
+                snprintf(byte, sizeof byte, " (0x%02x)", (unsigned)p->problem_value);
+            return at(r, m, "malformed YAML: %s%s", p->problem, byte);
+        }
         if (p->context) // where the construct that is not closed began
             return at(r, m, "malformed YAML: %s (from line %zu, column %zu): %s", p->context,
                       p->context_mark.line + 1, p->context_mark.column + 1, p->problem);
@@ -118,6 +132,9 @@ static int read_value(struct reader *r, const struct key *k, const char *path)
         if (r->ev.type != YAML_SCALAR_EVENT)
             rc = at(r, r->ev.start_mark, "%s: expected a list of %s, found %s", path,
                     k->type == KEY_INT_LIST ? "integers" : "numbers", event_name(r->ev.type));
+        else if (strchr(scalar(r), ',') || !scalar(r)[strspn(scalar(r), " ")])
+            rc = at(r, r->ev.start_mark, "%s: expected %s, found '%s'", path,
+                    k->type == KEY_INT_LIST ? "an integer" : "a number", scalar(r));
         else if (fprintf(f, "%s%s", n ? "," : "", scalar(r)) < 0)
             rc = at(r, m, "%s: out of memory", path);
     }
@@ -238,7 +255,7 @@ static int read_pair(struct reader *r, const char *prefix)
  * too many: a config needs 3 (the document, sweep:, a key's list). */
 static int syntax_check(const char *text, size_t len, const char *file, struct error *e)
 {
-    struct reader r = {.file = file, .e = e};
+    struct reader r = {.file = file, .text = text, .len = len, .e = e};
     if (!yaml_parser_initialize(&r.parser))
         return error_set(e, "%s: cannot initialise the YAML parser", file);
     yaml_parser_set_input_string(&r.parser, (const unsigned char *)text, len);
@@ -264,7 +281,7 @@ int config_parse(struct config *c, const char *text, size_t len, const char *fil
 {
     if (syntax_check(text, len, file, e))
         return -1;
-    struct reader r = {.file = file, .c = c, .e = e};
+    struct reader r = {.file = file, .text = text, .len = len, .c = c, .e = e};
     if (!yaml_parser_initialize(&r.parser))
         return error_set(e, "%s: cannot initialise the YAML parser", file);
     yaml_parser_set_input_string(&r.parser, (const unsigned char *)text, len);
