@@ -242,14 +242,23 @@ void staging_abort(struct staging *s)
     if (s->open)
         tree_remove(s->path);
     s->open = false;
-    if (!s->made[0])
-        return;
-    char p[4096]; // the parents made, deepest first
-    snprintf(p, sizeof p, "%s", s->target);
-    for (char *slash; (slash = strrchr(p, '/')) && slash != p;) {
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", s->target);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) { // the parents made, deepest first
         *slash = '\0';
-        if (rmdir(p) != 0 || strcmp(p, s->made) == 0)
-            break;
+        dirs_unmake(parent, s->made);
     }
     s->made[0] = '\0';
+}
+
+void dirs_unmake(const char *path, const char *made)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *slash; made[0] && rmdir(p) == 0 && strcmp(p, made) != 0;) {
+        if (!(slash = strrchr(p, '/')) || slash == p)
+            break;
+        *slash = '\0';
+    }
 }

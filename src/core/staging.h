@@ -23,6 +23,9 @@ struct staging {
  * n bytes) receives the highest folder it created, "" if none. A dangling
  * symbolic link on the way is named as such. */
 int dirs_make(const char *path, char *made, size_t n, struct error *e);
+/* Undoes dirs_make: removes path, then its parents up to `made` (the highest
+ * folder dirs_make created; "": none), each only while it is empty. */
+void dirs_unmake(const char *path, const char *made);
 
 /* Creates target's missing parents and the staging folder; s->path is where
  * to write. `what` names the command in messages ("--export"). */

@@ -34,11 +34,12 @@ static void result_base(const char *name, const char *stamp, char *buf, size_t n
             *p = '_';
 }
 
-int report_check_out(const char *dir, const char *name, struct error *e)
+/* report_check_out's checks; `made`: the highest folder it created. */
+static int out_usable(const char *dir, const char *name, char made[4096], struct error *e)
 {
     struct stat st;
     if (stat(dir, &st) != 0) { // mkdir -p; made by another process meanwhile (a ddp rank): fine
-        if (dirs_make(dir, NULL, 0, e) || stat(dir, &st) != 0)
+        if (dirs_make(dir, made, 4096, e) || stat(dir, &st) != 0)
             return error_wrap(e, "report.out %s: cannot create directory", dir);
     }
     if (!S_ISDIR(st.st_mode))
@@ -65,6 +66,15 @@ int report_check_out(const char *dir, const char *name, struct error *e)
     close(fd);
     unlink(probe);
     return 0;
+}
+
+int report_check_out(const char *dir, const char *name, struct error *e)
+{
+    char made[4096] = ""; // refused: the folders made for it go again
+    int rc = out_usable(dir, name, made, e);
+    if (rc)
+        dirs_unmake(dir, made);
+    return rc;
 }
 
 /* A temp file of ours gone: removed, and no longer the signal handler's to remove. */
