@@ -70,6 +70,12 @@ expect 2 "writes DIR/train-images-idx3-ubyte.gz" -- \
 expect 2 "dataset.make: only for dataset.kind idx, cifar10 or folder" -- --set dataset.make=folder
 expect 2 "--gzip is for idx files" -- --set dataset.kind=cifar10 --set dataset.path="$TMP/mk/c" \
     --set dataset.make="cifar10 --gzip"
+# an option the kind has no use for, or one given twice, is refused, not ignored
+expect 2 "--make-dataset idx: --format does not apply to it" -- --make-dataset idx "$TMP/mk/i" --format png
+expect 2 "--make-dataset cifar10: --quality does not apply to it" -- --make-dataset cifar10 "$TMP/mk/c" --quality 5
+expect 2 "--make-dataset: --classes given twice" -- --make-dataset folder "$TMP/mk/f" --classes 2 --classes 3
+expect 2 "--make-dataset idx: --quality does not apply to it" -- --set dataset.kind=idx \
+    --set dataset.path="$TMP/mk/i/train-images-idx3-ubyte" --set dataset.make="idx --quality 3"
 [ ! -e "$TMP/mk" ] && ok || bad "dataset.make refused, yet something was made: $(ls -R "$TMP/mk")"
 # two runs that start together make it once, whole (the lock)
 spec="folder --classes 2 --per-class 30 --size 64x64"

@@ -160,14 +160,18 @@ static int parse(int argc, char **argv, const char *dir, struct gen *g, struct e
     *g = (struct gen){.classes = 10, .per_class = 100, .eval_per_class = -1, .quality = 90,
                       .format = IMAGE_JPEG};
     bool sized = false;
-    int ch, seed = 0;
+    int ch, li = 0, seed = 0;
+    unsigned given = 0; // 1 << each option's index in gen_options
     optind = 1;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":", gen_options, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":", gen_options, &li)) != -1) {
         if (ch == ':')
             return error_set(e, "--make-dataset: %s needs a value", argv[optind - 1]);
         if (ch == '?')
             return error_set(e, "--make-dataset: unknown option '%s'", argv[optind - 1]);
+        if (given >> li & 1)
+            return error_set(e, "--make-dataset: --%s given twice", gen_options[li].name);
+        given |= 1u << li;
         if (parse_option(ch, optarg, g, &sized, &seed, e))
             return -1;
     }
@@ -184,6 +188,13 @@ static int parse(int argc, char **argv, const char *dir, struct gen *g, struct e
     g->kind = dataset_kind_find(name);
     if (!g->kind || !g->kind->make)
         return error_set(e, "--make-dataset: KIND must be folder, cifar10 or idx, found '%s'", name);
+    for (int i = 0; gen_options[i].name && g->kind->make->unused; i++) {
+        char word[32];
+        snprintf(word, sizeof word, " %s ", gen_options[i].name);
+        if (given >> i & 1 && strstr(g->kind->make->unused, word))
+            return error_set(e, "--make-dataset %s: --%s does not apply to it", name,
+                             gen_options[i].name);
+    }
     return g->kind->make->check(g, sized, e);
 }
 

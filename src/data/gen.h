@@ -35,6 +35,7 @@ struct kind_maker {
     int (*check)(struct gen *g, bool sized, struct error *e);
     int (*write)(const struct gen *g, struct error *e);
     const char *train_name; // what dataset.path names in DIR ("": DIR itself)
+    const char *unused;     // options it has no use for, refused: " format quality " (spaced)
 };
 
 /* Sample `index` of class cls, c channels, into px (h, w, c). */

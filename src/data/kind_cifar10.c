@@ -193,7 +193,8 @@ static int cifar_make_write(const struct gen *g, struct error *e)
     return rc;
 }
 
-static const struct kind_maker cifar10_maker = {cifar_make_check, cifar_make_write, ""};
+static const struct kind_maker cifar10_maker = {cifar_make_check, cifar_make_write, "",
+                                                 " format quality "}; // raw bytes, no codec
 
 const struct dataset_kind dataset_kind_cifar10 = {
     .name = "cifar10",

@@ -445,7 +445,8 @@ static int folder_make_write(const struct gen *g, struct error *e)
     return rc;
 }
 
-static const struct kind_maker folder_maker = {folder_make_check, folder_make_write, "train"};
+static const struct kind_maker folder_maker = {folder_make_check, folder_make_write, "train",
+                                               NULL};
 
 const struct dataset_kind dataset_kind_folder = {
     .name = "folder",

@@ -296,7 +296,7 @@ static int idx_make_write(const struct gen *g, struct error *e)
 }
 
 static const struct kind_maker idx_maker = {idx_make_check, idx_make_write,
-                                            "train-images-idx3-ubyte"};
+                                            "train-images-idx3-ubyte", " format quality "};
 
 const struct dataset_kind dataset_kind_idx = {
     .name = "idx",
