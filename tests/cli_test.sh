@@ -18,6 +18,9 @@ expect 0 "10 -> 2/2/2/2/2 (x1)  5 of 8 replicas used" -- -c configs/tutorial.yam
 expect 0 "no effect on the cpu" -- -c configs/tutorial.yaml --set loader.pin_memory=true
 # parallel.blas_threads fixes OpenBLAS's count (at most the threads it started: OPENBLAS_NUM_THREADS)
 expect 0 "OpenBLAS, 1 thread per replica, as parallel.blas_threads sets" -- -c configs/tutorial.yaml --set parallel.blas_threads=1
+# more threads than OpenBLAS may use here: said, not claimed as set (OPENBLAS_NUM_THREADS caps it)
+OPENBLAS_NUM_THREADS=1 expect 0 "OpenBLAS, 1 thread per replica, parallel.blas_threads 2 capped at the threads OpenBLAS may use here" -- \
+    -c configs/tutorial.yaml --set parallel.blas_threads=2
 OPENBLAS_NUM_THREADS=1 "$BIN" -c configs/tutorial.yaml --set parallel.blas_threads=2 --format json | python3 -c "import json,sys; r=json.load(sys.stdin)['runs'][0]; assert (r['blas_library'], r['blas_threads']) == ('OpenBLAS', 1), r" && ok || bad "parallel.blas_threads above OpenBLAS's threads"
 
 # every shipped config is valid on its own, its sweep switched off (--no-sweep):
@@ -160,7 +163,8 @@ for args in --help --version --help-config "-q --set train.epochs=1"; do
     if [ $rc -eq 1 ] && grep -q "cannot write .*to stdout: No space left on device" "$TMP/err"; then ok
     else bad "dpbench $args >/dev/full: exit $rc: $(cat "$TMP/err")"; fi
 done
-expect 2 "too long for a result file name" -- --set name="$(printf 'n%.0s' $(seq 250))" --out "$TMP/long"
+expect 2 "too long for a result file name" -- --set name="$(printf 'n%.0s' $(seq 250))" --out "$TMP/long/er"
+if [ ! -e "$TMP/long" ]; then ok; else bad "a refused --out left the folders it made: $(ls -R "$TMP/long")"; fi
 # two runs with one name at once, and two more right after: four whole pairs,
 # each JSON with its own CSV (3 and 5 epochs tell the runs apart)
 mkdir "$TMP/same"

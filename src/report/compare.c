@@ -200,7 +200,8 @@ static void notes(struct compare_result *r)
     static const char *const side[2] = {"A", "B"};
     for (int s = 0; s < 2 && !r->interleaved; s++) {
         if (f[s]->interrupted)
-            note(r, "%s (%s) was interrupted: its points may be cut short", side[s], f[s]->path);
+            note(r, "%s (%s) was cut short (a stop, or a run that failed): its points may "
+                 "have fewer epochs or rounds than asked", side[s], f[s]->path);
         const cJSON *w;
         cJSON_ArrayForEach(w, f[s]->warnings)
         if (cJSON_IsString(w))

@@ -58,12 +58,16 @@ static void text_splits(FILE *f, const struct run_result *run)
 static void text_blas(FILE *f, const struct run_result *run)
 {
     const struct blas_choice *b = &run->blas;
+    long asked = run->cfg.parallel.blas_threads;
+    char how[160] = "the fastest of";
+    if (asked > 0 && b->lib == HOSTMM_OPENBLAS) // more than the cores or OPENBLAS_NUM_THREADS give: capped
+        snprintf(how, sizeof how, asked > b->threads ? "parallel.blas_threads %ld capped at the "
+                 "threads OpenBLAS may use here; measured" : "as parallel.blas_threads sets; "
+                 "measured", asked);
     if (b->n_tried == 0)
         return;
     fprintf(f, "# blas:%s%s %s, %d thread%s per replica, %s", run->label[0] ? " " : "",
-            run->label, hostmm_lib_name(b->lib), b->threads, b->threads == 1 ? "" : "s",
-            run->cfg.parallel.blas_threads > 0 && b->lib == HOSTMM_OPENBLAS
-                ? "as parallel.blas_threads sets; measured" : "the fastest of");
+            run->label, hostmm_lib_name(b->lib), b->threads, b->threads == 1 ? "" : "s", how);
     for (int i = 0; i < b->n_tried; i++) {
         bool lib = i == 0 || b->tried_lib[i] != b->tried_lib[i - 1]; // where the library changes
         fprintf(f, "%s%s%s %d: %.3g us", i ? "," : "", lib ? " " : "",
