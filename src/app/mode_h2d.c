@@ -4,6 +4,7 @@
 
 #include "app.h"
 #include "emulate_profile.h"
+#include "staging.h"
 
 /* --h2d-bandwidth: the cuda backend's copy-bandwidth table on stdout; with
  * --out DIR also the profile emulate.profile replays (DIR/h2d-profile.json). */
@@ -15,18 +16,19 @@ static int h2d_bandwidth(const char *out_dir)
             be = backend_at(i);
     struct h2d_profile prof = {0};
     struct error e;
-    char path[4400];
+    char path[4400], made[4096] = "";
     if (!be) {
         fprintf(stderr, "dpbench: --h2d-bandwidth needs the cuda backend; this dpbench was "
                         "built without it (backends: %s)\n", backend_list());
         return EXIT_RUN;
     }
-    if (out_dir[0] && report_check_out(out_dir, "h2d-profile", &e)) {
+    if (out_dir[0] && report_check_out(out_dir, "h2d-profile", made, &e)) {
         fprintf(stderr, "dpbench: --h2d-bandwidth: %s\n", e.msg);
         return EXIT_USAGE;
     }
     if (be->probe(&e) || be->bandwidth(stdout, out_dir[0] ? &prof : NULL, &e) ||
         (out_dir[0] && h2d_profile_write(&prof, out_dir, path, sizeof path, &e))) {
+        dirs_unmake(out_dir, made); // nothing measured: no folder made for it stays
         fprintf(stderr, "dpbench: --h2d-bandwidth: %s\n", e.msg);
         return EXIT_RUN;
     }

@@ -15,6 +15,7 @@
 #include "progress.h"
 #include "rlimits.h"
 #include "signals.h"
+#include "staging.h"
 #include "sweep.h"
 
 /* The result files first, then stdout: a file that cannot be written never
@@ -103,8 +104,9 @@ static int prepare(struct app *a, struct backends *bes, size_t *estimate)
 {
     struct config *c = &a->res.cfg;
     struct error e;
+    char made[4096] = ""; // the folders report.out made, gone again where the run is refused
     int rc = EXIT_OK;
-    if (c->report.out[0] && report_check_out(c->report.out, c->name, &e))
+    if (c->report.out[0] && report_check_out(c->report.out, c->name, made, &e))
         rc = EXIT_USAGE; // refused before the run, not after it
     else if (ddp_check_launch(c, &e)) // a dp process among mpirun's ranks: refused at once
         rc = EXIT_USAGE;
@@ -116,6 +118,8 @@ static int prepare(struct app *a, struct backends *bes, size_t *estimate)
         rc = EXIT_USAGE;
     else if (!stop_requested() && backends_resolve(a->points.cfg, a->points.n, bes, &e))
         rc = EXIT_RUN;
+    if (rc || stop_requested())
+        dirs_unmake(c->report.out, made);
     if (rc) {
         fprintf(stderr, "dpbench: %s\n", e.msg);
         return rc;

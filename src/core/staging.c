@@ -256,6 +256,8 @@ void dirs_unmake(const char *path, const char *made)
 {
     char p[4096];
     snprintf(p, sizeof p, "%s", path);
+    for (size_t n = strlen(p); n > 1 && p[n - 1] == '/';) // "a/b/" is made as "a/b"
+        p[--n] = '\0';
     for (char *slash; made[0] && rmdir(p) == 0 && strcmp(p, made) != 0;) {
         if (!(slash = strrchr(p, '/')) || slash == p)
             break;

@@ -186,8 +186,11 @@ const char *renderer_name(size_t i);
 
 /* Refuses, before a run, a report.out that cannot take the result files: not
  * a directory (a regular file, /dev/null), not writable, refusing new files
- * (/proc), or a name too long for a file name there. Creates DIR if missing. */
-int report_check_out(const char *dir, const char *name, struct error *e);
+ * (/proc), or a name too long for a file name there. Creates DIR if missing:
+ * `made` (4096 bytes) gets the highest folder it created ("": none), for
+ * dirs_unmake where the run is refused after all; refused here, it removes
+ * them itself. */
+int report_check_out(const char *dir, const char *name, char *made, struct error *e);
 /* Writes DIR/NAME-STAMP.json, .csv and -summary.csv as one result: all or none, never
  * replacing an existing result (a second run in the same second gets
  * NAME-STAMP-2). The JSON's path goes to json_path. */

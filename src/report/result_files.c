@@ -68,9 +68,9 @@ static int out_usable(const char *dir, const char *name, char made[4096], struct
     return 0;
 }
 
-int report_check_out(const char *dir, const char *name, struct error *e)
+int report_check_out(const char *dir, const char *name, char *made, struct error *e)
 {
-    char made[4096] = ""; // refused: the folders made for it go again
+    made[0] = '\0';
     int rc = out_usable(dir, name, made, e);
     if (rc)
         dirs_unmake(dir, made);
