@@ -204,6 +204,12 @@ if "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" --format json >"$TMP
 else bad "compare by rounds: $(cat "$TMP/cmp.json" "$TMP/cmp.txt" "$TMP/err")"; fi
 # a result set against itself (the same file, or a copy) says it shows no noise; two runs do not
 cp "$TMP/rounds-a.json" "$TMP/copy-a.json"
+bad_doc warned.json 'd["warnings"] = ["warning %d" % k for k in range(12)]' # more than the notes hold
+"$BIN" compare "$TMP/warned.json" "$TMP/warned.json" >"$TMP/cmp.txt" 2>&1
+if grep -q "^# warning: A and B are the same result: " "$TMP/cmp.txt" &&
+    [ "$(grep -c "^# warning: A and B warn: warning" "$TMP/cmp.txt")" -ge 10 ]; then ok
+else bad "compare of a result with many warnings with itself: $(cat "$TMP/cmp.txt")"; fi
+rm -f "$TMP/warned.json"
 if "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-a.json" >"$TMP/cmp.txt" 2>&1 &&
     grep -q "^# warning: A and B are the same result: " "$TMP/cmp.txt" &&
     "$BIN" compare "$TMP/rounds-a.json" "$TMP/copy-a.json" >"$TMP/cmp.txt" 2>&1 &&

@@ -197,19 +197,20 @@ static void note(struct compare_result *r, const char *fmt, ...)
 static void notes(struct compare_result *r)
 {
     const struct compare_file *f[2] = {&r->a, &r->b};
-    static const char *const side[2] = {"A", "B"};
-    for (int s = 0; s < 2 && !r->interleaved; s++) {
+    bool same = !r->interleaved && r->a.doc && r->b.doc && cJSON_Compare(r->a.doc, r->b.doc, true);
+    const char *const side[2] = {same ? "A and B" : "A", "B"}; // the same: its notes once
+    if (same) // first: the notes have room for COMPARE_MAX_NOTES
+        note(r, "A and B are the same result: a run set against itself shows no noise; for an "
+             "A/A check run the config twice, or compare -c it.yaml -c it.yaml");
+    for (int s = 0; s < 2 - same && !r->interleaved; s++) {
         if (f[s]->interrupted)
             note(r, "%s (%s) was cut short (a stop, or a run that failed): its points may "
                  "have fewer epochs or rounds than asked", side[s], f[s]->path);
         const cJSON *w;
         cJSON_ArrayForEach(w, f[s]->warnings)
         if (cJSON_IsString(w))
-            note(r, "%s warns: %s", side[s], w->valuestring);
+            note(r, "%s warn%s: %s", side[s], same ? "" : "s", w->valuestring);
     }
-    if (!r->interleaved && r->a.doc && r->b.doc && cJSON_Compare(r->a.doc, r->b.doc, true))
-        note(r, "A and B are the same result: a run set against itself shows no noise; for an "
-             "A/A check run the config twice, or compare -c it.yaml -c it.yaml");
     if (!r->interleaved && strcmp(r->a.machine, r->b.machine) != 0)
         note(r, "A and B ran on different machines: %s vs %s", r->a.machine, r->b.machine);
     if (!r->interleaved && strcmp(r->a.tool, r->b.tool) != 0)
