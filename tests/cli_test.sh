@@ -165,6 +165,10 @@ for args in --help --version --help-config "-q --set train.epochs=1"; do
 done
 expect 2 "too long for a result file name" -- --set name="$(printf 'n%.0s' $(seq 250))" --out "$TMP/long/er"
 if [ ! -e "$TMP/long" ]; then ok; else bad "a refused --out left the folders it made: $(ls -R "$TMP/long")"; fi
+# ... with a trailing slash, and where a later check refuses the run (the memory estimate)
+expect 2 "too long for a result file name" -- --set name="$(printf 'n%.0s' $(seq 250))" --out "$TMP/long/er/"
+expect 2 "more than the" -- --set dataset.length=1000000 --set dataset.features=1000 --max-memory 1G --out "$TMP/long/er"
+if [ ! -e "$TMP/long" ]; then ok; else bad "a refused run left the folders --out made: $(ls -R "$TMP/long")"; fi
 # two runs with one name at once, and two more right after: four whole pairs,
 # each JSON with its own CSV (3 and 5 epochs tell the runs apart)
 mkdir "$TMP/same"
@@ -257,6 +261,8 @@ expect 2 "ctl.yaml:4:14: malformed YAML: control characters are not allowed (0x0
     --config "$(yaml ctl.yaml 'seed: 1\nloader:\n  batch_size: 10\n  shuffle: tr\001ue\n')"
 expect 2 "utf8.yaml:2:10: malformed YAML: invalid leading UTF-8 octet (0xff)" -- \
     --config "$(yaml utf8.yaml 'seed: 1\nname: caf\377\n')"
+expect 2 "utf8b.yaml:2:10: malformed YAML: invalid leading UTF-8 octet (0xff)" -- \
+    --config "$(yaml utf8b.yaml '\357\273\277seed: 1\rname: caf\377\n')" # a BOM, a lone CR
 # a list's items are numbers, each: none empty, none holding a comma (never dropped or split)
 expect 2 "items.yaml:2:15: transform.mean: expected a number, found '0.4,0.3'" -- \
     --config "$(yaml items.yaml 'transform:\n  mean: [0.5, \"0.4,0.3\"]\n  std: [1, 1]\n')"

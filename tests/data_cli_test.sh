@@ -74,6 +74,7 @@ expect 2 "--gzip is for idx files" -- --set dataset.kind=cifar10 --set dataset.p
 expect 2 "--make-dataset idx: --format does not apply to it" -- --make-dataset idx "$TMP/mk/i" --format png
 expect 2 "--make-dataset cifar10: --quality does not apply to it" -- --make-dataset cifar10 "$TMP/mk/c" --quality 5
 expect 2 "--make-dataset: --classes given twice" -- --make-dataset folder "$TMP/mk/f" --classes 2 --classes 3
+expect 2 "--make-dataset folder: --quality is for --format jpeg" -- --make-dataset folder "$TMP/mk/f" --format png --quality 5
 expect 2 "--make-dataset idx: --quality does not apply to it" -- --set dataset.kind=idx \
     --set dataset.path="$TMP/mk/i/train-images-idx3-ubyte" --set dataset.make="idx --quality 3"
 [ ! -e "$TMP/mk" ] && ok || bad "dataset.make refused, yet something was made: $(ls -R "$TMP/mk")"

@@ -47,7 +47,8 @@ static void compare_usage(FILE *f)
             "  --fail-on slower[=PCT] exit 3 when a pair is slower beyond PCT (default: the\n"
             "                         noise threshold), for a CI gate\n"
             "\n"
-            "Exit status: 0 compared, 2 unusable input or nothing to compare, 3 --fail-on held.\n");
+            "Exit status: 0 compared, 1 a run (compare -c) failed or stdout could not be\n"
+            "written, 2 unusable input or nothing to compare, 3 --fail-on held.\n");
 }
 
 /* --fail-on slower[=PCT]: the margin, or -1 when the text is not that. */

@@ -67,9 +67,11 @@ static int next(struct reader *r)
         yaml_mark_t m = p->problem_mark;
         if (p->error == YAML_READER_ERROR) { // a byte that is no text: only its offset is set
             m = (yaml_mark_t){0};
-            for (size_t i = 0; i < p->problem_offset && i < r->len; i++)
-                if (r->text[i] == '\n')
-                    m.line++, m.column = 0;
+            size_t i = r->len >= 3 && !memcmp(r->text, "\xef\xbb\xbf", 3) ? 3 : 0; // a BOM is no column
+            for (; i < p->problem_offset && i < r->len; i++)
+                if (r->text[i] == '\n' || r->text[i] == '\r') // CR LF, LF or CR alone: one break
+                    m.line++, m.column = 0, i += r->text[i] == '\r' && i + 1 < r->len &&
+                                                 r->text[i + 1] == '\n';
                 else
                     m.column += ((unsigned char)r->text[i] & 0xC0) != 0x80; // a character's first byte
             char byte[16] = "";

@@ -36,7 +36,8 @@ void gen_usage(FILE *f)
             "  cifar10  DIR/data_batch_1..5.bin and DIR/test_batch.bin (10 classes, 32x32)\n"
             "  idx      DIR/train-{images-idx3,labels-idx1}-ubyte[.gz] and DIR/t10k-... (gray)\n"
             "Defaults: 10 classes, 100 training and 20 eval samples per class, 32x32 (idx 28x28),\n"
-            "jpeg quality 90, seed 0.\n");
+            "jpeg quality 90, seed 0. --format and --quality (jpeg) are folder's, --gzip idx's;\n"
+            "an option another kind has no use for, or one given twice, is refused.\n");
 }
 
 /* Sample `index` of class `cls` into px (h, w, c). */
@@ -157,7 +158,7 @@ static int parse_option(int ch, const char *v, struct gen *g, bool *sized, int *
  * written into dir. */
 static int parse(int argc, char **argv, const char *dir, struct gen *g, struct error *e)
 {
-    *g = (struct gen){.classes = 10, .per_class = 100, .eval_per_class = -1, .quality = 90,
+    *g = (struct gen){.classes = 10, .per_class = 100, .eval_per_class = -1, .quality = 0,
                       .format = IMAGE_JPEG};
     bool sized = false;
     int ch, li = 0, seed = 0;

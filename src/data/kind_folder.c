@@ -415,6 +415,9 @@ static int folder_make_check(struct gen *g, bool sized, struct error *e)
 {
     if (g->gzip)
         return error_set(e, "--make-dataset folder: --gzip is for idx files");
+    if (g->quality && g->format != IMAGE_JPEG)
+        return error_set(e, "--make-dataset folder: --quality is for --format jpeg");
+    g->quality = g->quality ? g->quality : 90;
     if (!sized)
         g->w = g->h = 32;
     static const char *const splits[] = {"train", "val"};
