@@ -208,6 +208,29 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q "nowhere/export.json: cannot read" "$TMP/err"; then ok
 else bad "missing export: exit $rc, $(cat "$TMP/err")"; fi
 
+# a diverging run stops where PyTorch's float32 loss turns infinite: dpbench
+# keeps exactly the epochs whose PyTorch loss is finite, with the same loss
+# (its sums run in double, but a batch's sum beyond float's range is inf as in
+# PyTorch; target noise of 1e6 makes batch 4 of epoch 1 the first such one)
+for args in "train.lr=1e6" "train.lr=1e6 dataset.noise=1e6"; do
+    sets=(--set train.warmup_epochs=0 --set train.epochs=3)
+    for a in $args; do sets+=(--set "$a"); done
+    "$BIN" --config $T "${sets[@]}" --format json >"$TMP/div.d.json" 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && timeout -k 10 300 "$PY" "${REF[@]}" $T "${sets[@]}" --out "$TMP/div.t.json" 2>"$TMP/err2" &&
+        "$PY" - "$TMP/div.d.json" "$TMP/div.t.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["runs"][0]
+t = json.load(open(sys.argv[2]))["runs"][0]["epochs"]
+finite = [e["loss"] for e in t if e["loss"] is not None]
+assert len(finite) < len(t) and t[len(finite)]["loss"] is None, t
+assert "infinite" in d["stopped"] and len(d["epochs"]) == len(finite), (d["stopped"], d["epochs"], t)
+for a, b in zip(d["epochs"], finite):
+    assert abs(a["loss"] - b) <= 1e-4 * abs(b), (a["loss"], b)
+PY
+    then ok; else bad "divergence against PyTorch ($args): dpbench exit $rc: $(tail -3 "$TMP/err" "$TMP/err2")"; fi
+done
+
 # compare.py: Markdown, and a file that is not a result
 if "$PY" scripts/compare.py --dpbench "$BIN" --markdown "$TMP/replicas.d.json" "$TMP/replicas.t.json" >"$TMP/md" &&
     grep -q '^|---' "$TMP/md" && grep -q 'params rdiff' "$TMP/md"; then ok

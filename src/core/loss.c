@@ -2,8 +2,15 @@
 
 #include "loss_rows.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
+
+/* A batch's raw sum as PyTorch's float32 loss has it: beyond float's range
+ * it is inf there (the sum runs in float), so here (the sums below run in
+ * double for their rounding), and the run stops where PyTorch's loss turns
+ * infinite. The device kernels store it as a float: the same. */
+static double float_range(double raw) { return raw > FLT_MAX ? INFINITY : raw; }
 
 /* The sum of squares runs in 4 partial sums (element i into sum i % 4, in
  * registers, added up in a fixed order at the end): one running sum is a
@@ -22,7 +29,7 @@ static double mse_host(const float *out, const float *y, long rows, int O, float
         d[i] = out[i] - y[i];
         s0 += (double)d[i] * d[i];
     }
-    return (s0 + s1) + (s2 + s3);
+    return float_range((s0 + s1) + (s2 + s3));
 }
 
 static float mse_grad_scale(long rows, int O) { return 2.0f / (float)((double)rows * O); }
@@ -45,7 +52,7 @@ static double ce_host(const float *out, const float *y, long rows, int O, float 
     double sum = 0;
     for (long i = 0; i < rows; i++)
         sum += dp_ce_row(out + i * O, y + i * O, O, d + i * O);
-    return sum;
+    return float_range(sum);
 }
 
 static float ce_grad_scale(long rows, int O)
