@@ -23,7 +23,7 @@
 # about N x 4 x (10 to 60) s: 15 to 80 minutes for N = 20.
 # Environment: N (pairs a kind, default 20), COST (us a sample, default 100),
 # LENGTH (samples, default 200), KINDS (default "sweep-AA sweep-AB compare-AA
-# compare-AB"; files-AA too), FILES_EPOCHS (100), FILES_ROUNDS (12),
+# compare-AB"; files-AA too), FILES_EPOCHS (100), FILES_ROUNDS (16),
 # BIN (default ./dpbench), OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,7 @@ OUT=${OUT:-bench_results/verdicts}
 PY=${PYTHON:-/usr/bin/python3}
 KINDS=${KINDS:-sweep-AA sweep-AB compare-AA compare-AB}
 FILES_EPOCHS=${FILES_EPOCHS:-100}
-FILES_ROUNDS=${FILES_ROUNDS:-12}
+FILES_ROUNDS=${FILES_ROUNDS:-16}
 . scripts/bench-lib.sh # now, median, built_at
 mkdir -p "$OUT"
 TMP=$(mktemp -d)
