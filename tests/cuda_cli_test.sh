@@ -70,6 +70,23 @@ FAKE_CUDA_DEVICES=0 expect_error "no CUDA device" "${small[@]}"
 if FAKE_CUDA_DEVICES=0 "$BIN" "${small[@]}" --set parallel.device=auto >"$TMP/out" 2>"$TMP/err" &&
     grep -q "cpu" "$TMP/err"; then ok; else bad "device auto without a device: $(cat "$TMP/err")"; fi
 
+# a diverging run stops where the cpu's does, though the GPU's losses are
+# read only at the epoch's end: the first batch whose loss is nan or infinite
+# (past float's range), that epoch not kept; also with 3 virtual replicas
+for case in "batch 1 of epoch 2|" "batch 4 of epoch 1|--set dataset.noise=1e6" \
+    "batch 1 of epoch 2|--set parallel.devices=[0,0,0]"; do
+    want=${case%%|*} args=${case#*|}
+    div=(--config configs/tutorial.yaml --set train.lr=1e6 --set train.warmup_epochs=0 --set train.epochs=3 $args)
+    "$BIN" "${div[@]/parallel.devices=\[0,0,0\]/parallel.replicas=3}" --set parallel.device=cpu -q \
+        >/dev/null 2>"$TMP/cpu.err"
+    "$BIN" "${div[@]}" --set parallel.device=cuda --format json >"$TMP/div.json" 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "the loss became infinite at $want" "$TMP/cpu.err" &&
+        [ "$(grep 'became' "$TMP/err")" = "$(grep 'became' "$TMP/cpu.err")" ] &&
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; assert r['failed'] and len(r['epochs']) == (0 if 'epoch 1' in r['stopped'] else 1), r" "$TMP/div.json"
+    then ok; else bad "divergence on cuda ($args): exit $rc: $(cat "$TMP/err") against the cpu's: $(cat "$TMP/cpu.err")"; fi
+done
+
 # a context only on the devices the run uses: none opened by the probe, the
 # pinned pool pinned through the run's device (not device 0)
 rm -f "$TMP/report"

@@ -106,5 +106,32 @@ FAKE_NCCL_INIT_US=3000000 "${MPIRUN[@]}" -x FAKE_NCCL_INIT_US "$BIN" "${C[@]}" "
 if python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["runs"][0]
 sys.exit(0 if max(e["seconds"] for e in r["epochs"]) < 1.5 else 1)' "$TMP/init.json"
 then ok; else bad "slow NCCL init in an epoch: $(head -c 300 "$TMP/init.json") $(tail -c 300 "$TMP/err")"; fi
+
+# a diverging job stops where 2 cpu ranks stop, though the GPU's losses are
+# read at the epoch's end: every rank joins the late check, rank 0 names the
+# rank and batch once, over nccl and over mpi
+DIV=(--config configs/ddp.yaml --set train.lr=1e6 --set train.warmup_epochs=0 --set train.epochs=5)
+"${MPIRUN[@]}" "$BIN" "${DIV[@]}" >/dev/null 2>"$TMP/cpu.err"
+for comm in nccl mpi; do
+    "${MPIRUN[@]}" "$BIN" "${DIV[@]}" "${GPU[@]}" --set parallel.comm=$comm --format json >"$TMP/div.json" 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "the loss became infinite on rank 0 at batch 1 of epoch 2" "$TMP/cpu.err" &&
+        [ "$(grep 'became' "$TMP/err")" = "$(grep 'became' "$TMP/cpu.err")" ] &&
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; assert r['failed'] and len(r['epochs']) == 1, r['stopped']" "$TMP/div.json"
+    then ok; else bad "divergence on cuda over $comm: exit $rc: $(tail -c 400 "$TMP/err") against the cpu's: $(cat "$TMP/cpu.err")"; fi
+done
+# 4 ranks whose losses overflow at different batches: the earliest batch is
+# named (rank 3's), not the lowest rank's later one, as on the cpu
+DIV4=(--config configs/ddp.yaml --set dataset.length=2000 --set train.lr=2 --set seed=0
+      --set train.warmup_epochs=0 --set train.epochs=100 -q)
+MPI4=("${MPIRUN[@]:0:7}" -np 4 "${MPIRUN[@]:9}") # MPIRUN with -np 4
+"${MPI4[@]}" "$BIN" "${DIV4[@]}" >/dev/null 2>"$TMP/cpu.err"
+for comm in nccl mpi; do
+    FAKE_CUDA_DEVICES=4 "${MPI4[@]}" "$BIN" "${DIV4[@]}" "${GPU[@]}" --set parallel.comm=$comm >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 1 ] && grep -q "the loss became infinite on rank 3 at batch 28 of epoch 8" "$TMP/cpu.err" &&
+        [ "$(grep 'became' "$TMP/err")" = "$(grep 'became' "$TMP/cpu.err")" ]
+    then ok; else bad "4-rank divergence on cuda over $comm: exit $rc: $(tail -c 400 "$TMP/err") against the cpu's: $(cat "$TMP/cpu.err")"; fi
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

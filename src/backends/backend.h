@@ -52,6 +52,9 @@ struct epoch_stats {
     double load_s;     // seconds the loader spent filling batches, summed over the
                        // threads that filled them (the pipeline model's input: train.c)
     double loss_sum;   // sum over batches of (mean loss * rows)
+    long nonfinite;    // a backend that reads the losses at the epoch's end (cuda): 1 + the
+                       // first batch whose loss was nan or infinite, loss_sum summed up to it;
+                       // 0 where none was (or the losses were read per batch)
     long samples;      // rows trained on
     long correct;      // rows whose prediction matched the label (labelled data)
 };

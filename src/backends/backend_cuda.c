@@ -18,6 +18,7 @@
  * recorded on every device at epoch start (all streams idle), so that the
  * intervals share one timeline and their overlap is the hidden copy time. */
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -473,8 +474,10 @@ static int cuda_epoch_end(void *ctx, struct epoch_stats *st, struct error *e)
     st->correct += (long)correct;
     CUDA_CHECK(cudaMemcpy(t->loss_host, t->loss, (size_t)m * sizeof(float),
                           cudaMemcpyDeviceToHost));
-    for (long k = 0; k < m && dp->loss; k++) // raw sums -> sum of (mean loss * rows)
-        st->loss_sum += dp->loss->sample_sum((double)t->loss_host[k], dp->O);
+    for (long k = 0; k < m && dp->loss && !st->nonfinite; k++) { // raw sums -> sum of (mean
+        st->loss_sum += dp->loss->sample_sum((double)t->loss_host[k], dp->O); // loss * rows)
+        st->nonfinite = isfinite(t->loss_host[k]) ? 0 : k + 1; // train.c stops the run there
+    }
     if (cuda_timeline_read(dp, m, e))
         return error_wrap(e, "cuda backend, epoch timings");
     /* the steps, on device 0's timeline, are disjoint (one stream); so are

@@ -105,21 +105,6 @@ static void diverged(struct run_result *out, const struct config *c, int rank, b
              ep < warm ? ep + 1 : ep - warm + 1, c->train.lr);
 }
 
-/* After an allreduce that said some rank's loss is not finite: the lowest
- * such rank and whether its loss is nan, on every rank (one more collective,
- * which every rank makes after the same step). */
-static int diverged_rank(struct comm *cm, const struct epoch_stats *st, int *rank, bool *nan,
-                         struct error *e)
-{
-    long code = isfinite(st->loss_sum) ? 0 : 2L * (cm->world - cm->rank) + isnan(st->loss_sum);
-    long most;
-    if (comm_max(cm, code, &most, e))
-        return -1;
-    *rank = cm->world - (int)(most / 2);
-    *nan = most % 2;
-    return 0;
-}
-
 /* Loss and accuracy of the final parameters w (O, F), b (O) over the eval
  * split, in order, on the host. */
 static int evaluate(const struct dataset *v, const struct loss_fn *loss, const float *w,
@@ -413,16 +398,23 @@ static int train_setup(struct train *t, struct error *e)
     return 0;
 }
 
-/* The loss became nan or infinite at batch `index` (on any rank, which
- * every rank learnt in this step's allreduce): no later step means
- * anything. Always -1: a failed run, the epochs before it kept. */
+/* The loss became nan or infinite at batch `index` (some rank's: each learnt
+ * it in this step's allreduce), or (-1) at st.nonfinite's, read after the
+ * epoch (cuda: no step waits for the device). Every rank joins; the earliest
+ * such batch, then the lowest such rank, is named. -1: failed, the epochs
+ * before it kept; 0: no rank's loss went wrong. */
 static int train_diverged(struct train *t, long ep, long index, struct error *e)
 {
-    int rank = -1;
+    const long big = 1L << 40, W = t->world; // one key orders: batch, then rank, then nan
     bool nan = isnan(t->st.loss_sum);
-    if (t->world > 1 && diverged_rank(t->cm, &t->st, &rank, &nan, e))
+    long f = index < 0 ? t->st.nonfinite : isfinite(t->st.loss_sum) ? 0 : index + 1;
+    long key = f ? ((big - f) * W + W - 1 - (W > 1 ? t->cm->rank : 0)) * 2 + nan : 0;
+    if (W > 1 && comm_max(t->cm, key, &key, e))
         return -1;
-    diverged(t->out, t->c, rank, nan, index, ep);
+    if (key == 0)
+        return 0;
+    nan = key % 2, key /= 2;
+    diverged(t->out, t->c, W > 1 ? (int)(W - 1 - key % W) : -1, nan, big - key / W - 1, ep);
     error_set(e, "%s", t->out->stopped);
     t->together = t->world > 1; // every rank stops here: the job can report
     return -1;
@@ -508,6 +500,10 @@ static int train_epoch(struct train *t, long ep, struct error *e)
     if (got < 0 || (end_rc && !cancelled))
         return EPOCH_FAILED;
     double seconds = now_seconds() - t0;
+    // losses read only now (cuda); every rank checks where some might (ddp: any backend)
+    if ((got == 0 || t->world == 1) && (t->world > 1 || t->s.o->loss) &&
+        train_diverged(t, ep, -1, e))
+        return EPOCH_FAILED;
     if (got == 1)
         return EPOCH_STOP; // stopped mid-epoch: a partial epoch is not a measurement
     if (ep >= t->c->train.warmup_epochs)
