@@ -371,6 +371,28 @@ static void test_target_au(void **state)
     run();
     assert_int_equal(T()->outcome, TUNE_TARGET);
     assert_non_null(strstr(T()->trials[T()->best].decision, "reaches 1e-07"));
+    assert_int_equal(T()->best, 0); // the config as given, the cheapest: it says so
+    assert_non_null(strstr(T()->statement, "the cheapest setting raced whose measured AU"));
+}
+
+/* Nothing to race, and the statement says why: the model predicts no other
+ * setting faster (one batch an epoch: every setting loads it, then steps),
+ * or the knobs leave none (prefetch only, without workers, acts on none). */
+static void test_nothing_to_race(void **state)
+{
+    (void)state;
+    setup(&backend_cpu, 5e-3, 1e-3, 4, 10, true);
+    fx.x.batches = 1;
+    run();
+    assert_int_equal(T()->outcome, TUNE_KEEP_FASTEST);
+    assert_int_equal(T()->best, 0);
+    assert_true(T()->n_space > 1);
+    assert_non_null(strstr(T()->statement, "the model predicts none of the other"));
+    setup(&backend_cpu, 5e-3, 1e-3, 4, 10, true);
+    fx.o.knobs = 1u << TUNE_PREFETCH;
+    run();
+    assert_int_equal(T()->n_space, 1);
+    assert_non_null(strstr(T()->statement, "tune.knobs and tune.max_workers leave no setting"));
 }
 
 /* A target no setting reaches: the statement names the highest AU measured
@@ -429,6 +451,11 @@ static void test_stopped(void **state)
     for (int i = 0; i < fx.res.n_runs; i++)
         assert_true(fx.res.runs[i].n_epochs > 0);
     assert_int_equal(T()->n_trials, fx.res.n_runs);
+    int raced = 0; // a trial that ran race rounds quotes them, as the table does
+    for (int i = 1; i < T()->n_trials; i++)
+        if (T()->trials[i].rounds > 0 && ++raced)
+            assert_non_null(strstr(T()->trials[i].decision, "the config as given's time"));
+    assert_true(raced > 0);
 }
 
 static void test_parse_knobs(void **state)
@@ -550,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_undecidable_race_ends_early),
         cmocka_unit_test(test_target_au),    cmocka_unit_test(test_no_target),
         cmocka_unit_test(test_too_short),    cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_nothing_to_race),
         cmocka_unit_test(test_stopped),      cmocka_unit_test(test_parse_knobs),
         cmocka_unit_test(test_calibration),
     };

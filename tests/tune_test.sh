@@ -84,8 +84,10 @@ else bad "text: $(cat "$TMP/in.txt")"; fi
 if grep -qE "^progress: tune trial [0-9]+ \(num_workers=[0-9]+" "$TMP/in2.err" && ! grep -qi "nan" "$TMP/in2.err"; then ok
 else bad "tune progress lines: $(grep progress "$TMP/in2.err" | head -3)"; fi
 
-# ---- too short to measure: the tutorial's 100 rows; the sweep is not run
-"$BIN" --tune -c configs/tutorial.yaml --sweep loader.batch_size=10,30 --format json \
+# ---- too short to measure: the tutorial's 100 rows; the config's sweep block
+# is not run (a --sweep flag is refused, below)
+{ cat configs/tutorial.yaml; printf 'sweep:\n  loader.batch_size: [10, 30]\n'; } >"$TMP/swept.yaml"
+"$BIN" --tune -c "$TMP/swept.yaml" --format json \
     >"$TMP/short.json" 2>"$TMP/short.err" && ok || bad "too short: exit $?"
 check "t['outcome'] == 'too_short' and t['best'] is None and len(t['trials']) == 1 and 'too short to measure' in t['statement']" \
     "$TMP/short.json" "too short: no statement"
@@ -178,6 +180,7 @@ done <<'EOF'
 --h2d-bandwidth|--tune cannot be combined with --h2d-bandwidth
 --export TMPDIR/x|--tune cannot be combined with --export
 --allreduce-bandwidth|--tune cannot be combined with --allreduce-bandwidth
+--sweep loader.num_workers=0,1|--tune cannot be combined with --sweep
 --set parallel.mode=ddp|--tune: parallel.mode ddp is not tuned
 --set tune.knobs=num_workers,,|tune.knobs: an empty name in 'num_workers,,'
 --set tune.knobs=workers|tune.knobs: unknown knob 'workers'

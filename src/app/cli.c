@@ -171,12 +171,15 @@ static const struct option longopts[] = {
 
 /* --tune runs a search of its own: another command, or a flag it would
  * ignore (its race decides its rounds), is refused rather than dropped. */
-static int tune_alone(const struct options *o, unsigned seen, struct error *e)
+static int tune_alone(const struct options *o, unsigned seen, bool swept, struct error *e)
 {
     static const int ignored[] = {'r', OPT_PRECISION, OPT_BUDGET};
     const char *command = o->h2d_bandwidth ? "--h2d-bandwidth" : o->export_dir ? "--export"
                           : o->allreduce_bandwidth ? "--allreduce-bandwidth" : NULL;
     const char *flag = NULL;
+    if (o->tune && swept) // a config file's sweep block is set aside, with a note
+        return error_set(e, "--tune cannot be combined with --sweep (--tune searches the loader "
+                            "settings of one workload: run it once per swept value)");
     for (int k = 0; k < N_KEY_FLAGS; k++)
         for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++)
             if (key_flags[k].ch == ignored[i] && seen & 1u << k)
@@ -194,6 +197,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
 {
     int ch;
     unsigned seen = 0; // the key flags given so far, a bit each
+    bool swept = false;
     opterr = 0;
     optind = 0; // getopt starts afresh (compare -c parses two command lines)
     while ((ch = getopt_long(argc, argv, SHORTOPTS, longopts, NULL)) != -1) {
@@ -233,6 +237,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
         case OPT_EXPORT: opts->export_dir = optarg; break;
         case OPT_ALLREDUCE_BANDWIDTH: opts->allreduce_bandwidth = true; break;
         case OPT_TUNE: opts->tune = true; break;
+        case 'w': swept = true; break;
         case ':': return error_set(e, "%s needs a value", argv[optind - 1]);
         case '?':
             return error_set(e, "unknown option '%s' (dpbench --help lists them)", argv[optind - 1]);
@@ -242,7 +247,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
     if (optind < argc)
         return error_set(e, "unexpected argument '%s' (the config goes after --config)",
                          argv[optind]);
-    return tune_alone(opts, seen, e);
+    return tune_alone(opts, seen, swept, e);
 }
 
 /* One key flag's value into the config. */

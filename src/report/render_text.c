@@ -479,15 +479,17 @@ static void text_rounds(FILE *f, const struct results *r)
 {
     if (r->rounds <= 1 && r->n_runs <= 1)
         return;
-    fprintf(f, "# rounds: %d (%s); each round runs every point once, in an order shuffled "
-               "per round; a verdict's unit is the round; noise threshold %.3g%%\n",
-            r->rounds, r->rounds_end ? r->rounds_end : "-", 100 * r->cfg.bench.threshold);
+    bool cut = r->rounds_end && !strcmp(r->rounds_end, "stopped"); // in a round: its points ran
+    fprintf(f, "# rounds: %d%s (%s); each round runs every point once, in an order shuffled "
+               "per round; a verdict's unit is the round; noise threshold %.3g%%\n", r->rounds,
+            cut ? " complete" : "", r->rounds_end ? r->rounds_end : "-", 100 * r->cfg.bench.threshold);
 }
 
 /* The trials: the model's epoch, the measured one, the time paired per round */
 static void text_tune_trials(FILE *f, const struct results *r)
 {
     int w = label_width(r);
+    bool minmax = false;
     fprintf(f, "%5s  %-*s  %6s  %9s  %9s  %19s  %19s  %5s  %-8s  %s\n", "trial", w, "settings",
             "rounds", "model ms", "median ms", "95% interval (ms)", "time / given's", "AU",
             "bound", "decision");
@@ -498,13 +500,17 @@ static void text_tune_trials(FILE *f, const struct results *r)
         char model[24], ci[48], vs[48]; // "-" where too little was measured for a number
         report_pair(r, 0, i, &q);
         snprintf(model, sizeof model, isfinite(t->predicted_s) ? "%.3f" : "-", 1e3 * t->predicted_s);
-        snprintf(ci, sizeof ci, "[%.3f, %.3f]", run->sum.ci95_ms[0], run->sum.ci95_ms[1]);
+        snprintf(ci, sizeof ci, "[%.3f, %.3f]%s", run->sum.ci95_ms[0], run->sum.ci95_ms[1],
+                 run->sum.ci_exact ? "" : "*");
+        minmax |= !run->sum.ci_exact;
         snprintf(vs, sizeof vs, !i ? "1" : !q.units ? "-" : isfinite(q.ci95[0]) ? "%.2f [%.2f, %.2f]"
                  : "%.2f", q.ratio, q.ci95[0], q.ci95[1]);
         fprintf(f, "%5d  %-*s  %6d  %9s  %9.3f  %19s  %19s  %5.2f  %-8s  %s\n", i, w, run->label,
                 t->rounds, model, 1e3 * run->sum.median_s, ci, vs, run->sum.au,
                 bound_name(report_run_bound(run)), t->decision);
     }
+    if (minmax)
+        fprintf(f, "# *: min-max, too few epochs or rounds for a 95%% interval\n");
 }
 
 static int text_tune(FILE *f, const struct results *r)
@@ -512,7 +518,7 @@ static int text_tune(FILE *f, const struct results *r)
     const struct tune_result *t = r->tune;
     const struct pipeline_costs *c = &t->costs;
     text_header(f, r);
-    fprintf(f, "# --tune: %s (max_workers %ld, budget %.0f s): %.1f s of trials\n", t->target_au > 0
+    fprintf(f, "# --tune: %s (max_workers %ld, budget %g s): %.1f s of trials\n", t->target_au > 0
             ? "the cheapest settings reaching the target AU" : "the fastest epoch", t->max_workers,
             t->budget_s, t->seconds);
     if (t->batches)

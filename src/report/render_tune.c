@@ -36,8 +36,9 @@ void report_tune_choice(FILE *f, const struct results *r, const char *head, cons
     char in[40] = "of the profile"; // where nothing was raced
     if (b->n_rounds)
         snprintf(in, sizeof in, "in %d round%s", b->n_rounds, b->n_rounds == 1 ? "" : "s");
-    fprintf(f, "%sepoch %.3f ms [%.3f, %.3f] over %d epochs %s; AU %.2f%s\n", sub,
-            1e3 * b->sum.median_s, b->sum.ci95_ms[0], b->sum.ci95_ms[1], b->n_epochs, in,
+    fprintf(f, "%sepoch %.3f ms [%.3f, %.3f%s] over %d epochs %s; AU %.2f%s\n", sub,
+            1e3 * b->sum.median_s, b->sum.ci95_ms[0], b->sum.ci95_ms[1],
+            b->sum.ci_exact ? "" : ", min-max: too few for 95%", b->n_epochs, in,
             b->sum.au, t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
     if (isfinite(t->rerun_s[0]))
         fprintf(f, "%sa rerun with these settings: its median epoch in [%.3f, %.3f] ms (95%% "

@@ -470,29 +470,39 @@ static const char *interval(const struct ratio *q, char buf[40])
     return buf;
 }
 
-/* The race's leader (or, where the config as given leads, the fastest
- * other) against the config as given, paired over the rounds they shared,
- * decides; each raced trial's decision quotes its own pair with the config
- * as given: the table's numbers. */
-static void confirm_fastest(struct search *s, bool budget)
+/* Each raced trial still in the race: its decision quotes its own pair with
+ * the config as given, the table's numbers; c's pair returned. */
+static struct ratio quote_race(struct search *s, int c)
 {
     struct tune_result *t = s->t;
-    int lead = leader(s, 0), other = leader(s, 1), c = s->race[lead ? lead : other > 0 ? other : 0];
+    int lead = leader(s, 0);
     struct ratio g = {.ratio = 1, .ci95 = {1, 1}, .verdict = VERDICT_SLOWER}; // c's
     char ci[40];
     for (int p = 1; p < s->n_race; p++) {
         struct ratio q;
         int n = t->trials[s->race[p]].rounds;
         report_pair(s->res, 0, s->race[p], &q);
-        if (!s->out[p])
+        if (!s->out[p] && n > 0) // none yet (a stop in the first round): as profiled
             snprintf(DECISION(s, s->race[p]), "%s after %d round%s: %.2fx the config as given's "
                      "time %s, %s", p == lead ? "leader" : "raced", n, n == 1 ? "" : "s",
                      q.ratio, interval(&q, ci), verdict_name(q.verdict));
         g = s->race[p] == c ? q : g;
     }
+    return g;
+}
+
+/* The race's leader (or, where the config as given leads, the fastest
+ * other) against the config as given, paired over the rounds they shared,
+ * decides. */
+static void confirm_fastest(struct search *s, bool budget)
+{
+    struct tune_result *t = s->t;
+    int lead = leader(s, 0), other = leader(s, 1), c = s->race[lead ? lead : other > 0 ? other : 0];
+    struct ratio g = quote_race(s, c);
+    char ci[40];
     // undecided: open, but for an estimate no faster beyond the threshold where the config
     // as given leads (nothing measured faster)
-    bool open = g.verdict == VERDICT_UNDECIDED && (lead > 0 || g.ratio < 1 - g.threshold);
+    bool open = g.verdict == VERDICT_UNDECIDED && (lead > 0 || g.ratio < 1 - g.threshold || budget);
     char more[200]; // what would decide it
     snprintf(more, sizeof more, budget ? "; a larger tune.budget_s would let the race run on"
              : "; at the spread seen the race's cap (%d rounds) would not decide it: a quieter "
@@ -509,7 +519,7 @@ static void confirm_fastest(struct search *s, bool budget)
                  "round%s, %s the %.0f%% noise threshold%s", !open ? "nothing measured faster"
                  : budget ? "tune.budget_s ended the race" : "too noisy to decide",
                  lead ? "the leader" : "the fastest other", c, g.ratio, interval(&g, ci),
-                 g.units, g.units == 1 ? "" : "s", !open ? "not beyond" : isfinite(g.ci95[0])
+                 g.units, g.units == 1 ? "" : "s", !open ? "not faster beyond" : isfinite(g.ci95[0])
                  ? "an interval reaching into" : "no interval to set beside", 100 * g.threshold,
                  !open ? "" : more);
 }
@@ -544,6 +554,10 @@ static void confirm_target(struct search *s)
     }
     enum bound bound = report_run_bound(&s->res->runs[top]); // "balanced", "input-bound"
     char v[32];
+    if (best == 0) // the config as given: why it is kept
+        snprintf(s->t->statement, sizeof s->t->statement, "the cheapest setting raced whose "
+                 "measured AU (%s) reaches %g", au_text(s->res->runs[0].sum.au, s->o->target_au, v),
+                 s->o->target_au);
     if (best >= 0)
         s->t->outcome = TUNE_TARGET, s->t->best = best, report_pair(s->res, 0, best, &s->t->gain);
     else
@@ -609,13 +623,17 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
         st = conclude(&s, TUNE_KEEP_BUDGET, 0, "tune.budget_s (%g s) ran out in the profile: "
                       "nothing raced", o->budget_s);
     if (st == STEP_ON && (n = pick(&s, cand)) == 0)
-        st = conclude(&s, TUNE_KEEP_FASTEST, 0, "nothing to race: tune.knobs and "
-                      "tune.max_workers leave no setting but the config as given");
+        st = conclude(&s, TUNE_KEEP_FASTEST, 0, t->n_space > 1 ? "nothing to race: the model "
+                      "predicts none of the other %d settings in reach faster than the config as "
+                      "given" : "nothing to race: tune.knobs and tune.max_workers leave no setting "
+                      "but the config as given", t->n_space - 1);
     if (st == STEP_ON && (st = race(&s, cand, n, &log)) == STEP_ON)
         o->target_au > 0 ? confirm_target(&s) : confirm_fastest(&s, log.end == ROUNDS_BUDGET);
     rounds_log_free(&log);
+    if ((st == STEP_STOPPED || st == STEP_FAILED) && s.n_race)
+        quote_race(&s, 0);
     if (st == STEP_STOPPED || st == STEP_FAILED)
-        conclude(&s, TUNE_STOPPED, -1, "%s %s: the trials above are what was measured; no "
+        conclude(&s, TUNE_STOPPED, -1, "%s %s: the trials keep what they measured; no "
                  "recommendation without a complete race", st == STEP_FAILED ? "stopped by an "
                  "error" : "interrupted", s.n_race ? "during the race" : "during the profile");
     finish(&s);
