@@ -193,26 +193,28 @@ static void space_walk(struct search *s, struct pipeline_knobs k, int i)
 
 /* The settings in order, lowest keys first. Fastest: the predicted epoch
  * (within 0.5%, where the model cannot tell them apart, a tie), the fewest
- * workers, the fewest other knobs changed from the config as given (a
- * prefetch of 1 the model prices only through the hand-off, which a profile
- * may fit at 0), the cheapest. Target AU: the cheapest, the highest AU. */
-static void rank_keys(const struct search *s, const struct tune_setting *x, double key[4])
+ * workers, persistent ones (the model prices no worker start-up an epoch,
+ * which they save), the fewest other knobs changed from the config as given
+ * (a prefetch of 1 the model prices only through the hand-off, which a
+ * profile may fit at 0), the cheapest. Target AU: the cheapest, the highest AU. */
+static void rank_keys(const struct search *s, const struct tune_setting *x, double key[5])
 {
     int changed = 0;
     for (int i = TUNE_PREFETCH; i < TUNE_N_KNOBS; i++)
         changed += x->k.v[i] != s->given.v[i];
     if (s->o->target_au > 0)
-        key[0] = (double)cost_of(&x->k), key[1] = -x->predicted_au, key[2] = key[3] = 0;
+        key[0] = (double)cost_of(&x->k), key[1] = -x->predicted_au, key[2] = key[3] = key[4] = 0;
     else
         key[0] = round(log(x->predicted_s) / log(1.005)), key[1] = (double)x->k.num_workers,
-        key[2] = changed, key[3] = (double)cost_of(&x->k);
+        key[2] = x->k.num_workers > 0 && !x->k.persistent_workers, key[3] = changed,
+        key[4] = (double)cost_of(&x->k);
 }
 
 static int ranked(const void *pa, const void *pb, void *search)
 {
-    double a[4], b[4];
+    double a[5], b[5];
     rank_keys(search, pa, a), rank_keys(search, pb, b);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (a[i] != b[i])
             return (a[i] > b[i]) - (a[i] < b[i]);
     return 0;
