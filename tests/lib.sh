@@ -25,6 +25,13 @@ hup_default() {
 signal.signal(signal.SIGHUP, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])' bash "$@"
 }
+# stops_as_cpu RC "WHERE": a run that exited RC stopped on a diverging loss as
+# the cpu's run did: exit 1, the cpu's message in $TMP/cpu.err names WHERE ("at
+# batch 4 of epoch 1", "on rank 3 at batch 28 of epoch 8"), $TMP/err the same
+stops_as_cpu() {
+    [ "$1" -eq 1 ] && grep -q "the loss became infinite $2" "$TMP/cpu.err" &&
+        [ "$(grep 'became' "$TMP/err")" = "$(grep 'became' "$TMP/cpu.err")" ]
+}
 pass=0 fail=0
 ok()  { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
