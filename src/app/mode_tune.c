@@ -29,13 +29,18 @@ static int tune_files(const struct app *a, const char *dir, struct error *e)
 static bool tune_chosen(const struct options *o) { return o->tune; }
 
 /* What --tune does not take, refused before anything runs: ddp (each rank
- * would tune alone; tune.knobs is the config's rule, registry.c). */
+ * would tune alone; tune.knobs is the config's rule, registry.c), and a
+ * NAME-tuned.yaml in --out that could not be replaced. */
 static int tune_refused(const struct config *c)
 {
-    if (strcmp(c->parallel.mode, "ddp") != 0)
+    struct error e;
+    if (strcmp(c->parallel.mode, "ddp") == 0)
+        fprintf(stderr, "dpbench: --tune: parallel.mode ddp is not tuned (tune the dp config: "
+                        "its loader settings are each rank's)\n");
+    else if (c->report.out[0] && report_check_replace(c->report.out, c->name, "tuned", "yaml", &e))
+        fprintf(stderr, "dpbench: --tune: %s\n", e.msg);
+    else
         return EXIT_OK;
-    fprintf(stderr, "dpbench: --tune: parallel.mode ddp is not tuned (tune the dp config: its "
-                    "loader settings are each rank's)\n");
     return EXIT_USAGE;
 }
 

@@ -393,6 +393,10 @@ static cJSON *tune_profile_json(const struct tune_result *t)
     cJSON_AddNumberToObject(o, "copy_pageable_ms", 1e3 * c->copy[0]);
     cJSON_AddNumberToObject(o, "copy_pinned_ms", 1e3 * c->copy[1]);
     cJSON_AddNumberToObject(o, "cores", c->cores);
+    cJSON *assumed = cJSON_AddArrayToObject(o, "assumed"); // not measured, taken as above
+    for (int i = 0; i < TUNE_N_COSTS; i++)
+        if (t->assumed >> i & 1)
+            cJSON_AddItemToArray(assumed, cJSON_CreateString(tune_cost_names[i]));
     return o;
 }
 

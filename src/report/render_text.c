@@ -527,6 +527,11 @@ static int text_tune(FILE *f, const struct results *r)
                 "copy %.3f ms pageable, %.3f ms pinned; %.0f cores; %d settings predicted (JSON: "
                 "tune.predicted)\n", 1e3 * c->load, 1e3 * c->handoff, 1e3 * c->contend, 1e3 * c->host,
                 1e3 * c->loop, 1e3 * c->compute, 1e3 * c->copy[0], 1e3 * c->copy[1], c->cores, t->n_space);
+    for (int i = 0, n = 0; i < TUNE_N_COSTS; i++) // what no profile run measured
+        if (t->assumed >> i & 1)
+            fprintf(f, "%s%s", n++ ? ", " : "# not measured, taken as above (JSON names): ",
+                    tune_cost_names[i]);
+    fprintf(f, t->assumed ? "\n" : "");
     text_tune_trials(f, r);
     text_rounds(f, r);
     text_warnings(f, r);

@@ -5,6 +5,9 @@
 #include <math.h>
 #include <stdio.h>
 
+const char *const tune_cost_names[TUNE_N_COSTS] = {"loop_ms", "handoff_ms", "contention_ms",
+                                                   "copy_pageable_ms", "copy_pinned_ms"};
+
 /* PyTorch's DataLoader line (prefetch_factor, persistent_workers: with workers only) */
 static void dataloader_line(FILE *f, const struct config *c, const char *sub)
 {

@@ -53,6 +53,11 @@ struct tune_trial_info {
     char decision[256];               // what the search concluded from it
 };
 
+/* The profile's costs that may go unmeasured, and their JSON names. */
+enum tune_cost { TUNE_COST_LOOP, TUNE_COST_HANDOFF, TUNE_COST_CONTEND, TUNE_COST_PAGEABLE,
+                 TUNE_COST_PINNED, TUNE_N_COSTS };
+extern const char *const tune_cost_names[TUNE_N_COSTS]; // "loop_ms", ...
+
 /* A setting --tune could choose, and what the model predicts for it. */
 struct tune_setting {
     struct pipeline_knobs k;
@@ -69,6 +74,9 @@ struct tune_result {
     struct ratio gain;                // best's time / the config as given's, paired per round
     double rerun_s[2];                // where a rerun's median epoch lands (95%), NAN: none
     struct pipeline_costs costs;      // per batch, from the profile
+    unsigned assumed;                 // 1 << TUNE_COST_*: costs no profile run measured or
+                                      // fitted, which the model took as they are (0, or the
+                                      // other pin_memory's copy)
     long batches;                     // per epoch
     struct tune_trial_info *trials;   // (n_trials) one per run
     int n_trials;
@@ -205,6 +213,10 @@ void report_unwrite_files(const char *json_path);
  * to path. */
 int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,
                       bool replace, const char *text, char *path, size_t n, struct error *e);
+/* Refuses, before a run, DIR/NAME-STAMP.EXT that report_write_text could not
+ * replace: there, but not a file (a folder). */
+int report_check_replace(const char *dir, const char *name, const char *stamp, const char *ext,
+                         struct error *e);
 
 void results_free(struct results *r);
 

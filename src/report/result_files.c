@@ -205,6 +205,20 @@ void report_unwrite_files(const char *json_path)
     }
 }
 
+int report_check_replace(const char *dir, const char *name, const char *stamp, const char *ext,
+                         struct error *e)
+{
+    char base[CONFIG_STR + 64];
+    struct stat st;
+    result_base(name, stamp, base, sizeof base);
+    char path[strlen(dir) + strlen(base) + strlen(ext) + 3];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, base, ext);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return error_set(e, "report.out %s: %s.%s is there and not a file, so it could not be "
+                         "replaced: remove it or give another --out", dir, base, ext);
+    return 0;
+}
+
 int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,
                       bool replace, const char *text, char *path, size_t n, struct error *e)
 {

@@ -196,7 +196,8 @@ static void space_walk(struct search *s, struct pipeline_knobs k, int i)
  * workers, persistent ones (the model prices no worker start-up an epoch,
  * which they save), the fewest other knobs changed from the config as given
  * (a prefetch of 1 the model prices only through the hand-off, which a
- * profile may fit at 0), the cheapest. Target AU: the cheapest, the highest AU. */
+ * profile may fit at 0), the cheapest, the shallowest copy ring. Target AU:
+ * the cheapest, the highest AU. */
 static void rank_keys(const struct search *s, const struct tune_setting *x, double key[5])
 {
     int changed = 0;
@@ -207,7 +208,7 @@ static void rank_keys(const struct search *s, const struct tune_setting *x, doub
     else
         key[0] = round(log(x->predicted_s) / log(1.005)), key[1] = (double)x->k.num_workers,
         key[2] = x->k.num_workers > 0 && !x->k.persistent_workers, key[3] = changed,
-        key[4] = (double)cost_of(&x->k);
+        key[4] = (double)cost_of(&x->k) * 128 + (double)x->k.copy_depth;
 }
 
 static int ranked(const void *pa, const void *pb, void *search)
@@ -299,6 +300,10 @@ static enum step predict(struct search *s)
             pipeline_measure(&r[i], s->o->be->device_copies, &other);
     c->copy[!pin] = other.copy[!pin] > 0 ? other.copy[!pin] : c->copy[pin];
     pipeline_fit(c, a->cfg.loader.num_workers ? NULL : a, w, over);
+    s->t->assumed = (unsigned)(a->cfg.loader.num_workers > 0) << TUNE_COST_LOOP |
+                    (unsigned)!w << TUNE_COST_HANDOFF | (unsigned)!over << TUNE_COST_CONTEND |
+                    (unsigned)(s->o->be->device_copies && !(other.copy[!pin] > 0))
+                        << (pin ? TUNE_COST_PAGEABLE : TUNE_COST_PINNED);
     s->t->batches = a->n_batches;
     size_t most = (size_t)s->o->max_workers + 1; // every value of every knob, at most
     for (int i = 1; i < TUNE_N_KNOBS; i++)
@@ -493,6 +498,33 @@ static struct ratio quote_race(struct search *s, int c)
     return g;
 }
 
+/* Of c and the raced trials that c is not measured faster than beyond the
+ * noise threshold (its estimate within it, its interval not wholly beyond)
+ * and that are faster than the config as given, the first in the ranking's
+ * order past the prediction (fewest workers ... the cheapest): the race's
+ * noise does not choose among equals. q: its pair with the given. */
+static int cheapest_equal(struct search *s, int c, struct ratio *q)
+{
+    int best = c;
+    for (int p = 1; p < s->n_race; p++) {
+        struct tune_setting x = {.predicted_s = 1}, y = {.predicted_s = 1};
+        struct ratio same, vs;
+        pipeline_knobs_of(&x.k, &s->res->runs[s->race[p]].cfg);
+        pipeline_knobs_of(&y.k, &s->res->runs[best].cfg);
+        report_pair(s->res, c, s->race[p], &same);
+        report_pair(s->res, 0, s->race[p], &vs);
+        if (same.ratio <= 1 + same.threshold && same.verdict != VERDICT_SLOWER &&
+            vs.verdict == VERDICT_FASTER && ranked(&x, &y, s) < 0)
+            best = s->race[p], *q = vs;
+    }
+    char ci[40];
+    if (best != c)
+        snprintf(DECISION(s, best), "chosen: within the noise threshold of the leader, trial %d, "
+                 "and cheaper; %.2fx the config as given's time %s, faster", c,
+                 q->ratio, interval(q, ci));
+    return best;
+}
+
 /* The race's leader (or, where the config as given leads, the fastest
  * other) against the config as given, paired over the rounds they shared,
  * decides. */
@@ -511,7 +543,7 @@ static void confirm_fastest(struct search *s, bool budget)
                "machine or longer epochs (train.epochs) would", MAX_ROUNDS);
     t->gain = (struct ratio){.ratio = 1, .ci95 = {1, 1}, .units = g.units};
     if (g.verdict == VERDICT_FASTER)
-        t->outcome = TUNE_CHANGE, t->best = c, t->gain = g;
+        t->outcome = TUNE_CHANGE, t->best = cheapest_equal(s, c, &g), t->gain = g;
     else if (c == 0)
         conclude(s, TUNE_KEEP_FASTEST, 0, "nothing measured faster: every setting raced left "
                  "the race, none faster than the config as given beyond the noise threshold");
