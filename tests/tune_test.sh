@@ -128,9 +128,9 @@ else bad "--tune stopped while generating: exit $rc: $(cat "$TMP/gen.err")"; fi
 
 # ---- a short race (the budget ends it after a round or two): numbers or "-", never nan;
 # the tuned config keeps to --out whatever the name (as the result files: / as _) and
-# replaces an earlier one; a folder in its place is refused before the search (exit
-# 2, nothing written); one made there during the search: the result files go too
-# (exit 1, nothing left)
+# replaces an earlier one (or a link); a folder in its place is refused before the
+# search (exit 2, nothing written); one made there during the search: the result
+# files go too (exit 1, nothing left)
 SHORT=(--tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=100
        --set train.epochs=2 --set tune.max_workers=0 --set tune.budget_s=2 --set name=../esc)
 mkdir -p "$TMP/o/out" "$TMP/o/dir/.._esc-tuned.yaml"
@@ -144,9 +144,15 @@ if grep -q "dpbench --tune chose" "$TMP/o/out/.._esc-tuned.yaml" && [ "$(ls "$TM
 else bad "tuned config outside --out or not replaced: $(ls -R "$TMP/o"; cat "$TMP/short2.err")"; fi
 "$BIN" "${SHORT[@]}" --out "$TMP/o/dir" >/dev/null 2>"$TMP/short3.err"
 rc=$?
-if [ $rc -eq 2 ] && grep -q "esc-tuned.yaml is there and not a file" "$TMP/short3.err" &&
+if [ $rc -eq 2 ] && grep -q "esc-tuned.yaml is a folder" "$TMP/short3.err" &&
    [ "$(ls -A "$TMP/o/dir")" = ".._esc-tuned.yaml" ]; then ok
 else bad "tuned config not replaceable: exit $rc, left $(ls -A "$TMP/o/dir"): $(cat "$TMP/short3.err")"; fi
+# a link there, even to a folder, is replaced as rename replaces it
+mkdir -p "$TMP/o/link" && ln -s ../dir "$TMP/o/link/.._esc-tuned.yaml"
+"$BIN" "${SHORT[@]}" --out "$TMP/o/link" >/dev/null 2>"$TMP/short4.err"
+rc=$?
+if [ $rc -eq 0 ] && [ -f "$TMP/o/link/.._esc-tuned.yaml" ] && [ ! -L "$TMP/o/link/.._esc-tuned.yaml" ]; then ok
+else bad "a link in the tuned config's place: exit $rc: $(cat "$TMP/short4.err")"; fi
 # the folder made once the first progress line is out (1 s in; the first two epochs
 # take 2.4 s of loading at 2 ms a sample, and the budget ends the search there)
 rm -rf "$TMP/o/late" && mkdir -p "$TMP/o/late"

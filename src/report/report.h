@@ -53,7 +53,8 @@ struct tune_trial_info {
     char decision[256];               // what the search concluded from it
 };
 
-/* The profile's costs that may go unmeasured, and their JSON names. */
+/* The profile's costs that may go unmeasured (the first three in
+ * pipeline_fit's bits), and their JSON names. */
 enum tune_cost { TUNE_COST_LOOP, TUNE_COST_HANDOFF, TUNE_COST_CONTEND, TUNE_COST_PAGEABLE,
                  TUNE_COST_PINNED, TUNE_N_COSTS };
 extern const char *const tune_cost_names[TUNE_N_COSTS]; // "loop_ms", ...
@@ -214,7 +215,7 @@ void report_unwrite_files(const char *json_path);
 int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,
                       bool replace, const char *text, char *path, size_t n, struct error *e);
 /* Refuses, before a run, DIR/NAME-STAMP.EXT that report_write_text could not
- * replace: there, but not a file (a folder). */
+ * replace: a folder (whether the run would write it or not). */
 int report_check_replace(const char *dir, const char *name, const char *stamp, const char *ext,
                          struct error *e);
 

@@ -213,9 +213,9 @@ int report_check_replace(const char *dir, const char *name, const char *stamp, c
     result_base(name, stamp, base, sizeof base);
     char path[strlen(dir) + strlen(base) + strlen(ext) + 3];
     snprintf(path, sizeof path, "%s/%s.%s", dir, base, ext);
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return error_set(e, "report.out %s: %s.%s is there and not a file, so it could not be "
-                         "replaced: remove it or give another --out", dir, base, ext);
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) // rename replaces all else (a link too)
+        return error_set(e, "report.out %s: %s.%s is a folder, which a file cannot replace: "
+                         "remove it or give another --out", dir, base, ext);
     return 0;
 }
 

@@ -88,16 +88,16 @@ void pipeline_measure(const struct run_result *run, bool device, struct pipeline
 }
 
 /* *x >= 0 such that the model's epoch for run's settings is its median
- * (the epoch grows with *x): bisection; 0 without a run. A thread's own cost (lift false) explains the
- * run's time only where that thread bounds it at *x = 0; where another stage
- * does (the device, the copy thread), *x stays 0: the shortfall is that
- * stage's, and lifting the thread over it would slow every prediction where
- * the thread does bound. */
-static void fit(struct pipeline_costs *c, double *x, const struct run_result *run, bool lift)
+ * (the epoch grows with *x): bisection; whether fitted (0 without a run).
+ * A thread's own cost (lift false) explains the run's time only where that
+ * thread bounds it at *x = 0; where another stage does (the device, the
+ * copy thread), *x stays 0, not fitted: the shortfall is that stage's, and
+ * lifting the thread over it would slow every prediction where it bounds. */
+static bool fit(struct pipeline_costs *c, double *x, const struct run_result *run, bool lift)
 {
     *x = 0;
     if (!run)
-        return;
+        return false;
     struct pipeline_knobs k;
     double target = run->n_epochs ? epochs_median(run->epochs, run->n_epochs) : 0;
     double lo = 0, hi = target;
@@ -107,23 +107,24 @@ static void fit(struct pipeline_costs *c, double *x, const struct run_result *ru
     bool bounds = pipeline_period(c, &k, X, c->compute) > at0;
     *x = 0;
     if (!lift && !bounds)
-        return; // its thread does not bound the period: stays 0
+        return false; // its thread does not bound the period: stays 0, not fitted
     for (int i = 0; i < 60 && target > 0; i++) {
         *x = (lo + hi) / 2;
         *(pipeline_epoch(c, &k, run->n_batches) < target ? &lo : &hi) = *x;
     }
     *x = lo;
+    return true;
 }
 
 /* The hand-off (both ends: the feed and the training thread) and the
  * contention (the cores' bound, whichever stage bounds) lift; the training
  * thread's own time does not: the copy thread or the device often bound the
  * period of the run without workers it is fitted on. */
-void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
-                  const struct run_result *workers, const struct run_result *over)
+unsigned pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
+                      const struct run_result *workers, const struct run_result *over)
 {
     c->loop = c->handoff = c->contend = 0;
-    fit(c, &c->loop, sync, false);
-    fit(c, &c->handoff, workers, true);
-    fit(c, &c->contend, over, true);
+    unsigned fitted = fit(c, &c->loop, sync, false); // in turn: each fit takes the ones before
+    fitted |= (unsigned)fit(c, &c->handoff, workers, true) << 1;
+    return fitted | (unsigned)fit(c, &c->contend, over, true) << 2;
 }

@@ -47,8 +47,9 @@ void pipeline_measure(const struct run_result *run, bool device, struct pipeline
 /* Fitted to median epochs, each run NULL or not: the training thread's own
  * time (from a run without workers, where that thread bounds its period;
  * else 0), the hand-off (from one with workers and no more threads than
- * cores), the contention (from one with more). */
-void pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
-                  const struct run_result *workers, const struct run_result *over);
+ * cores), the contention (from one with more). Which it fitted: 1 << 0 the
+ * loop, 1 << 1 the hand-off, 1 << 2 the contention (the others stay 0). */
+unsigned pipeline_fit(struct pipeline_costs *c, const struct run_result *sync,
+                      const struct run_result *workers, const struct run_result *over);
 
 #endif

@@ -34,8 +34,8 @@ int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
     char buf[CONFIG_STR], *rest = buf, *name;
     snprintf(buf, sizeof buf, "%s", text);
     *mask = 0;
-    if (!text[strspn(text, " ")])
-        return *mask = TUNE_ALL_KNOBS, 0; // "": all
+    if (!*text)
+        return *mask = TUNE_ALL_KNOBS, 0; // "": all (" " names an empty knob)
     while ((name = strsep(&rest, ",")) != NULL) { // each name, the spaces around it cut
         name += strspn(name, " ");
         for (char *end = name + strlen(name); end > name && end[-1] == ' ';)
@@ -196,7 +196,8 @@ static void space_walk(struct search *s, struct pipeline_knobs k, int i)
  * workers, persistent ones (the model prices no worker start-up an epoch,
  * which they save), the fewest other knobs changed from the config as given
  * (a prefetch of 1 the model prices only through the hand-off, which a
- * profile may fit at 0), the cheapest, the shallowest copy ring. Target AU:
+ * profile may fit at 0), the cheapest, the shallowest copy ring, without
+ * async copies, without pinned memory. Target AU:
  * the cheapest, the highest AU. */
 static void rank_keys(const struct search *s, const struct tune_setting *x, double key[5])
 {
@@ -208,7 +209,8 @@ static void rank_keys(const struct search *s, const struct tune_setting *x, doub
     else
         key[0] = round(log(x->predicted_s) / log(1.005)), key[1] = (double)x->k.num_workers,
         key[2] = x->k.num_workers > 0 && !x->k.persistent_workers, key[3] = changed,
-        key[4] = (double)cost_of(&x->k) * 128 + (double)x->k.copy_depth;
+        key[4] = (((double)cost_of(&x->k) * 128 + (double)x->k.copy_depth) * 2 +
+                  (double)x->k.async_copy) * 2 + (double)x->k.pin_memory; // a total order
 }
 
 static int ranked(const void *pa, const void *pb, void *search)
@@ -299,11 +301,9 @@ static enum step predict(struct search *s)
         if (r[i].cfg.loader.pin_memory != pin)
             pipeline_measure(&r[i], s->o->be->device_copies, &other);
     c->copy[!pin] = other.copy[!pin] > 0 ? other.copy[!pin] : c->copy[pin];
-    pipeline_fit(c, a->cfg.loader.num_workers ? NULL : a, w, over);
-    s->t->assumed = (unsigned)(a->cfg.loader.num_workers > 0) << TUNE_COST_LOOP |
-                    (unsigned)!w << TUNE_COST_HANDOFF | (unsigned)!over << TUNE_COST_CONTEND |
-                    (unsigned)(s->o->be->device_copies && !(other.copy[!pin] > 0))
-                        << (pin ? TUNE_COST_PAGEABLE : TUNE_COST_PINNED);
+    unsigned fitted = pipeline_fit(c, a->cfg.loader.num_workers ? NULL : a, w, over);
+    s->t->assumed = (~fitted & 7u) | (unsigned)(s->o->be->device_copies && !(other.copy[!pin] > 0))
+                                          << (pin ? TUNE_COST_PAGEABLE : TUNE_COST_PINNED);
     s->t->batches = a->n_batches;
     size_t most = (size_t)s->o->max_workers + 1; // every value of every knob, at most
     for (int i = 1; i < TUNE_N_KNOBS; i++)
@@ -501,8 +501,9 @@ static struct ratio quote_race(struct search *s, int c)
 /* Of c and the raced trials that c is not measured faster than beyond the
  * noise threshold (its estimate within it, its interval not wholly beyond)
  * and that are faster than the config as given, the first in the ranking's
- * order past the prediction (fewest workers ... the cheapest): the race's
- * noise does not choose among equals. q: its pair with the given. */
+ * order past the prediction (fewest workers ... the shallowest ring, then
+ * without async copies, without pinned memory): the race's noise does not
+ * choose among equals. q: its pair with the given. */
 static int cheapest_equal(struct search *s, int c, struct ratio *q)
 {
     int best = c;
@@ -519,9 +520,10 @@ static int cheapest_equal(struct search *s, int c, struct ratio *q)
     }
     char ci[40];
     if (best != c)
-        snprintf(DECISION(s, best), "chosen: within the noise threshold of the leader, trial %d, "
-                 "and cheaper; %.2fx the config as given's time %s, faster", c,
-                 q->ratio, interval(q, ci));
+        snprintf(DECISION(s, best), "chosen over trial %d (the %s): within the noise threshold "
+                 "of it and first in the tie order; %.2fx the config as given's time %s, faster",
+                 c, s->race[leader(s, 0)] == c ? "leader" : "fastest other", q->ratio,
+                 interval(q, ci));
     return best;
 }
 
