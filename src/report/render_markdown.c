@@ -47,20 +47,37 @@ static void md_row(FILE *f, const struct results *r, int i)
     fprintf(f, " %.*s |\n", (int)strcspn(verdict, ":"), verdict); // "input-bound"
 }
 
+/* --tune's trials: the text table's columns and cells */
+static void md_tune(FILE *f, const struct results *r)
+{
+    bool minmax = false;
+    fprintf(f, "| trial | settings | rounds | model (ms) | median epoch (ms) | 95%% CI (ms) | "
+               "time / given's | AU | bound | decision |\n");
+    fprintf(f, "|---:|:---|---:|---:|---:|---:|---:|---:|:---|:---|\n");
+    for (int i = 0; i < r->n_runs; i++) {
+        const struct run_result *run = &r->runs[i];
+        char model[24], ci[48], vs[48];
+        minmax |= report_tune_cells(r, i, model, ci, vs);
+        fprintf(f, "| %d | %s | %d | %s | %.3f | %s | %s | %.2f | %s | %s |\n", i, run->label,
+                r->tune->trials[i].rounds, model, 1e3 * run->sum.median_s, ci, vs, run->sum.au,
+                bound_name(report_run_bound(run)), r->tune->trials[i].decision);
+    }
+    fprintf(f, "%s\n", minmax ? "\n\\*: min-max, too few epochs or rounds for a 95% interval\n" : "");
+    report_tune_choice(f, r, "", "- ");
+}
+
 int report_markdown(FILE *f, const struct results *r)
 {
     const struct machine *m = &r->machine;
     fprintf(f, "dpbench %s (%s), `%s`, %s; %s, %ld cores, %s, %s\n\n", DPBENCH_VERSION,
             DPBENCH_GIT, r->cfg.name, r->date, m->cpu, m->cores, m->kernel, m->blas);
+    if (r->tune)
+        return md_tune(f, r), 0;
     fprintf(f, "| point | median epoch (ms) | 95%% CI (ms) | samples/s | loss | vs first | "
                "bound |\n");
     fprintf(f, "|:---|---:|---:|---:|---:|---:|:---|\n");
     for (int i = 0; i < r->n_runs; i++)
         md_row(f, r, i);
-    if (r->tune) {
-        fprintf(f, "\n");
-        report_tune_choice(f, r, "", "- ");
-    }
     return 0;
 }
 

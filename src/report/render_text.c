@@ -496,15 +496,8 @@ static void text_tune_trials(FILE *f, const struct results *r)
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
         const struct tune_trial_info *t = &r->tune->trials[i];
-        struct ratio q;
-        char model[24], ci[48], vs[48]; // "-" where too little was measured for a number
-        report_pair(r, 0, i, &q);
-        snprintf(model, sizeof model, isfinite(t->predicted_s) ? "%.3f" : "-", 1e3 * t->predicted_s);
-        snprintf(ci, sizeof ci, "[%.3f, %.3f]%s", run->sum.ci95_ms[0], run->sum.ci95_ms[1],
-                 run->sum.ci_exact ? "" : "*");
-        minmax |= !run->sum.ci_exact;
-        snprintf(vs, sizeof vs, !i ? "1" : !q.units ? "-" : isfinite(q.ci95[0]) ? "%.2f [%.2f, %.2f]"
-                 : "%.2f", q.ratio, q.ci95[0], q.ci95[1]);
+        char model[24], ci[48], vs[48];
+        minmax |= report_tune_cells(r, i, model, ci, vs);
         fprintf(f, "%5d  %-*s  %6d  %9s  %9.3f  %19s  %19s  %5.2f  %-8s  %s\n", i, w, run->label,
                 t->rounds, model, 1e3 * run->sum.median_s, ci, vs, run->sum.au,
                 bound_name(report_run_bound(run)), t->decision);

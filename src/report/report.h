@@ -165,6 +165,11 @@ int report_markdown(FILE *f, const struct results *r);
  * range and PyTorch DataLoader line: its first line after head, the others
  * after sub (render_tune.c). */
 void report_tune_choice(FILE *f, const struct results *r, const char *head, const char *sub);
+/* Trial i's cells that the text and Markdown tables share, "-" where too
+ * little was measured: the model's epoch (ms), the measured median's interval
+ * (ms, "*" where min-max), its time against the config as given's [interval];
+ * whether the interval is min-max. */
+bool report_tune_cells(const struct results *r, int i, char model[24], char ci[48], char vs[48]);
 /* The JSON document as a string (caller frees), or NULL when out of memory. */
 char *report_json(const struct results *r);
 int report_json_print(FILE *f, const struct results *r);
