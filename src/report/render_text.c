@@ -524,7 +524,8 @@ static int text_tune(FILE *f, const struct results *r)
         if (t->assumed >> i & 1)
             fprintf(f, "%s%s", n++ ? ", " : "# not measured, taken as above (JSON names): ",
                     tune_cost_names[i]);
-    fprintf(f, t->assumed ? "\n" : "");
+    if (t->assumed)
+        fputc('\n', f);
     text_tune_trials(f, r);
     text_rounds(f, r);
     text_warnings(f, r);

@@ -113,7 +113,7 @@ static bool fit(struct pipeline_costs *c, double *x, const struct run_result *ru
         *(pipeline_epoch(c, &k, run->n_batches) < target ? &lo : &hi) = *x;
     }
     *x = lo;
-    return true;
+    return target > 0; // a run the budget cut before an epoch fits nothing
 }
 
 /* The hand-off (both ends: the feed and the training thread) and the
