@@ -13,7 +13,7 @@
 
 #define MAX_TRIALS 8   // the config as given, the profile's other runs (3), the candidates
 #define CANDIDATES 3   // raced besides the config as given
-#define ROUND_S 0.05   // a race round measures each point for at least this long
+#define ROUND_S 0.02   // a race round measures each point about this long (whole epochs)
 #define MIN_ROUNDS 9   // the race's first look, and
 #define MAX_ROUNDS 16  // its cap
 #define MIN_EPOCH_S 1e-3 // a shorter median epoch: thread start-up outweighs any setting
@@ -102,7 +102,7 @@ struct search {
     bool workers;              // the search may change num_workers (and has some to try)
     int race[MAX_TRIALS];      // the runs raced; race[0] = 0, the config as given
     bool out[MAX_TRIALS];      // left the race
-    int n_race, epochs;        // a race round's measured epochs
+    int n_race, epochs[MAX_TRIALS]; // the points raced, and each one's epochs a round
     bool undecidable;          // the race ended where its cap could decide nothing open
     double t0;
     struct error *e;
@@ -367,7 +367,7 @@ static int race_measure(void *search, int p, int r, int k, struct error *e)
 {
     struct search *s = search;
     struct run_result *run = &s->res->runs[s->race[p]];
-    int rc = s->out[p] ? 0 : s->trial(s->ctx, run, r, k, warmup_of(s, &run->cfg), s->epochs, e);
+    int rc = s->out[p] ? 0 : s->trial(s->ctx, run, r, k, warmup_of(s, &run->cfg), s->epochs[p], e);
     s->t->trials[s->race[p]].rounds += rc == 0 && !s->out[p];
     return rc;
 }
@@ -440,22 +440,28 @@ static bool race_done(void *search, int rounds, double alpha)
     return open == 0;
 }
 
-/* The config as given and the candidates in interleaved rounds, each of at
- * least ROUND_S a point (at most train.epochs epochs), in the budget the
- * profile left. */
+/* A round's epochs of a point with epochs of epoch_s: nearest ROUND_S. */
+static int round_epochs(const struct search *s, double epoch_s)
+{
+    long most = s->o->base->train.epochs > 1 ? s->o->base->train.epochs : 1;
+    return (int)fmin((double)most, fmax(1, round(ROUND_S / epoch_s))); // NAN: 1
+}
+
+/* The config as given (its profile median) and the candidates (their
+ * predictions) in interleaved rounds of about ROUND_S a point, in the budget
+ * the profile left. */
 static enum step race(struct search *s, const int *pick, int n, struct rounds_log *log)
 {
-    double fastest = INFINITY;
+    const struct run_result *given = &s->res->runs[0];
+    s->epochs[0] = round_epochs(s, epochs_median(given->epochs, given->n_epochs));
     s->race[s->n_race++] = 0;
     for (int i = 0, k; i < n; i++) {
         if ((k = add_trial(s, &s->t->space[pick[i]].k)) < 0)
             return STEP_FAILED;
         s->race[s->n_race] = k;
+        s->epochs[s->n_race] = round_epochs(s, s->t->space[pick[i]].predicted_s);
         s->n_race += k > 0;
-        fastest = fmin(fastest, s->t->space[pick[i]].predicted_s);
     }
-    long most = s->o->base->train.epochs > 1 ? s->o->base->train.epochs : 1;
-    s->epochs = (int)fmin((double)most, fmax(1, ceil(ROUND_S / fastest)));
     struct rounds_plan plan = {
         .points = s->n_race, .min_rounds = MIN_ROUNDS, .max_rounds = MAX_ROUNDS,
         .budget_s = fmax(1e-9, s->o->budget_s - (clock_of(s) - s->t0)),
