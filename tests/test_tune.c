@@ -45,8 +45,7 @@ static int sim_trial(void *ctx, struct run_result *run, int round, int position,
     struct sim *x = ctx;
     if (x->stop_at && ++x->calls >= x->stop_at)
         return 1;
-    struct pipeline_knobs k;
-    pipeline_knobs_of(&k, &run->cfg);
+    struct pipeline_knobs k = pipeline_knobs_of(&run->cfg);
     const struct pipeline_costs *c = &x->truth;
     double T = truth_epoch(x, &k), n = (double)x->batches, t[epochs];
     bool device = c->compute > 0;
@@ -117,9 +116,7 @@ static const struct tune_result *T(void) { return fx.res.tune; }
 
 static struct pipeline_knobs knobs(int trial)
 {
-    struct pipeline_knobs k;
-    pipeline_knobs_of(&k, &fx.res.runs[trial].cfg);
-    return k;
+    return pipeline_knobs_of(&fx.res.runs[trial].cfg);
 }
 
 /* The truly fastest setting in reach, by brute force over the model. */
@@ -554,8 +551,7 @@ static void test_parse_knobs(void **state)
 
 static double flat(const struct pipeline_knobs *k, const struct sim *x)
 {
-    struct pipeline_knobs given;
-    pipeline_knobs_of(&given, &fx.cfg);
+    struct pipeline_knobs given = pipeline_knobs_of(&fx.cfg);
     return pipeline_epoch(&x->truth, &given, x->batches) / pipeline_epoch(&x->truth, k, x->batches);
 }
 
@@ -601,8 +597,7 @@ static void rates(double (*extra)(const struct pipeline_knobs *, const struct si
         run();
         if (T()->outcome != TUNE_CHANGE)
             continue;
-        struct pipeline_knobs given, k = knobs(T()->best);
-        pipeline_knobs_of(&given, &fx.cfg);
+        struct pipeline_knobs given = pipeline_knobs_of(&fx.cfg), k = knobs(T()->best);
         n++;
         *slower |= truth_epoch(&fx.x, &k) > truth_epoch(&fx.x, &given);
     }

@@ -353,8 +353,7 @@ static cJSON *tune_trial_json(const struct results *r, int i)
     const struct run_result *run = &r->runs[i];
     const struct run_summary *s = &run->sum;
     const struct tune_trial_info *t = &r->tune->trials[i];
-    struct pipeline_knobs k;
-    pipeline_knobs_of(&k, &run->cfg);
+    struct pipeline_knobs k = pipeline_knobs_of(&run->cfg);
     cJSON *o = cJSON_CreateObject(), *st = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "settings", knobs_json(&k));
     cJSON_AddNumberToObject(st, "epochs", run->n_epochs);
@@ -410,7 +409,7 @@ static void tune_best_json(cJSON *o, const struct results *r)
     double ms[2] = {1e3 * t->rerun_s[0], 1e3 * t->rerun_s[1]};
     double gain[2] = {1 / t->gain.ci95[1], 1 / t->gain.ci95[0]};
     if (b)
-        pipeline_knobs_of(&k, &b->cfg);
+        k = pipeline_knobs_of(&b->cfg);
     cJSON_AddItemToObject(o, "best", b ? knobs_json(&k) : cJSON_CreateNull());
     if (b)
         cJSON_AddNumberToObject(o, "best_trial", t->best);

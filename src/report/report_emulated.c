@@ -70,8 +70,7 @@ static void batch_times(const struct run_result *run, long k, double *x, double 
 static double period(const struct config *cf, double L, double H, double X, double C)
 {
     struct pipeline_costs c = {.load = L, .host = H};
-    struct pipeline_knobs k;
-    pipeline_knobs_of(&k, cf);
+    struct pipeline_knobs k = pipeline_knobs_of(cf);
     return pipeline_period(&c, &k, X, C);
 }
 

@@ -22,11 +22,11 @@
 
 #include <math.h>
 
-void pipeline_knobs_of(struct pipeline_knobs *k, const struct config *c)
+struct pipeline_knobs pipeline_knobs_of(const struct config *c)
 {
-    *k = (struct pipeline_knobs){.v = {c->loader.num_workers, c->loader.prefetch_factor,
-                                       c->loader.persistent_workers, c->loader.pin_memory,
-                                       c->loader.async_copy, c->loader.copy_depth}};
+    return (struct pipeline_knobs){.v = {c->loader.num_workers, c->loader.prefetch_factor,
+                                         c->loader.persistent_workers, c->loader.pin_memory,
+                                         c->loader.async_copy, c->loader.copy_depth}};
 }
 
 void pipeline_knobs_apply(const struct pipeline_knobs *k, struct config *c)
@@ -98,10 +98,9 @@ static bool fit(struct pipeline_costs *c, double *x, const struct run_result *ru
     *x = 0;
     if (!run)
         return false;
-    struct pipeline_knobs k;
+    struct pipeline_knobs k = pipeline_knobs_of(&run->cfg);
     double target = run->n_epochs ? epochs_median(run->epochs, run->n_epochs) : 0;
     double lo = 0, hi = target;
-    pipeline_knobs_of(&k, &run->cfg);
     double X = c->copy[k.pin_memory], at0 = pipeline_period(c, &k, X, c->compute);
     *x = 1e-6 * target;
     bool bounds = pipeline_period(c, &k, X, c->compute) > at0;

@@ -17,7 +17,7 @@ struct pipeline_knobs {
         long v[6];
     };
 };
-void pipeline_knobs_of(struct pipeline_knobs *k, const struct config *c);
+struct pipeline_knobs pipeline_knobs_of(const struct config *c);
 void pipeline_knobs_apply(const struct pipeline_knobs *k, struct config *c);
 
 struct pipeline_costs { // seconds per batch

@@ -132,8 +132,7 @@ static enum step conclude(struct search *s, enum tune_outcome outcome, int best,
 static int trial_of(const struct search *s, const struct pipeline_knobs *k)
 {
     for (int i = 0; i < s->res->n_runs; i++) {
-        struct pipeline_knobs have;
-        pipeline_knobs_of(&have, &s->res->runs[i].cfg);
+        struct pipeline_knobs have = pipeline_knobs_of(&s->res->runs[i].cfg);
         if (!memcmp(have.v, k->v, sizeof k->v))
             return i;
     }
@@ -516,8 +515,8 @@ static int cheapest_equal(struct search *s, int c, struct ratio *q)
     for (int p = 1; p < s->n_race; p++) {
         struct tune_setting x = {.predicted_s = 1}, y = {.predicted_s = 1};
         struct ratio same, vs;
-        pipeline_knobs_of(&x.k, &s->res->runs[s->race[p]].cfg);
-        pipeline_knobs_of(&y.k, &s->res->runs[best].cfg);
+        x.k = pipeline_knobs_of(&s->res->runs[s->race[p]].cfg);
+        y.k = pipeline_knobs_of(&s->res->runs[best].cfg);
         report_pair(s->res, c, s->race[p], &same);
         report_pair(s->res, 0, s->race[p], &vs);
         if (same.ratio <= 1 + same.threshold && same.verdict != VERDICT_SLOWER &&
@@ -583,12 +582,11 @@ static void confirm_target(struct search *s)
     int top = 0, best = -1;
     for (int p = 0; p < s->n_race; p++) {
         int i = s->race[p];
-        struct pipeline_knobs a, b;
+        struct pipeline_knobs a = pipeline_knobs_of(&s->res->runs[i].cfg),
+                              b = pipeline_knobs_of(&s->res->runs[best < 0 ? i : best].cfg);
         report_summarize_run(s->res, i);
         double au = s->res->runs[i].sum.au;
         char v[32];
-        pipeline_knobs_of(&a, &s->res->runs[i].cfg);
-        pipeline_knobs_of(&b, &s->res->runs[best < 0 ? i : best].cfg);
         snprintf(DECISION(s, i), "measured AU %s, %s %g", au_text(au, s->o->target_au, v),
                  au >= s->o->target_au ? "reaches" : "below", s->o->target_au);
         best = au >= s->o->target_au && (best < 0 || cost_of(&a) < cost_of(&b)) ? i : best;
@@ -625,8 +623,7 @@ static void finish(struct search *s)
         s->res->runs[n] = s->res->runs[i];
         t->trials[n] = t->trials[i];
         t->best = t->best == i ? n : t->best;
-        struct pipeline_knobs k;
-        pipeline_knobs_of(&k, &s->res->runs[n].cfg);
+        struct pipeline_knobs k = pipeline_knobs_of(&s->res->runs[n].cfg);
         t->trials[n].predicted_s = t->batches ? pipeline_epoch(&t->costs, &k, t->batches) : NAN;
         t->trials[n++].predicted_au = t->batches ? pipeline_au(&t->costs, &k, t->batches) : NAN;
     }
@@ -647,8 +644,8 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 struct results *res, struct error *e)
 {
     struct search s = {.o = o, .trial = trial, .ctx = ctx, .res = res, .e = e,
+                       .given = pipeline_knobs_of(o->base),
                        .workers = SEARCHES(o, TUNE_WORKERS) && o->max_workers > 0};
-    pipeline_knobs_of(&s.given, o->base);
     res->runs = calloc(MAX_TRIALS, sizeof *res->runs);
     struct tune_result *t = res->tune = s.t = calloc(1, sizeof *s.t);
     if (!res->runs || !t || !(t->trials = calloc(MAX_TRIALS, sizeof *t->trials)))

@@ -87,14 +87,13 @@ int tune_write_yaml(const struct results *res, const char *dir, char *path, size
                     struct error *e)
 {
     struct config c;
-    struct pipeline_knobs k;
     path[0] = '\0';
     if (!res->tune || res->tune->best < 0)
         return 0;
     if (config_copy(&c, &res->cfg))
         return error_set(e, "out of memory");
     const struct run_result *best = &res->runs[res->tune->best];
-    pipeline_knobs_of(&k, &best->cfg);
+    struct pipeline_knobs k = pipeline_knobs_of(&best->cfg);
     pipeline_knobs_apply(&k, &c);
     if (best->blas.n_tried) { // the cpu's BLAS choice, as the trial ran it
         bool xsmm = best->blas.lib == HOSTMM_LIBXSMM;
