@@ -132,10 +132,7 @@ static int split_list(const struct key *k, const char *v, void *dst,
     int n = 0, rc = 0;
     bool none = !s[strspn(s, " ")]; // "", "[]", "[ ]": no item
     for (char *tok; !none && !rc && (tok = strsep(&s, ",")) != NULL;) {
-        while (*tok == ' ')
-            tok++;
-        for (char *t = tok + strlen(tok); t > tok && t[-1] == ' ';)
-            *--t = '\0';
+        tok = str_trim(tok);
         rc = *tok ? add(k, dst, n++, tok, e)
                   : error_set(e, "%s: an empty item in '%s' (each item is a number)", k->path, v);
     }

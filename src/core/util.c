@@ -147,3 +147,11 @@ size_t words_append(char *buf, size_t n, size_t used, const char *word)
     }
     return used + (size_t)k;
 }
+
+char *str_trim(char *s)
+{
+    s += strspn(s, " ");
+    for (char *end = s + strlen(s); end > s && end[-1] == ' ';)
+        *--end = '\0';
+    return s;
+}

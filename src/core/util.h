@@ -75,5 +75,8 @@ void threads_pin_apart(const pthread_t *t, int n);
  * characters); the new length, or n when it no longer fits (the list stays
  * cut at a word). The plug-in tables' name lists (backend_list, comm_engines). */
 size_t words_append(char *buf, size_t n, size_t used, const char *word);
+/* s without the spaces at either end: the start moved past them, the end
+ * cut in place (a list's items: config lists, tune.knobs). */
+char *str_trim(char *s);
 
 #endif

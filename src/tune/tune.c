@@ -37,9 +37,7 @@ int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
     if (!*text)
         return *mask = TUNE_ALL_KNOBS, 0; // "": all (" " names an empty knob)
     while ((name = strsep(&rest, ",")) != NULL) { // each name, the spaces around it cut
-        name += strspn(name, " ");
-        for (char *end = name + strlen(name); end > name && end[-1] == ' ';)
-            *--end = '\0';
+        name = str_trim(name);
         int k = 0;
         while (k < TUNE_N_KNOBS && strcmp(name, KNOB_NAME(k)))
             k++;
