@@ -503,9 +503,8 @@ static struct ratio quote_race(struct search *s, int c)
 
 /* Of c and the raced trials that c is not measured faster than beyond the
  * noise threshold (its estimate within it, its interval not wholly beyond)
- * and that are faster than the config as given, the first in the ranking's
- * order past the prediction (fewest workers ... the shallowest ring, then
- * without async copies, without pinned memory): the race's noise does not
+ * and that are faster than the config as given, the first in rank_keys'
+ * tie order (its keys after the prediction): the race's noise does not
  * choose among equals. q: its pair with the given. */
 static int cheapest_equal(struct search *s, int c, struct ratio *q)
 {
