@@ -10,7 +10,6 @@
 #include "dataset.h"
 #include "load.h"
 #include "progress.h"
-#include "signals.h"
 
 struct trial_ctx {
     const struct dataset *d; // without its eval split: no trial needs it
