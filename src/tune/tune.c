@@ -152,20 +152,16 @@ static int add_trial(struct search *s, const struct pipeline_knobs *k)
     return s->res->n_runs++;
 }
 
-/* A warm-up epoch before a trial's run where the config has one and the
- * first epoch differs from the next by design (persistent workers start
- * once; a device's buffers); workers that start each epoch start in every
- * epoch measured. */
-static int warmup_of(const struct search *s, const struct config *c)
-{
-    return s->o->base->train.warmup_epochs > 0 &&
-           (c->loader.persistent_workers || s->o->be->device_copies);
-}
+/* A warm-up epoch before every trial run (a profile turn, a race round)
+ * where the config has one, as a sweep round has: a run's first epoch runs
+ * 0-8% slower than its next, with or without workers (bench_results/tune/
+ * first-epoch.txt), so only runs warmed alike pair fairly. */
+static int warmup_of(const struct search *s) { return s->o->base->train.warmup_epochs > 0; }
 
 /* Trial i's profile run: epochs of its own, not a round (paired with none). */
-static enum step profile_run(struct search *s, int i, int warmup, int epochs)
+static enum step profile_run(struct search *s, int i, int epochs)
 {
-    int rc = i < 0 ? -1 : s->trial(s->ctx, &s->res->runs[i], -1, 0, warmup, epochs, s->e);
+    int rc = i < 0 ? -1 : s->trial(s->ctx, &s->res->runs[i], -1, 0, warmup_of(s), epochs, s->e);
     return rc < 0 ? STEP_FAILED : rc ? STEP_STOPPED : STEP_ON;
 }
 
@@ -226,13 +222,13 @@ static int ranked(const void *pa, const void *pb, void *search)
  * pin_memory where that acts, the other knobs as given (as the race will
  * run them: the model cannot tell them apart). After the config as given's
  * first two epochs, its runs take turns in up to three rounds, each the
- * other way round: a drift of the machine reaches all of them alike; each
- * warms up as a race round does (warmup_of). Epochs under MIN_EPOCH_S end it. */
+ * other way round: a drift of the machine reaches all of them alike.
+ * Epochs under MIN_EPOCH_S end it. */
 static enum step profile(struct search *s)
 {
     struct pipeline_knobs k = s->given, other[3];
-    int n = 0, pts[4] = {0}; // the first run warms up where the config does (the page cache)
-    enum step st = profile_run(s, add_trial(s, &k), s->o->base->train.warmup_epochs > 0, 2);
+    int n = 0, pts[4] = {0};
+    enum step st = profile_run(s, add_trial(s, &k), 2);
     const struct run_result *r = s->res->runs;
     double median = st == STEP_ON ? epochs_median(r->epochs, r->n_epochs) : 0;
     int epochs = (int)fmin(10, fmax(2, ceil(PROFILE_S / median))); // NAN: 2
@@ -269,7 +265,7 @@ static enum step profile(struct search *s)
         if (p == 0) // the config as given: its first run was this round's
             left -= e = (int)fmax(0, fmin(t ? e : e - 2, left));
         if (e > 0)
-            st = profile_run(s, pts[p], warmup_of(s, &r[pts[p]].cfg), e);
+            st = profile_run(s, pts[p], e);
     }
     return st;
 }
@@ -359,12 +355,12 @@ static int pick(const struct search *s, int *out)
     return n;
 }
 
-/* A round of point p: its epochs (after warmup_of's). */
+/* A round of point p: its epochs, after warmup_of's. */
 static int race_measure(void *search, int p, int r, int k, struct error *e)
 {
     struct search *s = search;
     struct run_result *run = &s->res->runs[s->race[p]];
-    int rc = s->out[p] ? 0 : s->trial(s->ctx, run, r, k, warmup_of(s, &run->cfg), s->epochs[p], e);
+    int rc = s->out[p] ? 0 : s->trial(s->ctx, run, r, k, warmup_of(s), s->epochs[p], e);
     s->t->trials[s->race[p]].rounds += rc == 0 && !s->out[p];
     return rc;
 }
