@@ -28,6 +28,7 @@ struct sim {
     const char *backend;
     struct sim_machine m;
     int calls, stop_at;     // trial calls so far; a stop at this one (0: none)
+    double cold;            // a run's first epoch without workers, unwarmed: this much slower
 };
 
 static double truth_epoch(const struct sim *x, const struct pipeline_knobs *k)
@@ -53,6 +54,7 @@ static int sim_trial(void *ctx, struct run_result *run, int round, int position,
     run->epochs = realloc(run->epochs, (size_t)(run->n_epochs + epochs) * sizeof *run->epochs);
     for (int i = 0; i < epochs; i++) {
         double burst = x->slow_every && ++x->epochs % x->slow_every == 0 ? 2 : 1;
+        burst *= i == 0 && !warmup && !k.num_workers && x->cold ? x->cold : 1;
         double d = t[i] = machine_run(&x->m, T * burst, x->noise), f = d / T;
         double step = n * (device ? c->compute : c->host) * f;
         run->epochs[run->n_epochs++] = (struct epoch_result){
@@ -604,13 +606,29 @@ static void rates(double (*extra)(const struct pipeline_knobs *, const struct si
     *changed = n / 1000.0;
 }
 
+/* Every setting runs alike, but a run's first epoch without workers runs
+ * 8% slower unless warmed up (first-epoch.txt measured up to 7.5%), and a
+ * round measures one 30 ms epoch: the config as given (no workers) is not
+ * measured cold against candidates, so no change is recommended. Without a
+ * warm-up in each round (the rule before, on this config) it fails. */
+static void test_cold_first_epoch(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 40; seed < 50; seed++) {
+        setup(&backend_cpu, 0.75e-3, 0.75e-3, 2, seed, true);
+        fx.x.extra = flat, fx.x.cold = 1.08;
+        run();
+        assert_int_not_equal(T()->outcome, TUNE_CHANGE);
+    }
+}
+
 static void test_calibration(void **state)
 {
     (void)state;
-    /* 1 s epochs: a round of four points outlasts the loops' changes, and
-     * the race finds 67% (measured with these seeds; 70% before it ended
-     * undecidable races at their first look) */
-    const double epochs[] = {0.01, 0.1, 1.0}, found[] = {0.90, 0.90, 0.60};
+    /* 1 s epochs: a round of four points, each warmed up an epoch, outlasts
+     * the loops' changes, and the race finds 51% (measured with these seeds;
+     * 67% before every run warmed up, which test_cold_first_epoch needs) */
+    const double epochs[] = {0.01, 0.1, 1.0}, found[] = {0.90, 0.90, 0.45};
     for (int w = 0; w < 3; w++) {
         double aa, ab;
         bool slower_aa, slower_ab;
@@ -648,7 +666,7 @@ int main(void)
         cmocka_unit_test(test_nothing_to_race), cmocka_unit_test(test_persistent_in_a_tie),
         cmocka_unit_test(test_cheapest_of_equals),
         cmocka_unit_test(test_stopped),      cmocka_unit_test(test_parse_knobs),
-        cmocka_unit_test(test_calibration),
+        cmocka_unit_test(test_cold_first_epoch), cmocka_unit_test(test_calibration),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

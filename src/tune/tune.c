@@ -152,11 +152,14 @@ static int add_trial(struct search *s, const struct pipeline_knobs *k)
     return s->res->n_runs++;
 }
 
-/* A warm-up epoch before every trial run (a profile turn, a race round)
- * where the config has one, as a sweep round has: a run's first epoch runs
- * 0-8% slower than its next, with or without workers (bench_results/tune/
- * first-epoch.txt), so only runs warmed alike pair fairly. */
-static int warmup_of(const struct search *s) { return s->o->base->train.warmup_epochs > 0; }
+/* The warm-up epochs before every trial run (a profile turn, a race round):
+ * the config's, as a sweep round runs them, and one at least: a run's first
+ * epoch runs up to 8% slower or 5% faster than its next, by setting
+ * (bench_results/tune/first-epoch.txt), and a round may measure one epoch. */
+static int warmup_of(const struct search *s)
+{
+    return s->o->base->train.warmup_epochs > 1 ? (int)s->o->base->train.warmup_epochs : 1;
+}
 
 /* Trial i's profile run: epochs of its own, not a round (paired with none). */
 static enum step profile_run(struct search *s, int i, int epochs)
