@@ -118,6 +118,34 @@ for comm in nccl mpi; do
     if stops_as_cpu $rc "on rank 0 at batch 1 of epoch 2" && python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; assert r['failed'] and len(r['epochs']) == 1, r['stopped']" "$TMP/div.json"
     then ok; else bad "divergence on cuda over $comm: exit $rc: $(tail -c 400 "$TMP/err") against the cpu's: $(cat "$TMP/cpu.err")"; fi
 done
+# a diverging job stopped by SIGTERM to its ranks (as a batch system stops a
+# job) before its epoch ends: every rank stops after the same step and reads
+# the losses it has, so rank 0's result file names the batch the cpu's
+# per-step check names (not a plain interrupt), no epoch kept. The ranks are
+# signalled, not mpirun, which kills them a second after it forwards one.
+DIVI=(--config configs/ddp.yaml --set train.lr=1e6 --set train.warmup_epochs=0 --set train.epochs=3
+      --set dataset.length=200000 --set dataset.sample_cost_us=50 -q)
+"${MPIRUN[@]}" "$BIN" "${DIVI[@]}" >/dev/null 2>"$TMP/cpu.err"
+where=$(grep -o "on rank [0-9]* at batch [0-9]* of epoch 1" "$TMP/cpu.err" | head -1)
+ranks() { for p in $(pids_matching "name=$1"); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = dpbench ] && echo "$p"; done; }
+for comm in nccl mpi; do
+    mark=divint-$comm-$$
+    "${MPIRUN[@]}" "$BIN" "${DIVI[@]}" "${GPU[@]}" --set parallel.comm=$comm --set name=$mark \
+        --out "$TMP/$mark" --format json >/dev/null 2>"$TMP/err" &
+    pid=$!
+    wait_busy "name=$mark" 2 50 # both ranks a half second into epoch 1 (of about 5 s)
+    kill -TERM $(ranks "$mark")
+    wait $pid
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ -n "$where" ] && python3 - "$TMP/$mark" "$where" >"$TMP/py" 2>&1 <<'PY'
+import glob, json, sys
+d = json.load(open(glob.glob(sys.argv[1] + "/*.json")[0]))
+r = d["runs"][0]
+assert d["interrupted"] and r["failed"] and "infinite " + sys.argv[2] in r["stopped"] and not r["epochs"], \
+    (d["interrupted"], r["failed"], r["stopped"], len(r["epochs"]))
+PY
+    then ok; else bad "diverging job stopped by SIGTERM, cuda over $comm: exit $rc: $(tail -2 "$TMP/py") $(tail -c 300 "$TMP/err") against the cpu's: $(cat "$TMP/cpu.err")"; fi
+done
 # 4 ranks whose losses overflow at different batches: the earliest batch is
 # named (rank 3's), not the lowest rank's later one, as on the cpu
 DIV4=(--config configs/ddp.yaml --set dataset.length=2000 --set train.lr=2 --set seed=0

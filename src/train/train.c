@@ -476,13 +476,14 @@ static int train_epoch(struct train *t, long ep, struct error *e)
         cm->n_calls = 0;
     }
     int got;
+    bool agreed = false; // every rank stopped after the same step
     struct step_batch *b;
     while ((got = be->next(ctx, &t->l, &b, &t->st, e)) == 1) {
         if (train_batch(t, ep, b, e)) {
             got = -1;
             break;
         }
-        if (stopping(cm))
+        if ((agreed = stopping(cm)))
             break;
     }
     bool cancelled = abort_requested() || (t->world == 1 && stop_requested());
@@ -500,8 +501,9 @@ static int train_epoch(struct train *t, long ep, struct error *e)
     if (got < 0 || (end_rc && !cancelled))
         return EPOCH_FAILED;
     double seconds = now_seconds() - t0;
-    // losses read only now (cuda); every rank checks where some might (ddp: any backend)
-    if ((got == 0 || t->world == 1) && (t->world > 1 || t->s.o->loss) &&
+    // losses read only now (cuda), an interrupted epoch's too; every rank checks where
+    // some might (ddp: any backend), and all are at the same step
+    if ((got == 0 || t->world == 1 || agreed) && (t->world > 1 || t->s.o->loss) &&
         train_diverged(t, ep, -1, e))
         return EPOCH_FAILED;
     if (got == 1)
