@@ -9,7 +9,7 @@
  * on the busy machine: a pipeline where every setting runs as the config as
  * given (A/A) gets a change recommended at most 2% of the time, one where
  * the settings with workers run 15% faster gets one at least 90% of the
- * time with 10 ms and 100 ms epochs (60% with 1 s epochs), and no
+ * time with 10 ms and 100 ms epochs (45% with 1 s epochs), and no
  * recommended setting is ever truly slower than the config as given. */
 #include "testutil.h"
 
@@ -233,12 +233,41 @@ static void test_loop_where_the_copy_bounds(void **state)
     assert_true(fabs(T()->trials[0].predicted_s / truth_epoch(&fx.x, &given) - 1) < 0.05);
 }
 
+/* gpu-sync-vs-async on an H200 (16 cores; the config as given: 8 workers,
+ * pageable, sync copies; tune.max_workers 4) with its profile's stage costs:
+ * beside 8 workers a pageable copy takes twice what the run without workers
+ * measured. The hand-off, fitted on that run, takes the shortfall and the
+ * model predicts every setting with workers twice as slow as it is, also the
+ * profile's 4-worker run, measured at half its prediction. Ranked by its
+ * measurement, that run is raced and a setting as fast as it is recommended
+ * (ranked by the prediction alone: 3 workers, 1.25x the best's time). */
+static double pageable_copy_beside_workers(const struct pipeline_knobs *k, const struct sim *x)
+{
+    (void)x;
+    return k->num_workers > 4 && !k->pin_memory ? 2.5 : 1;
+}
+
+static void test_a_measured_setting_outranks_its_prediction(void **state)
+{
+    (void)state;
+    setup_gpu_yaml((double[]){2.017e-3, 0.083e-3, 0.153e-3, 1.211e-3, 0.321e-3}, 64, 15, 4);
+    fx.cfg.loader.num_workers = 8, fx.cfg.loader.pin_memory = fx.cfg.loader.async_copy = false;
+    fx.x.extra = pageable_copy_beside_workers;
+    run();
+    assert_int_equal(T()->outcome, TUNE_CHANGE);
+    struct pipeline_knobs b = knobs(T()->best);
+    print_message("# measured over predicted: the choice (%ld workers) at %.3fx the true best\n", b.num_workers,
+                  truth_epoch(&fx.x, &b) / true_best());
+    assert_true(truth_epoch(&fx.x, &b) < 1.05 * true_best());
+}
+
 /* The machine slows down steadily (each second 40% more), as a laptop
  * warming up: the profile's runs take turns, so the drift reaches them
- * alike and the settings' predicted times keep their true ratios to the
- * config as given's within 15% (over seeds 1-25: 0.88-0.98). Run one after
- * another, the config as given first, the runs with workers were measured
- * 16-44% slower than they are. */
+ * alike and the model keeps their true ratios to the config as given's
+ * within 15% (over seeds 1-25: 0.88-0.98). Run one after another, the
+ * config as given first, the runs with workers were measured 16-44% slower
+ * than they are. (A setting beyond them, 3 workers on 2 cores, is
+ * extrapolated from a drifting fit: 0.76 with this seed.) */
 static double drift_from;
 static double slowing_down(const struct pipeline_knobs *k, const struct sim *x)
 {
@@ -255,8 +284,9 @@ static void test_profile_under_drift(void **state)
     run();
     struct pipeline_knobs given = knobs(0);
     double truth0 = pipeline_epoch(&fx.x.truth, &given, fx.x.batches);
-    for (int i = 1; i < fx.res.n_runs; i++) {
+    for (int i = 1; i <= 2; i++) { // the profile's: K - 1 and K workers
         struct pipeline_knobs k = knobs(i);
+        assert_int_equal(k.num_workers, i);
         double truth = pipeline_epoch(&fx.x.truth, &k, fx.x.batches) / truth0;
         double predicted = T()->trials[i].predicted_s / T()->trials[0].predicted_s;
         print_message("# drift: trial %d predicted/true ratio to the given %.3f\n", i, predicted / truth);
@@ -657,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_input_bound),  cmocka_unit_test(test_handoff_and_contention),
         cmocka_unit_test(test_handoff_where_the_step_bounds),
         cmocka_unit_test(test_loop_where_the_copy_bounds),
+    cmocka_unit_test(test_a_measured_setting_outranks_its_prediction),
         cmocka_unit_test(test_profile_under_drift), cmocka_unit_test(test_slow_epochs_in_the_profile),
         cmocka_unit_test(test_tie_keeps_the_given_prefetch), cmocka_unit_test(test_copy_bound),
         cmocka_unit_test(test_knobs_without_effect), cmocka_unit_test(test_compute_bound),

@@ -63,6 +63,8 @@ extern const char *const tune_cost_names[TUNE_N_COSTS]; // "loop_ms", ...
 struct tune_setting {
     struct pipeline_knobs k;
     double predicted_s, predicted_au;
+    double estimate_s;                // what ranks it: predicted_s, or its profile run's
+                                      // median epoch where that is lower
     int trial;                        // its run, -1 when not run
 };
 
@@ -81,7 +83,7 @@ struct tune_result {
     long batches;                     // per epoch
     struct tune_trial_info *trials;   // (n_trials) one per run
     int n_trials;
-    struct tune_setting *space;       // (n_space) every setting in reach, fastest predicted first
+    struct tune_setting *space;       // (n_space) every setting in reach, in rank order
     int n_space;
     char statement[640];              // why the outcome, and what limited it
 };

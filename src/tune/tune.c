@@ -169,14 +169,21 @@ static enum step profile_run(struct search *s, int i, int epochs)
 }
 
 /* Every setting in reach: the knobs the search may change over their values
- * where they act, the others as given. */
+ * where they act, the others as given. Each is ranked by its prediction, or
+ * by its profile run's median where that is lower beyond the noise
+ * threshold: the race finds out a prediction too low, but nothing would run
+ * a setting predicted too high. */
 static void space_walk(struct search *s, struct pipeline_knobs k, int i)
 {
     struct tune_result *t = s->t;
     if (i == TUNE_N_KNOBS) {
+        int run = trial_of(s, &k);
+        const struct run_result *r = run >= 0 ? &s->res->runs[run] : NULL;
+        double p = pipeline_epoch(&t->costs, &k, t->batches);
+        double m = r && r->n_epochs ? epochs_median(r->epochs, r->n_epochs) : p;
         t->space[t->n_space++] = (struct tune_setting){
-            .k = k, .predicted_s = pipeline_epoch(&t->costs, &k, t->batches),
-            .predicted_au = pipeline_au(&t->costs, &k, t->batches)};
+            .k = k, .predicted_s = p, .predicted_au = pipeline_au(&t->costs, &k, t->batches),
+            .estimate_s = m < p * (1 - s->o->base->bench.threshold) ? m : p};
         return;
     }
     int n = !SEARCHES(s->o, i) || !acts(s->o, i, &k) ? 0
@@ -203,7 +210,7 @@ static void rank_keys(const struct search *s, const struct tune_setting *x, doub
     if (s->o->target_au > 0)
         key[0] = (double)cost_of(&x->k), key[1] = -x->predicted_au, key[2] = key[3] = key[4] = 0;
     else
-        key[0] = round(log(x->predicted_s) / log(1.005)), key[1] = (double)x->k.num_workers,
+        key[0] = round(log(x->estimate_s) / log(1.005)), key[1] = (double)x->k.num_workers,
         key[2] = x->k.num_workers > 0 && !x->k.persistent_workers, key[3] = changed,
         key[4] = (((double)cost_of(&x->k) * 128 + (double)x->k.copy_depth) * 2 +
                   (double)x->k.async_copy) * 2 + (double)x->k.pin_memory; // a total order
@@ -334,7 +341,7 @@ static int pick(const struct search *s, int *out)
             if (taken)
                 continue;
             if (pass == 0 || pass == 3 ||
-                pipeline_epoch(&free, &sp[j].k, s->t->batches) < sp[0].predicted_s)
+                pipeline_epoch(&free, &sp[j].k, s->t->batches) < sp[0].estimate_s)
                 out[n++] = j;
             if (pass < 3)
                 break; // one a worker count
@@ -455,7 +462,7 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
         if ((k = add_trial(s, &s->t->space[pick[i]].k)) < 0)
             return STEP_FAILED;
         s->race[s->n_race] = k;
-        s->epochs[s->n_race] = round_epochs(s, s->t->space[pick[i]].predicted_s);
+        s->epochs[s->n_race] = round_epochs(s, s->t->space[pick[i]].estimate_s);
         s->n_race += k > 0;
     }
     struct rounds_plan plan = {
@@ -509,7 +516,7 @@ static int cheapest_equal(struct search *s, int c, struct ratio *q)
 {
     int best = c;
     for (int p = 1; p < s->n_race; p++) {
-        struct tune_setting x = {.predicted_s = 1}, y = {.predicted_s = 1};
+        struct tune_setting x = {.estimate_s = 1}, y = {.estimate_s = 1};
         struct ratio same, vs;
         x.k = pipeline_knobs_of(&s->res->runs[s->race[p]].cfg);
         y.k = pipeline_knobs_of(&s->res->runs[best].cfg);
