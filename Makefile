@@ -62,7 +62,7 @@ NVCC_GENCODE := $(foreach a,$(NVCC_ARCHS),-gencode arch=compute_$(a),code=sm_$(a
                 $(foreach a,$(lastword $(NVCC_ARCHS)),-gencode arch=compute_$(a),code=compute_$(a))
 endif
 
-CPU_SRC := util.c rng.c config.c config_set.c config_yaml.c config_rules.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c \
+CPU_SRC := util.c rng.c config.c config_set.c config_yaml.c config_rules.c dataset.c chunk.c loader.c loss.c step.c backend_cpu.c devpipe.c backend_emulated.c backends.c train.c run_result.c \
            export.c blas_tune.c floor.c image.c transform.c dataset_files.c dataset_kinds.c files.c kind_random.c \
            kind_idx.c kind_cifar10.c kind_folder.c gen.c estimate.c \
            comm.c ddp.c report_ddp.c report_emulated.c report_columns.c emulate_profile.c allreduce_bw.c hostmm.c \

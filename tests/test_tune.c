@@ -23,7 +23,7 @@ struct sim {
     struct pipeline_costs truth;
     long batches;
     double (*extra)(const struct pipeline_knobs *k, const struct sim *x); // true time factor
-    double noise, setup_s;  // lognormal sigma of an epoch; a round's start
+    double noise, setup_s;  // lognormal sigma of an epoch; a run's start
     int slow_every, epochs; // every slow_every-th epoch twice as slow (a burst); epochs so far
     const char *backend;
     struct sim_machine m;
@@ -44,17 +44,19 @@ static int sim_trial(void *ctx, struct run_result *run, int round, int position,
 {
     (void)e;
     struct sim *x = ctx;
+    if (epochs == 0) // the search's end of the run
+        return 0;
     if (x->stop_at && ++x->calls >= x->stop_at)
         return 1;
     struct pipeline_knobs k = pipeline_knobs_of(&run->cfg);
     const struct pipeline_costs *c = &x->truth;
     double T = truth_epoch(x, &k), n = (double)x->batches, t[epochs];
-    bool device = c->compute > 0;
-    machine_run(&x->m, x->setup_s + warmup * T, 0);
+    bool device = c->compute > 0, fresh = run->n_epochs == 0; // else it goes on, warm
+    machine_run(&x->m, (fresh ? x->setup_s : 0) + warmup * T, 0);
     run->epochs = realloc(run->epochs, (size_t)(run->n_epochs + epochs) * sizeof *run->epochs);
     for (int i = 0; i < epochs; i++) {
         double burst = x->slow_every && ++x->epochs % x->slow_every == 0 ? 2 : 1;
-        burst *= i == 0 && !warmup && !k.num_workers && x->cold ? x->cold : 1;
+        burst *= i == 0 && fresh && !warmup && !k.num_workers && x->cold ? x->cold : 1;
         double d = t[i] = machine_run(&x->m, T * burst, x->noise), f = d / T;
         double step = n * (device ? c->compute : c->host) * f;
         run->epochs[run->n_epochs++] = (struct epoch_result){

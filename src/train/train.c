@@ -169,6 +169,7 @@ struct train {
     int F, O;                  // features, out_features
     size_t OF;                 // O * F, weights
     long total_epochs;         // warmup + measured
+    long ep, from;             // the next epoch; the first of this call's (train_more)
     float lr;
     FILE *trace;
     struct run_result *out;
@@ -437,7 +438,7 @@ static int train_batch(struct train *t, long ep, struct step_batch *b, struct er
     long done = b->index + 1; // b is not ours to read after release
     t->be->release(t->s.ctx, &t->l, b);
     if (rc == 0 && train_progress)
-        progress(ep + 1, t->total_epochs, done, t->l.n_batches, false);
+        progress(ep + 1 - t->from, t->total_epochs - t->from, done, t->l.n_batches, false);
     return rc;
 }
 
@@ -567,11 +568,11 @@ static void train_free(struct train *t, int rc)
         run_result_free(t->out);
 }
 
-int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
-              struct comm *cm, struct run_result *out, FILE *trace, struct error *e)
+static void train_init(struct train *t, const struct config *c, const struct dataset *d,
+                       const struct backend *be, struct comm *cm, struct run_result *out, FILE *trace)
 {
     bool ddp = strcmp(c->parallel.mode, "ddp") == 0;
-    struct train t = {
+    *t = (struct train){
         .c = c, .d = d, .be = be, .out = out, .trace = trace,
         .ddp = ddp,
         .cm = ddp ? cm : NULL,
@@ -583,17 +584,32 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
         .total_epochs = c->train.warmup_epochs + c->train.epochs,
         .lr = (float)c->train.lr,
     };
+}
+
+/* The epochs up to `until` (warm-up included): EPOCH_NEXT, EPOCH_STOP or
+ * EPOCH_FAILED as train_epoch's. */
+static int train_epochs(struct train *t, long until, struct error *e)
+{
+    int epoch = EPOCH_NEXT;
+    for (t->from = t->ep; epoch == EPOCH_NEXT && t->ep < until; t->ep++) {
+        if (t->ep == 0 || t->ep == t->c->train.warmup_epochs)
+            signals_phase(t->ep < t->c->train.warmup_epochs ? "running the warmup epochs"
+                                                            : "running the epochs");
+        if (stopping(t->cm))
+            return EPOCH_STOP;
+        epoch = train_epoch(t, t->ep, e);
+    }
+    return epoch;
+}
+
+int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
+              struct comm *cm, struct run_result *out, FILE *trace, struct error *e)
+{
+    struct train t;
+    train_init(&t, c, d, be, cm, out, trace);
     /* each phase named for the watchdog, should a signal find it stuck */
     const char *before = signals_phase("setting up the run (the loader, the replicas)");
-    int rc = train_setup(&t, e), epoch = EPOCH_NEXT;
-    for (long ep = 0; rc == 0 && epoch == EPOCH_NEXT && ep < t.total_epochs; ep++) {
-        if (ep == 0 || ep == c->train.warmup_epochs)
-            signals_phase(ep < c->train.warmup_epochs ? "running the warmup epochs"
-                                                      : "running the epochs");
-        if (stopping(t.cm))
-            break;
-        epoch = train_epoch(&t, ep, e);
-    }
+    int rc = train_setup(&t, e), epoch = rc ? EPOCH_NEXT : train_epochs(&t, t.total_epochs, e);
     signals_phase("finishing the run (final parameters, the eval split)");
     if (rc == 0)
         rc = epoch == EPOCH_FAILED ? train_failed(&t, e) : train_finish(&t, e);
@@ -602,87 +618,39 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
     return rc;
 }
 
-/* ---- a run made of rounds ----------------------------------------------- */
-
-/* Appends more's measured epochs (and each rank's) to into's, numbered on. */
-static int append_epochs(struct run_result *into, const struct run_result *more)
+struct train *train_open(const struct config *c, const struct dataset *d,
+                         const struct backend *be, struct run_result *out, struct error *e)
 {
-    int n = into->n_epochs, m = more->n_epochs;
-    struct epoch_result *ep = realloc(into->epochs, (size_t)(n + m + 1) * sizeof *ep);
+    struct train *t = malloc(sizeof *t);
+    if (!t)
+        return error_set(e, "out of memory"), NULL;
+    train_init(t, c, d, be, NULL, out, NULL);
+    if (train_setup(t, e)) {
+        train_free(t, -1);
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int train_more(struct train *t, struct run_result *out, long n, struct error *e)
+{
+    long warm = t->c->train.warmup_epochs, until = (t->ep > warm ? t->ep : warm) + n;
+    struct epoch_result *ep = realloc(out->epochs, (size_t)(until - warm + 1) * sizeof *ep);
     if (!ep)
-        return -1;
-    into->epochs = ep;
-    for (int r = 0; into->ranks && more->ranks && r < into->world_size; r++) {
-        struct epoch_result *re = realloc(into->ranks[r].epochs, (size_t)(n + m + 1) * sizeof *re);
-        if (!re)
-            return -1;
-        into->ranks[r].epochs = re;
-        memcpy(re + n, more->ranks[r].epochs, (size_t)m * sizeof *re);
-        for (int k = 0; k < m; k++)
-            re[n + k].epoch = n + k + 1;
-    }
-    memcpy(ep + n, more->epochs, (size_t)m * sizeof *ep);
-    for (int k = 0; k < m; k++)
-        ep[n + k].epoch = n + k + 1;
-    into->n_epochs = n + m;
-    return 0;
-}
-
-double epochs_median(const struct epoch_result *ep, int n)
-{
-    double *t = malloc((size_t)(n ? n : 1) * sizeof *t), med;
-    for (int k = 0; t && k < n; k++)
-        t[k] = ep[k].seconds;
-    med = t && n ? stats_median(t, (size_t)n) : NAN;
-    free(t);
-    return med;
-}
-
-int run_result_add_round(struct run_result *run, struct run_result *more, int r, int k,
-                         const struct load *load, struct error *e)
-{
-    struct run_round rd = {.round = r, .position = k, .first_epoch = run->n_epochs,
-                           .n_epochs = more->n_epochs, .load = *load};
-    struct run_round *rounds = realloc(run->rounds, (size_t)(run->n_rounds + 1) * sizeof *rounds);
-    bool first = run->n_rounds == 0 && run->n_epochs == 0;
-    if (!rounds || (!first && append_epochs(run, more))) {
-        free(rounds == run->rounds ? NULL : rounds);
-        run_result_free(more);
         return error_set(e, "out of memory");
-    }
-    run->rounds = rounds;
-    if (first) { // the run itself: more moves in; the label and rounds stay
-        struct run_result keep = *run;
-        *run = *more;
-        *more = (struct run_result){0};
-        snprintf(run->label, sizeof run->label, "%s", keep.label);
-        run->rounds = keep.rounds;
-        config_free(&keep.cfg);
-    } else {
-        run->interrupted |= more->interrupted;
-        run->failed |= more->failed;
-        run->together = more->together;
-        if (more->stopped[0])
-            snprintf(run->stopped, sizeof run->stopped, "round %d: %s", r + 1, more->stopped);
-    }
-    rd.median_s = rd.n_epochs ? epochs_median(run->epochs + rd.first_epoch, rd.n_epochs) : NAN;
-    if (r >= 0)
-        run->rounds[run->n_rounds++] = rd;
-    load_merge(&run->load, load);
-    run_result_free(more);
-    return 0;
+    out->epochs = ep, t->out = out;
+    t->total_epochs = until;
+    int epoch = train_epochs(t, t->total_epochs, e);
+    return epoch == EPOCH_FAILED ? -1 : epoch == EPOCH_STOP || t->ep < t->total_epochs;
 }
 
-void run_result_free(struct run_result *r)
+int train_close(struct train *t, struct run_result *out, struct error *e)
 {
-    config_free(&r->cfg);
-    free(r->splits);
-    free(r->epochs);
-    for (int i = 0; r->ranks && i < r->world_size; i++)
-        free(r->ranks[i].epochs);
-    free(r->ranks);
-    free(r->w);
-    free(r->b);
-    free(r->rounds);
-    memset(r, 0, sizeof *r);
+    t->out = out;
+    int rc = train_finish(t, e);
+    t->out->interrupted = false; // the search's stops are its own
+    train_free(t, 0);
+    free(t);
+    return rc;
 }

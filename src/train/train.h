@@ -146,6 +146,19 @@ extern bool train_progress;
  * kept. */
 int train_run(const struct config *c, const struct dataset *d, const struct backend *be,
               struct comm *cm, struct run_result *out, FILE *trace, struct error *e);
+/* A dp run held open between calls (--tune's trials: each keeps its loader,
+ * workers and replicas warm from one round to the next). train_open sets it
+ * up (out gets its description and parameters; NULL with e set, out freed).
+ * train_more runs n more measured epochs (after the config's warm-up ones,
+ * at the first call), added to out: the one train_open had or the run its
+ * results moved into. 0, 1 stopped, -1 with e set. train_close finishes it
+ * into out (its final parameters) and frees it. */
+struct train;
+struct train *train_open(const struct config *c, const struct dataset *d,
+                         const struct backend *be, struct run_result *out, struct error *e);
+int train_more(struct train *t, struct run_result *out, long n, struct error *e);
+int train_close(struct train *t, struct run_result *out, struct error *e);
+
 void run_result_free(struct run_result *r);
 /* The median of n epochs' times (seconds), NAN for none. */
 double epochs_median(const struct epoch_result *ep, int n);
@@ -156,6 +169,10 @@ double epochs_median(const struct epoch_result *ep, int n);
  * none (epochs that are no round: --tune's profile). 0, -1 with e set. */
 int run_result_add_round(struct run_result *run, struct run_result *more, int r, int k,
                          const struct load *load, struct error *e);
+/* Round r (its k-th point): the run's epochs from `from` on (none with r < 0:
+ * the load only). 0, -1 with e set. */
+int run_result_mark_round(struct run_result *run, int from, int r, int k,
+                          const struct load *load, struct error *e);
 
 /* The initial Linear parameters for a seed: U(-1/sqrt(in), 1/sqrt(in)), as
  * PyTorch's default init draws them. */

@@ -11,7 +11,6 @@
 #include "effect.h"
 #include "progress.h"
 
-#define MAX_TRIALS 8   // the config as given, the profile's other runs (3), the candidates
 #define CANDIDATES 3   // raced besides the config as given
 #define ROUND_S 0.02   // a race round measures each point about this long (whole epochs)
 #define MIN_ROUNDS 9   // the race's first look, and
@@ -98,9 +97,9 @@ struct search {
     struct tune_result *t;     // res->tune
     struct pipeline_knobs given;
     bool workers;              // the search may change num_workers (and has some to try)
-    int race[MAX_TRIALS];      // the runs raced; race[0] = 0, the config as given
-    bool out[MAX_TRIALS];      // left the race
-    int n_race, epochs[MAX_TRIALS]; // the points raced, and each one's epochs a round
+    int race[TUNE_MAX_TRIALS];      // the runs raced; race[0] = 0, the config as given
+    bool out[TUNE_MAX_TRIALS];      // left the race
+    int n_race, epochs[TUNE_MAX_TRIALS]; // the points raced, and each one's epochs a round
     bool undecidable;          // the race ended where its cap could decide nothing open
     double t0;
     struct error *e;
@@ -142,7 +141,7 @@ static int trial_of(const struct search *s, const struct pipeline_knobs *k)
 static int add_trial(struct search *s, const struct pipeline_knobs *k)
 {
     int i = trial_of(s, k);
-    if (i >= 0 || s->res->n_runs == MAX_TRIALS)
+    if (i >= 0 || s->res->n_runs == TUNE_MAX_TRIALS)
         return i;
     struct run_result *run = &s->res->runs[s->res->n_runs];
     if (config_copy(&run->cfg, s->o->base))
@@ -152,20 +151,29 @@ static int add_trial(struct search *s, const struct pipeline_knobs *k)
     return s->res->n_runs++;
 }
 
-/* The warm-up epochs before every trial run (a profile turn, a race round):
- * the config's, as a sweep round runs them, and one at least: a run's first
- * epoch runs up to 8% slower or 5% faster than its next, by setting
+/* The warm-up epochs before run's first epochs (its first profile turn or
+ * race round; its later ones go on where it stopped): the config's, as a
+ * sweep round runs them, and one at least: a run's first epoch runs up to 8%
+ * slower or 5% faster than its next, by setting
  * (bench_results/tune/first-epoch.txt), and a round may measure one epoch. */
-static int warmup_of(const struct search *s)
+static int warmup_of(const struct search *s, const struct run_result *run)
 {
-    return s->o->base->train.warmup_epochs > 1 ? (int)s->o->base->train.warmup_epochs : 1;
+    return run->n_epochs ? 0 : (int)fmax(1, (double)s->o->base->train.warmup_epochs);
 }
 
 /* Trial i's profile run: epochs of its own, not a round (paired with none). */
 static enum step profile_run(struct search *s, int i, int epochs)
 {
-    int rc = i < 0 ? -1 : s->trial(s->ctx, &s->res->runs[i], -1, 0, warmup_of(s), epochs, s->e);
+    struct run_result *run = i < 0 ? NULL : &s->res->runs[i];
+    int rc = run ? s->trial(s->ctx, run, -1, 0, warmup_of(s, run), epochs, s->e) : -1;
     return rc < 0 ? STEP_FAILED : rc ? STEP_STOPPED : STEP_ON;
+}
+
+/* Trial i's run ends, not to be called again (twice: nothing): its memory and threads go. */
+static int end_run(struct search *s, int i)
+{
+    s->trial(s->ctx, &s->res->runs[i], -1, 0, 0, 0, &(struct error){{0}});
+    return 0;
 }
 
 /* Every setting in reach: the knobs the search may change over their values
@@ -369,9 +377,9 @@ static int pick(const struct search *s, int *out)
 static int race_measure(void *search, int p, int r, int k, struct error *e)
 {
     struct search *s = search;
-    struct run_result *run = &s->res->runs[s->race[p]];
-    int rc = s->out[p] ? 0 : s->trial(s->ctx, run, r, k, warmup_of(s), s->epochs[p], e);
-    s->t->trials[s->race[p]].rounds += rc == 0 && !s->out[p];
+    int i = s->race[p], w = warmup_of(s, &s->res->runs[i]);
+    int rc = s->out[p] ? end_run(s, i) : s->trial(s->ctx, &s->res->runs[i], r, k, w, s->epochs[p], e);
+    s->t->trials[i].rounds += rc == 0 && !s->out[p];
     return rc;
 }
 
@@ -465,6 +473,12 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
         s->epochs[s->n_race] = round_epochs(s, s->t->space[pick[i]].estimate_s);
         s->n_race += k > 0;
     }
+    bool raced[TUNE_MAX_TRIALS] = {0};
+    for (int p = 0; p < s->n_race; p++)
+        raced[s->race[p]] = true;
+    for (int i = 0; i < s->res->n_runs; i++) // the profile's runs not raced end
+        if (!raced[i])
+            end_run(s, i);
     struct rounds_plan plan = {
         .points = s->n_race, .min_rounds = MIN_ROUNDS, .max_rounds = MAX_ROUNDS,
         .budget_s = fmax(1e-9, s->o->budget_s - (clock_of(s) - s->t0)),
@@ -649,15 +663,15 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     struct search s = {.o = o, .trial = trial, .ctx = ctx, .res = res, .e = e,
                        .given = pipeline_knobs_of(o->base),
                        .workers = SEARCHES(o, TUNE_WORKERS) && o->max_workers > 0};
-    res->runs = calloc(MAX_TRIALS, sizeof *res->runs);
+    res->runs = calloc(TUNE_MAX_TRIALS, sizeof *res->runs);
     struct tune_result *t = res->tune = s.t = calloc(1, sizeof *s.t);
-    if (!res->runs || !t || !(t->trials = calloc(MAX_TRIALS, sizeof *t->trials)))
+    if (!res->runs || !t || !(t->trials = calloc(TUNE_MAX_TRIALS, sizeof *t->trials)))
         return error_set(e, "out of memory");
     *t = (struct tune_result){.best = -1, .rerun_s = {NAN, NAN}, .target_au = o->target_au,
                              .max_workers = o->max_workers, .budget_s = o->budget_s,
                              .trials = t->trials};
     s.t0 = clock_of(&s);
-    int cand[MAX_TRIALS], n = 0;
+    int cand[TUNE_MAX_TRIALS], n = 0;
     struct rounds_log log = {0};
     enum step st = profile(&s);
     st = st == STEP_ON ? predict(&s) : st;
@@ -672,6 +686,9 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     if (st == STEP_ON && (st = race(&s, cand, n, &log)) == STEP_ON)
         o->target_au > 0 ? confirm_target(&s) : confirm_fastest(&s, log.end == ROUNDS_BUDGET);
     rounds_log_free(&log);
+    for (int i = 0; i < res->n_runs; i++) // each trial's run ends (its final parameters)
+        if (trial(ctx, &res->runs[i], -1, 0, 0, 0, st == STEP_FAILED ? &(struct error){{0}} : e))
+            st = STEP_FAILED;
     if ((st == STEP_STOPPED || st == STEP_FAILED) && s.n_race)
         quote_race(&s, 0);
     if (st == STEP_STOPPED || st == STEP_FAILED)

@@ -19,9 +19,14 @@ const char *tune_knob_key(enum tune_knob k); // "loader.num_workers", ...
  * 1 << enum tune_knob; an unknown, empty or repeated name is an error. */
 int tune_parse_knobs(const char *text, unsigned *mask, struct error *e);
 
+#define TUNE_MAX_TRIALS 8 // the config as given, the profile's other runs (3), the candidates
+
 /* Runs `warmup` + `epochs` epochs of run->cfg and adds the measured ones to
  * run as round `round` (its `position`-th; -1: a profile run, no round): 0,
- * 1 when a stop ended it (nothing added), -1 with e set. */
+ * 1 when a stop ended it (nothing added), -1 with e set. A run's calls go
+ * on where its last stopped (tune_run.c holds it open; warmup is nonzero at
+ * its first call only); epochs 0 ends it, as the search does for every run
+ * before it reports. */
 typedef int (*tune_trial_fn)(void *ctx, struct run_result *run, int round, int position,
                              int warmup, int epochs, struct error *e);
 

@@ -1,6 +1,7 @@
-/* --tune on the real training path: a trial's round is train_run on the
- * config as given with its loader settings (the runner of every sweep
- * point), added to its run; and NAME-tuned.yaml. */
+/* --tune on the real training path: a trial is a run of the config as given
+ * with its loader settings (train.c's, as every sweep point's), held open
+ * from its first call to its last, each call's epochs added to it as a
+ * round; and NAME-tuned.yaml. */
 #include "tune.h"
 
 #include <stdio.h>
@@ -15,32 +16,61 @@ struct trial_ctx {
     const struct dataset *d; // without its eval split: no trial needs it
     const struct backend *be;
     const struct results *res;
+    struct train *live[TUNE_MAX_TRIALS];      // each trial's run, held open between its calls
+    struct config cfg[TUNE_MAX_TRIALS];       // what it trains
+    struct run_result first[TUNE_MAX_TRIALS]; // its first call's epochs, until they join its run
 };
 
+/* Trial i's run finished (its final parameters) and freed. 0, -1 with e set. */
+static int end_trial(struct trial_ctx *x, int i, struct error *e)
+{
+    struct run_result *run = &x->res->runs[i];
+    int rc = x->live[i] ? train_close(x->live[i], run->n_epochs ? run : &x->first[i], e) : 0;
+    x->live[i] = NULL;
+    run_result_free(&x->first[i]); // a first call that did not finish
+    config_free(&x->cfg[i]);
+    return rc;
+}
+
+/* A trial's call: its run, set up at its first call and held open, trains
+ * `epochs` more (after `warmup` at the first); epochs 0: the search is over. */
 static int real_trial(void *ctx, struct run_result *run, int round, int position, int warmup,
                       int epochs, struct error *e)
 {
     struct trial_ctx *x = ctx;
-    struct config pc = run->cfg; // shallow: no sweep
-    struct run_result more = {0};
+    int i = (int)(run - x->res->runs);
+    if (epochs == 0)
+        return end_trial(x, i, e);
     struct load_probe probe;
     struct load load;
-    pc.train.epochs = epochs;
-    pc.train.warmup_epochs = warmup;
-    pc.report.floor = pc.report.trace = false;
-    progress_trial(run - x->res->runs, warmup + epochs, run->label);
+    progress_trial(i, warmup + epochs, run->label);
     load_begin(&probe);
-    int rc = train_run(&pc, x->d, x->be, NULL, &more, NULL, e);
+    if (!x->live[i]) {
+        struct config *c = &x->cfg[i];
+        if (config_copy(c, &run->cfg))
+            return error_set(e, "out of memory");
+        c->train.warmup_epochs = warmup, c->train.epochs = 1; // train_more adds the rest
+        c->report.floor = c->report.trace = false;
+        if (!(x->live[i] = train_open(c, x->d, x->be, &x->first[i], e))) {
+            config_free(c);
+            return stop_requested() ? 1 : -1;
+        }
+    }
+    struct run_result *out = run->n_epochs ? run : &x->first[i];
+    int from = out->n_epochs, rc = train_more(x->live[i], out, epochs, e);
     load_end(&probe, &load);
-    if (rc || more.n_epochs < epochs) { // a failure or a stop: the round is not kept
-        int ran = more.n_epochs;
-        run_result_free(&more);
+    if (rc || out->n_epochs - from < epochs) { // a failure or a stop: the round is not kept
+        int ran = out->n_epochs - from;
+        out->n_epochs = from;
+        end_trial(x, i, &(struct error){{0}});
         return stop_requested() ? 1 : rc ? -1 : error_set(e, "a trial ran %d of %d epochs",
                                                           ran, epochs);
     }
-    more.cfg.train = run->cfg.train; // the result keeps the config's epochs, not the trial's
-    more.cfg.report = run->cfg.report;
-    return run_result_add_round(run, &more, round, position, &load, e);
+    if (out == run)
+        return run_result_mark_round(run, from, round, position, &load, e);
+    out->cfg.train = run->cfg.train; // the result keeps the config's epochs, not the trial's
+    out->cfg.report = run->cfg.report;
+    return run_result_add_round(run, out, round, position, &load, e);
 }
 
 int tune_main(struct results *res, const struct backend *be, struct error *e)
@@ -57,8 +87,14 @@ int tune_main(struct results *res, const struct backend *be, struct error *e)
     dataset_set_sample_cost(&d, res->cfg.dataset.sample_cost_us);
     struct dataset trials = d;
     trials.eval = NULL;
-    struct trial_ctx x = {.d = &trials, .be = be, .res = res};
-    int rc = tune_search(&o, real_trial, &x, res, e);
+    struct trial_ctx *x = calloc(1, sizeof *x);
+    if (!x) {
+        dataset_free(&d);
+        return error_set(e, "out of memory");
+    }
+    *x = (struct trial_ctx){.d = &trials, .be = be, .res = res};
+    int rc = tune_search(&o, real_trial, x, res, e);
+    free(x);
     dataset_free(&d);
     res->interrupted = stop_requested();
     return rc;
