@@ -85,6 +85,16 @@ for case in "batch 1 of epoch 2|" "batch 4 of epoch 1|--set dataset.noise=1e6" \
     then ok; else bad "divergence on cuda ($args): exit $rc: $(cat "$TMP/err") against the cpu's: $(cat "$TMP/cpu.err")"; fi
 done
 
+# --tune holds each trial's run open between its rounds: several runs live
+# at once on one device, each with its own module (its functions its own),
+# streams and pinned pool; every module unloaded at the end
+rm -f "$TMP/report"
+if FAKE_REPORT=$TMP/report "$BIN" --tune -c configs/gpu.yaml --set dataset.length=4000 \
+    --set tune.max_workers=2 --set tune.budget_s=30 -q --format json >"$TMP/tune.json" 2>"$TMP/err" &&
+    grep -qx "modules 0" "$TMP/report" &&
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['runs']) >= 3 and all(r['epochs'] for r in d['runs']) and d['tune']['outcome'], d['tune']['outcome']" "$TMP/tune.json"
+then ok; else bad "--tune on cuda: $(tr '\n' ' ' <"$TMP/report" 2>/dev/null) $(tail -c 400 "$TMP/err")"; fi
+
 # a context only on the devices the run uses: none opened by the probe, the
 # pinned pool pinned through the run's device (not device 0)
 rm -f "$TMP/report"

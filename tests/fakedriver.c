@@ -15,10 +15,6 @@
 #include "cuda_kernels.h"
 #include "fakecuda.h"
 
-struct CUmod_st {
-    int dev;
-};
-
 /* A kernel's parameters (at most 6): their sizes, which are device
  * pointers, and its host version over their copied values. */
 struct kernel {
@@ -32,6 +28,14 @@ struct kernel {
 struct CUfunc_st {
     struct CUmod_st *mod;
     const struct kernel *k;
+};
+
+/* A module loaded into device dev's context: its functions are its own, as
+ * a driver's are (each run's module, several at once under --tune). */
+#define FAKE_MAX_KERNELS 8
+struct CUmod_st {
+    int dev;
+    struct CUfunc_st funcs[FAKE_MAX_KERNELS];
 };
 
 typedef double (*row_fn)(const float *o, const float *t, int O, float *d);
@@ -127,14 +131,14 @@ CUresult cuModuleUnload(CUmodule mod)
     return CUDA_SUCCESS;
 }
 
-static struct CUfunc_st funcs[FAKE_MAX_DEV][sizeof kernels / sizeof kernels[0]];
+_Static_assert(sizeof kernels / sizeof kernels[0] <= FAKE_MAX_KERNELS, "FAKE_MAX_KERNELS");
 
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule mod, const char *name)
 {
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
         if (strcmp(kernels[i].name, name) == 0) {
-            funcs[mod->dev][i] = (struct CUfunc_st){mod, &kernels[i]};
-            *f = &funcs[mod->dev][i];
+            mod->funcs[i] = (struct CUfunc_st){mod, &kernels[i]};
+            *f = &mod->funcs[i];
             return CUDA_SUCCESS;
         }
     return CUDA_ERROR_NOT_FOUND;

@@ -59,9 +59,8 @@ void report_tune_choice(FILE *f, const struct results *r, const char *head, cons
             b->sum.au, t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
     if (isfinite(t->rerun_s[0]))
         fprintf(f, "%sa rerun with these settings: its median epoch in [%.3f, %.3f] ms (95%% "
-                "prediction from the race's %d rounds, short runs on the machine as it ran "
-                "them: a speed that drifts between runs, or a longer run's later epochs, move "
-                "it)\n", sub, 1e3 * t->rerun_s[0],
-                1e3 * t->rerun_s[1], b->n_rounds);
+                "prediction from the race's %d rounds, on the machine as it ran them: a speed "
+                "that drifts between runs, or a longer run's later epochs, move it)\n", sub,
+                1e3 * t->rerun_s[0], 1e3 * t->rerun_s[1], b->n_rounds);
     dataloader_line(f, &b->cfg, sub);
 }
