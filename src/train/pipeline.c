@@ -1,23 +1,13 @@
-/* The pipeline model, by operational analysis: a stage's throughput is its
- * parallelism over its service time, bounded by the cores. With the costs
- * per batch of pipeline.h (L, w, s, o, H, C, X), the hand-off w paid at both
- * ends (m = 2 wake-ups with prefetch 1, else 1; 0 without workers), W
- * workers, ring depth D, K cores, and h = H + o + m w the training thread's
- * time per batch:
- *   feed (W > 0) = (L + m w) / W       W workers in parallel, each a server
- *   sync,  W = 0:  max(H + o + L, C) + X     one slot: the copy waits for the
- *                                             step before; loading overlaps it
- *   sync,  W > 0:  max(feed, max(h, C) + X)
- *   async:         max(feed', D = 1 ? X + C : max(X, C), h), with feed' =
- *                  L + (pageable ? X : 0) for W = 0 (the copy thread loads and
- *                  stages), max(feed, pageable ? X : 0) for W > 0
- * and never under (L + H + o + 2 m w + s max(0, W + 1 - K)) / K, the host's
- * work per batch over its cores, s each thread more than the cores costs
- * (switches, caches). A hand-off at both ends keeps its fit to a run that
- * the training thread bounds small (a share of the consumer's time), where
- * at the workers' end alone it would have to outgrow the other bounds.
- * With w = o = s = 0 and no bound this is the emulated device's model
- * (docs/emulated.md), which report_emulated.c applies batch by batch. */
+/* The pipeline model, by operational analysis (a stage's throughput is its
+ * parallelism over its service time, bounded by the cores): the emulated
+ * device's periods (docs/emulated.md's table) with the costs of pipeline.h
+ * added. The hand-off w is paid at both ends, m = 2 wake-ups with prefetch 1
+ * else 1 (0 without workers): a worker's batch takes L + m w, the training
+ * thread's step H + o + m w; and the period is never under the host's work per
+ * batch over its K cores, (L + H + o + 2 m w + s max(0, W + 1 - K)) / K.
+ * At both ends, a hand-off fitted to a run the training thread bounds stays
+ * a share of that thread's time. With w = o = s = 0 and no bound it is the
+ * emulated device's model, which report_emulated.c applies batch by batch. */
 #include "pipeline.h"
 
 #include <math.h>
@@ -88,31 +78,28 @@ void pipeline_measure(const struct run_result *run, bool device, struct pipeline
 }
 
 /* *x >= 0 such that the model's epoch for run's settings is its median
- * (the epoch grows with *x): bisection; whether fitted (0 without a run).
- * A thread's own cost (lift false) explains the run's time only where that
- * thread bounds it at *x = 0; where another stage does (the device, the
- * copy thread), *x stays 0, not fitted: the shortfall is that stage's, and
- * lifting the thread over it would slow every prediction where it bounds. */
+ * (the epoch grows with *x): bisection; whether fitted (not without a run
+ * or an epoch). A thread's own cost (lift false) is fitted only where that
+ * thread bounds the period at *x = 0: else the shortfall is another stage's
+ * (the device, the copy thread), and lifting the thread over it would slow
+ * every prediction where it bounds. */
 static bool fit(struct pipeline_costs *c, double *x, const struct run_result *run, bool lift)
 {
     *x = 0;
     if (!run)
         return false;
     struct pipeline_knobs k = pipeline_knobs_of(&run->cfg);
-    double target = run->n_epochs ? epochs_median(run->epochs, run->n_epochs) : 0;
-    double lo = 0, hi = target;
+    double target = run->n_epochs ? epochs_median(run->epochs, run->n_epochs) : 0, lo = 0, hi = target;
     double X = c->copy[k.pin_memory], at0 = pipeline_period(c, &k, X, c->compute);
     *x = 1e-6 * target;
-    bool bounds = pipeline_period(c, &k, X, c->compute) > at0;
-    *x = 0;
-    if (!lift && !bounds)
-        return false; // its thread does not bound the period: stays 0, not fitted
+    if (!lift && !(pipeline_period(c, &k, X, c->compute) > at0))
+        return *x = 0, false;
     for (int i = 0; i < 60 && target > 0; i++) {
         *x = (lo + hi) / 2;
         *(pipeline_epoch(c, &k, run->n_batches) < target ? &lo : &hi) = *x;
     }
     *x = lo;
-    return target > 0; // a run the budget cut before an epoch fits nothing
+    return target > 0;
 }
 
 /* The hand-off (both ends: the feed and the training thread) and the

@@ -642,7 +642,7 @@ int train_more(struct train *t, struct run_result *out, long n, struct error *e)
     out->epochs = ep, t->out = out;
     t->total_epochs = until;
     int epoch = train_epochs(t, t->total_epochs, e);
-    return epoch == EPOCH_FAILED ? -1 : epoch == EPOCH_STOP || t->ep < t->total_epochs;
+    return epoch == EPOCH_FAILED ? -1 : epoch == EPOCH_STOP;
 }
 
 int train_close(struct train *t, struct run_result *out, struct error *e)

@@ -1,5 +1,6 @@
-/* The --tune search (tune.h): profile, predict, race, confirm. It only
- * decides: the trials are the caller's (tune_trial_fn). */
+/* The --tune search (tune.h): profile, predict, race, confirm, as
+ * docs/tune.md gives the method and its reasons. It only decides: the
+ * trials are the caller's (tune_trial_fn). */
 #include "tune.h"
 
 #include <math.h>
@@ -18,8 +19,7 @@
 #define MIN_EPOCH_S 1e-3 // a shorter median epoch: thread start-up outweighs any setting
 #define PROFILE_S 0.5  // a profile run measures at least 2 epochs, and this long (10 at most)
 
-/* each knob's key and the values tried where it acts (num_workers: 0 to
- * max_workers; the flags: two values) */
+/* each knob's key and the values tried where it acts (num_workers: 0 to max_workers) */
 static const struct { const char *key; int n; long v[5]; } knob[TUNE_N_KNOBS] = {
     {"loader.num_workers", 0, {0}},           {"loader.prefetch_factor", 5, {1, 2, 4, 8, 16}},
     {"loader.persistent_workers", 2, {0, 1}}, {"loader.pin_memory", 2, {0, 1}},
@@ -32,14 +32,11 @@ int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
 {
     char buf[CONFIG_STR], *rest = buf, *name;
     snprintf(buf, sizeof buf, "%s", text);
-    *mask = 0;
-    if (!*text)
-        return *mask = TUNE_ALL_KNOBS, 0; // "": all (" " names an empty knob)
-    while ((name = strsep(&rest, ",")) != NULL) { // each name, the spaces around it cut
-        name = str_trim(name);
+    *mask = *text ? 0 : TUNE_ALL_KNOBS; // "": all (" " names an empty knob)
+    while (*text && (name = strsep(&rest, ",")) != NULL) { // each name, the spaces around it cut
         int k = 0;
-        while (k < TUNE_N_KNOBS && strcmp(name, KNOB_NAME(k)))
-            k++;
+        for (name = str_trim(name); k < TUNE_N_KNOBS && strcmp(name, KNOB_NAME(k)); k++)
+            ;
         if (k == TUNE_N_KNOBS) // an empty name too: "a,,b", "a,", ",a"
             return error_set(e, "tune.knobs: %s '%s' (known: num_workers, prefetch_factor, "
                                 "persistent_workers, pin_memory, async_copy, copy_depth)",
@@ -151,36 +148,27 @@ static int add_trial(struct search *s, const struct pipeline_knobs *k)
     return s->res->n_runs++;
 }
 
-/* The warm-up epochs before run's first epochs (its first profile turn or
- * race round; its later ones go on where it stopped): the config's, as a
- * sweep round runs them, and one at least: a run's first epoch runs up to 8%
- * slower or 5% faster than its next, by setting
- * (bench_results/tune/first-epoch.txt), and a round may measure one epoch. */
-static int warmup_of(const struct search *s, const struct run_result *run)
+/* Trial i measures `epochs` more as round r's k-th point (-1: a profile
+ * turn, paired with none), after the config's warm-up epochs, one at least,
+ * at its first call (a first epoch is 5% faster to 8% slower than its next);
+ * epochs 0: its run ends (memory, threads), to be called no more. The
+ * trial's 0, 1 (a stop) or -1 (e set). */
+static int call(struct search *s, int i, int r, int k, int epochs)
 {
-    return run->n_epochs ? 0 : (int)fmax(1, (double)s->o->base->train.warmup_epochs);
+    struct run_result *run = &s->res->runs[i];
+    int warmup = run->n_epochs || !epochs ? 0 : (int)fmax(1, (double)s->o->base->train.warmup_epochs);
+    return s->trial(s->ctx, run, r, k, warmup, epochs, epochs ? s->e : &(struct error){{0}});
 }
 
-/* Trial i's profile run: epochs of its own, not a round (paired with none). */
 static enum step profile_run(struct search *s, int i, int epochs)
 {
-    struct run_result *run = i < 0 ? NULL : &s->res->runs[i];
-    int rc = run ? s->trial(s->ctx, run, -1, 0, warmup_of(s, run), epochs, s->e) : -1;
+    int rc = i < 0 ? -1 : call(s, i, -1, 0, epochs);
     return rc < 0 ? STEP_FAILED : rc ? STEP_STOPPED : STEP_ON;
 }
 
-/* Trial i's run ends, not to be called again (twice: nothing): its memory and threads go. */
-static int end_run(struct search *s, int i)
-{
-    s->trial(s->ctx, &s->res->runs[i], -1, 0, 0, 0, &(struct error){{0}});
-    return 0;
-}
-
-/* Every setting in reach: the knobs the search may change over their values
- * where they act, the others as given. Each is ranked by its prediction, or
- * by its profile run's median where that is lower beyond the noise
- * threshold: the race finds out a prediction too low, but nothing would run
- * a setting predicted too high. */
+/* Every setting in reach (the knobs searched over their values where they
+ * act, the others as given), estimated: its prediction, or its profile
+ * run's median where lower beyond the noise threshold. */
 static void space_walk(struct search *s, struct pipeline_knobs k, int i)
 {
     struct tune_result *t = s->t;
@@ -202,14 +190,9 @@ static void space_walk(struct search *s, struct pipeline_knobs k, int i)
     }
 }
 
-/* The settings in order, lowest keys first. Fastest: the predicted epoch
- * (within 0.5%, where the model cannot tell them apart, a tie), the fewest
- * workers, persistent ones (the model prices no worker start-up an epoch,
- * which they save), the fewest other knobs changed from the config as given
- * (a prefetch of 1 the model prices only through the hand-off, which a
- * profile may fit at 0), the cheapest, the shallowest copy ring, without
- * async copies, without pinned memory. Target AU:
- * the cheapest, the highest AU. */
+/* The settings' order, lowest keys first. Fastest: the estimate (within
+ * 0.5% a tie), then the tie order of docs/tune.md. Target AU: the cheapest,
+ * the highest AU. */
 static void rank_keys(const struct search *s, const struct tune_setting *x, double key[5])
 {
     int changed = 0;
@@ -234,25 +217,19 @@ static int ranked(const void *pa, const void *pb, void *search)
     return 0;
 }
 
-/* The profile: the config as given, then runs without workers, with the
- * most that leave the training thread a core (K - 1) and with one thread
- * beyond the cores (K workers), at most max_workers, the last with the other
- * pin_memory where that acts, the other knobs as given (as the race will
- * run them: the model cannot tell them apart). After the config as given's
- * first two epochs, its runs take turns in up to three rounds, each the
- * other way round: a drift of the machine reaches all of them alike.
- * Epochs under MIN_EPOCH_S end it. */
+/* The profile: the config as given, then with 0, K - 1 and K workers (at
+ * most max_workers; the last with the other pin_memory where that acts),
+ * taking turns in up to three rounds, each the other way round. */
 static enum step profile(struct search *s)
 {
     struct pipeline_knobs k = s->given, other[3];
     int n = 0, pts[4] = {0};
     enum step st = profile_run(s, add_trial(s, &k), 2);
-    const struct run_result *r = s->res->runs;
-    double median = st == STEP_ON ? epochs_median(r->epochs, r->n_epochs) : 0;
-    int epochs = (int)fmin(10, fmax(2, ceil(PROFILE_S / median))); // NAN: 2
     snprintf(DECISION(s, 0), "the config as given");
     if (st != STEP_ON)
         return st;
+    double median = epochs_median(s->res->runs[0].epochs, s->res->runs[0].n_epochs);
+    int epochs = (int)fmin(10, fmax(2, ceil(PROFILE_S / median))); // NAN: 2
     if (!(median >= MIN_EPOCH_S)) // NAN too
         return conclude(s, TUNE_TOO_SHORT, -1, "too short to measure: the median epoch takes "
                         "%.3f ms, under %.1f ms, where thread start-up and scheduling outweigh "
@@ -288,11 +265,10 @@ static enum step profile(struct search *s)
     return st;
 }
 
-/* The prediction: load, step and copy measured on the profile's run that
- * loads in-line (no workers, else the config as given), the other
- * pin_memory's copy on one that had it, pipeline_fit on the run without
- * workers, the one with the most within the cores (W + 1 <= K) and the one
- * with the fewest beyond them; then every setting in reach predicted, ranked. */
+/* The costs measured on the profile's run without workers (else the config
+ * as given's), the other pin_memory's copy where a run had it, the rest
+ * fitted (the runs with the most workers within the cores and the fewest
+ * beyond); then every setting in reach predicted and ranked. */
 static enum step predict(struct search *s)
 {
     const struct run_result *r = s->res->runs, *a = &r[0], *w = NULL, *over = NULL;
@@ -326,14 +302,11 @@ static enum step predict(struct search *s)
     return STEP_ON;
 }
 
-/* Fastest (the settings fastest predicted first): the best predicted, at
- * worker count W, and the best at W - 1 and at W + 1 where the model's
- * bound for it without the hand-off (what the model knows least: the
- * wake-ups between workers and the training thread) beats the best
- * predicted; where no worker count is searched, the next fastest. Never
- * the config as given, which is always raced. Target AU (the settings
- * cheapest first): the cheapest predicted to reach it (none doing so: the
- * highest AU), and the cheaper and dearer settings next to it. */
+/* The candidates (docs/tune.md), never the config as given: the best
+ * estimated at W workers, the best at W -+ 1 where its prediction without
+ * the hand-off (what the model knows least) beats it, or the next best where
+ * the workers are not searched; target AU: the cheapest predicted to reach
+ * it (else the highest AU) and its cheaper and dearer neighbours. */
 static int pick(const struct search *s, int *out)
 {
     const struct tune_setting *sp = s->t->space;
@@ -373,18 +346,16 @@ static int pick(const struct search *s, int *out)
     return n;
 }
 
-/* A round of point p: its epochs, after warmup_of's. */
+/* A round of point p (one that left the race ends, at no cost). */
 static int race_measure(void *search, int p, int r, int k, struct error *e)
 {
     struct search *s = search;
-    int i = s->race[p], w = warmup_of(s, &s->res->runs[i]);
-    int rc = s->out[p] ? end_run(s, i) : s->trial(s->ctx, &s->res->runs[i], r, k, w, s->epochs[p], e);
-    s->t->trials[i].rounds += rc == 0 && !s->out[p];
-    return rc;
+    int rc = call(s, s->race[p], r, k, s->out[p] ? 0 : s->epochs[p]);
+    s->t->trials[s->race[p]].rounds += rc == 0 && !s->out[p];
+    return (void)e, s->out[p] ? 0 : rc;
 }
 
-/* The raced point from `from` on with the lowest median of its rounds'
- * medians, -1 when every one left the race. */
+/* The raced point from `from` on with the lowest median of round medians; -1: none. */
 static int leader(const struct search *s, int from)
 {
     int best = -1;
@@ -396,26 +367,15 @@ static int leader(const struct search *s, int from)
 }
 
 /* Whether q (a candidate over the config as given) could be confirmed
- * faster within the race's cap at the spread seen: its interval, narrowing
- * as one over the square root of the rounds, wholly below 1 - threshold.
- * Without an interval yet (NAN), it could. */
+ * faster within the cap at the spread seen (its interval narrowing as one
+ * over the root of the rounds); without an interval yet, it could. */
 static bool within_cap(const struct ratio *q)
 {
     double half = log(q->ci95[1] / q->ci95[0]) / 2, room = log1p(-q->threshold) - log(q->ratio);
     return !isfinite(half) || (room > 0 && q->units * pow(half / room, 2) <= MAX_ROUNDS);
 }
 
-/* At a look: a candidate whose interval against the leader shows it cannot
- * beat the leader beyond the noise threshold (the interval's low end at
- * 1 - threshold or above: slower, the same, or at most that much faster)
- * leaves the race; the config as given leaves once slower than the leader.
- * The race ends once the config as given's verdict against the leader is
- * decided (the candidates still in are not told apart from the leader, the
- * lowest median, and need not be), or, where the config as given leads,
- * once every candidate left. What the cap cannot decide at the spread seen
- * (units_needed for the config as given, within_cap for a candidate against
- * it leading) holds the race open no longer, so a noisy machine ends it at
- * a look instead of the cap. A target AU's race ends at its first look. */
+/* A look (docs/tune.md, Race): who leaves the race, and whether it ends. */
 static bool race_done(void *search, int rounds, double alpha)
 {
     struct search *s = search;
@@ -458,9 +418,8 @@ static int round_epochs(const struct search *s, double epoch_s)
     return (int)fmin((double)most, fmax(1, round(ROUND_S / epoch_s))); // NAN: 1
 }
 
-/* The config as given (its profile median) and the candidates (their
- * predictions) in interleaved rounds of about ROUND_S a point, in the budget
- * the profile left. */
+/* The config as given and the candidates in interleaved rounds of about
+ * ROUND_S a point, in the budget the profile left. */
 static enum step race(struct search *s, const int *pick, int n, struct rounds_log *log)
 {
     const struct run_result *given = &s->res->runs[0];
@@ -478,7 +437,7 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
         raced[s->race[p]] = true;
     for (int i = 0; i < s->res->n_runs; i++) // the profile's runs not raced end
         if (!raced[i])
-            end_run(s, i);
+            call(s, i, -1, 0, 0);
     struct rounds_plan plan = {
         .points = s->n_race, .min_rounds = MIN_ROUNDS, .max_rounds = MAX_ROUNDS,
         .budget_s = fmax(1e-9, s->o->budget_s - (clock_of(s) - s->t0)),
@@ -500,8 +459,8 @@ static const char *interval(const struct ratio *q, char buf[40])
     return buf;
 }
 
-/* Each raced trial still in the race: its decision quotes its own pair with
- * the config as given, the table's numbers; c's pair returned. */
+/* Each raced trial still in: its decision quotes its pair with the config as
+ * given (the table's numbers); c's pair returned. */
 static struct ratio quote_race(struct search *s, int c)
 {
     struct tune_result *t = s->t;
@@ -521,11 +480,9 @@ static struct ratio quote_race(struct search *s, int c)
     return g;
 }
 
-/* Of c and the raced trials that c is not measured faster than beyond the
- * noise threshold (its estimate within it, its interval not wholly beyond)
- * and that are faster than the config as given, the first in rank_keys'
- * tie order (its keys after the prediction): the race's noise does not
- * choose among equals. q: its pair with the given. */
+/* Of c and the raced trials measured faster than the config as given and
+ * within the noise threshold of c, the first in the tie order (noise does
+ * not choose among equals); q: its pair with the config as given. */
 static int cheapest_equal(struct search *s, int c, struct ratio *q)
 {
     int best = c;
@@ -549,17 +506,15 @@ static int cheapest_equal(struct search *s, int c, struct ratio *q)
     return best;
 }
 
-/* The race's leader (or, where the config as given leads, the fastest
- * other) against the config as given, paired over the rounds they shared,
- * decides. */
+/* The leader (the fastest other, where the config as given leads) against
+ * the config as given, paired over their rounds, decides. */
 static void confirm_fastest(struct search *s, bool budget)
 {
     struct tune_result *t = s->t;
     int lead = leader(s, 0), other = leader(s, 1), c = s->race[lead ? lead : other > 0 ? other : 0];
     struct ratio g = quote_race(s, c);
     char ci[40];
-    // undecided: open, but for an estimate no faster beyond the threshold where the config
-    // as given leads (nothing measured faster)
+    // undecided: open, unless the config as given leads and c is no faster beyond the threshold
     bool open = g.verdict == VERDICT_UNDECIDED && (lead > 0 || g.ratio < 1 - g.threshold || budget);
     char more[200]; // what would decide it
     snprintf(more, sizeof more, budget ? "; a larger tune.budget_s would let the race run on"
@@ -592,8 +547,7 @@ static const char *au_text(double au, double target, char v[32])
     return v;
 }
 
-/* The cheapest raced setting whose measured AU (compute time over its
- * epochs' time, the result's figure) reaches the target. */
+/* The cheapest raced setting whose measured AU (the result's) reaches the target. */
 static void confirm_target(struct search *s)
 {
     int top = 0, best = -1;
@@ -624,10 +578,9 @@ static void confirm_target(struct search *s)
                  bound_name(bound), bound == BOUND_BALANCED ? "" : "-bound");
 }
 
-/* What the trials became: runs never measured (a stop) go, the others get
- * their predictions, each setting its trial, and the choice where a rerun's
- * median epoch lands: the prediction interval of one more of its race
- * rounds (stats_prediction). */
+/* Runs never measured (a stop) go, the others get their predictions, each
+ * setting its trial, the choice its rerun range (stats_prediction over its
+ * race rounds). */
 static void finish(struct search *s)
 {
     struct tune_result *t = s->t;

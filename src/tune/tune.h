@@ -1,8 +1,7 @@
-/* dpbench --tune (docs/tune.md): profile the pipeline's stage costs, predict
- * every setting in reach with the pipeline model (train/pipeline.h), race the
- * few best for the goal against the config as given in interleaved rounds
- * (core/rounds.h), confirm the leader against it. The search runs nothing
- * itself: it calls a trial function (tune_run.c trains, tests simulate). */
+/* dpbench --tune (docs/tune.md): profile the stage costs, predict every
+ * setting in reach (train/pipeline.h), race the few best against the config
+ * as given in interleaved rounds (core/rounds.h), confirm. The search runs
+ * nothing itself: it calls a trial function (tune_run.c trains, tests simulate). */
 #ifndef DPBENCH_TUNE_H
 #define DPBENCH_TUNE_H
 
@@ -22,11 +21,9 @@ int tune_parse_knobs(const char *text, unsigned *mask, struct error *e);
 #define TUNE_MAX_TRIALS 8 // the config as given, the profile's other runs (3), the candidates
 
 /* Runs `warmup` + `epochs` epochs of run->cfg and adds the measured ones to
- * run as round `round` (its `position`-th; -1: a profile run, no round): 0,
- * 1 when a stop ended it (nothing added), -1 with e set. A run's calls go
- * on where its last stopped (tune_run.c holds it open; warmup is nonzero at
- * its first call only); epochs 0 ends it, as the search does for every run
- * before it reports. */
+ * run as round `round` (its `position`-th; -1: a profile turn): 0, 1 when a
+ * stop ended it (nothing added), -1 with e set. Each call goes on where the
+ * run's last stopped (warmup only at its first); epochs 0 ends the run. */
 typedef int (*tune_trial_fn)(void *ctx, struct run_result *run, int round, int position,
                              int warmup, int epochs, struct error *e);
 
