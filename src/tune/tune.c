@@ -304,15 +304,21 @@ static enum step predict(struct search *s)
 
 /* The candidates (docs/tune.md), never the config as given: the best
  * estimated at W workers, the best at W -+ 1 where its prediction without
- * the hand-off (what the model knows least) beats it, or the next best where
- * the workers are not searched; target AU: the cheapest predicted to reach
- * it (else the highest AU) and its cheaper and dearer neighbours. */
+ * the hand-off (what the model knows least) beats it or, where the best
+ * gains on the config as given, its estimate is within the noise threshold
+ * (the profile cannot tell them apart), or the next best where the workers
+ * are not searched; target AU: the cheapest predicted to reach it (else the
+ * highest AU) and its cheaper and dearer neighbours. */
 static int pick(const struct search *s, int *out)
 {
     const struct tune_setting *sp = s->t->space;
+    const struct run_result *given = s->res->runs;
     struct pipeline_costs free = s->t->costs;
     free.handoff = 0;
     int n = 0, c = 0, m = s->t->n_space;
+    double thr = s->o->base->bench.threshold, tie = sp[0].estimate_s * (1 + thr);
+    if (!(sp[0].estimate_s < (1 - thr) * epochs_median(given->epochs, given->n_epochs)))
+        tie = 0; // the best gains nothing beyond the threshold: no near tie raced
     for (int pass = 0; pass < 3 + !s->workers && s->o->target_au == 0; pass++) // W, W -+ 1, any
         for (int j = 0; j < m && n < CANDIDATES; j++) {
             bool taken = !memcmp(sp[j].k.v, s->given.v, sizeof s->given.v) ||
@@ -321,7 +327,7 @@ static int pick(const struct search *s, int *out)
                 taken = out[i] == j;
             if (taken)
                 continue;
-            if (pass == 0 || pass == 3 ||
+            if (pass == 0 || pass == 3 || sp[j].estimate_s < tie ||
                 pipeline_epoch(&free, &sp[j].k, s->t->batches) < sp[0].estimate_s)
                 out[n++] = j;
             if (pass < 3)
