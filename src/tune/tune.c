@@ -317,8 +317,9 @@ static int pick(const struct search *s, int *out)
     free.handoff = 0;
     int n = 0, c = 0, m = s->t->n_space;
     double thr = s->o->base->bench.threshold, tie = sp[0].estimate_s * (1 + thr);
-    if (!(sp[0].estimate_s < (1 - thr) * epochs_median(given->epochs, given->n_epochs)))
-        tie = 0; // the best gains nothing beyond the threshold: no near tie raced
+    if (!memcmp(sp[0].k.v, s->given.v, sizeof s->given.v) ||
+        !(sp[0].estimate_s < (1 - thr) * epochs_median(given->epochs, given->n_epochs)))
+        tie = 0; // the best is, or gains nothing beyond the threshold on, the config as given
     for (int pass = 0; pass < 3 + !s->workers && s->o->target_au == 0; pass++) // W, W -+ 1, any
         for (int j = 0; j < m && n < CANDIDATES; j++) {
             bool taken = !memcmp(sp[j].k.v, s->given.v, sizeof s->given.v) ||
