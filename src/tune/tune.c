@@ -168,7 +168,9 @@ static enum step profile_run(struct search *s, int i, int epochs)
 
 /* Every setting in reach (the knobs searched over their values where they
  * act, the others as given), estimated: its prediction, or its profile
- * run's median where lower beyond the noise threshold. */
+ * run's median where lower beyond the noise threshold; the config as
+ * given's, also where higher (always raced, its rank only decides whether
+ * the others are). */
 static void space_walk(struct search *s, struct pipeline_knobs k, int i)
 {
     struct tune_result *t = s->t;
@@ -177,9 +179,10 @@ static void space_walk(struct search *s, struct pipeline_knobs k, int i)
         const struct run_result *r = run >= 0 ? &s->res->runs[run] : NULL;
         double p = pipeline_epoch(&t->costs, &k, t->batches);
         double m = r && r->n_epochs ? epochs_median(r->epochs, r->n_epochs) : p;
+        double thr = s->o->base->bench.threshold;
         t->space[t->n_space++] = (struct tune_setting){
             .k = k, .predicted_s = p, .predicted_au = pipeline_au(&t->costs, &k, t->batches),
-            .estimate_s = m < p * (1 - s->o->base->bench.threshold) ? m : p};
+            .estimate_s = m < p * (1 - thr) || (run == 0 && m > p * (1 + thr)) ? m : p};
         return;
     }
     int n = !SEARCHES(s->o, i) || !acts(s->o, i, &k) ? 0
@@ -317,9 +320,8 @@ static int pick(const struct search *s, int *out)
     free.handoff = 0;
     int n = 0, c = 0, m = s->t->n_space;
     double thr = s->o->base->bench.threshold, tie = sp[0].estimate_s * (1 + thr);
-    if (!memcmp(sp[0].k.v, s->given.v, sizeof s->given.v) ||
-        !(sp[0].estimate_s < (1 - thr) * epochs_median(given->epochs, given->n_epochs)))
-        tie = 0; // the best is, or gains nothing beyond the threshold on, the config as given
+    if (!(sp[0].estimate_s < (1 - thr) * epochs_median(given->epochs, given->n_epochs)))
+        tie = 0; // the best gains nothing beyond the threshold: no near tie raced
     for (int pass = 0; pass < 3 + !s->workers && s->o->target_au == 0; pass++) // W, W -+ 1, any
         for (int j = 0; j < m && n < CANDIDATES; j++) {
             bool taken = !memcmp(sp[j].k.v, s->given.v, sizeof s->given.v) ||
