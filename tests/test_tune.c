@@ -29,6 +29,8 @@ struct sim {
     struct sim_machine m;
     int calls, stop_at;     // trial calls so far; a stop at this one (0: none)
     double cold;            // a run's first epoch without workers, unwarmed: this much slower
+    long slow_workers;      // with extra = count_slower: this worker count runs
+    double slow;            // ... this much slower than the model prices it
 };
 
 static double truth_epoch(const struct sim *x, const struct pipeline_knobs *k)
@@ -447,24 +449,24 @@ static void test_persistent_in_a_tie(void **state)
     assert_true(knobs(T()->best).persistent_workers);
 }
 
+/* One worker count slower than the model prices it (what it cannot know). */
+static double count_slower(const struct pipeline_knobs *k, const struct sim *x)
+{
+    return k->num_workers == x->slow_workers ? x->slow : 1;
+}
+
 /* A worker count the model cannot price (4 workers 8% slower than it says,
  * on 8 cores, where the profile runs 0, 7 and 8): the best estimated, 4
  * workers (the step bounds it, as from 4 on), 3 (loading bounds it, 2%
  * slower) and 5 are within the noise threshold, and the best gains on the
  * config as given: 3 and 5 are raced too, and the choice is within 5% of
  * the true best. Raced alone, 4 workers were chosen, 1.08x the true best. */
-static double four_workers_8pc(const struct pipeline_knobs *k, const struct sim *x)
-{
-    (void)x;
-    return k->num_workers == 4 ? 1.08 : 1;
-}
-
 static void test_near_tie_raced(void **state)
 {
     (void)state;
     for (uint64_t seed = 1; seed <= 10; seed++) {
         setup(&backend_cpu, 3.06e-3, 1e-3, 8, seed, true);
-        fx.x.extra = four_workers_8pc;
+        fx.x.extra = count_slower, fx.x.slow_workers = 4, fx.x.slow = 1.08;
         run();
         assert_int_equal(T()->outcome, TUNE_CHANGE);
         assert_int_equal(T()->space[0].k.num_workers, 4);
@@ -480,12 +482,6 @@ static void test_near_tie_raced(void **state)
  * which the profile measured 5-8% faster than it: nothing was raced. Ranked
  * by its measured median, it hides them no longer: workers are raced and
  * chosen, on 10 of 10 seeds. */
-static double given_10pc(const struct pipeline_knobs *k, const struct sim *x)
-{
-    (void)x;
-    return k->num_workers == 0 ? 1.10 : 1;
-}
-
 static void test_given_slower_than_predicted(void **state)
 {
     (void)state;
@@ -493,7 +489,7 @@ static void test_given_slower_than_predicted(void **state)
         setup(&gpu_like, 1e-3, 0.5e-3, 4, seed, true);
         fx.x.truth.compute = 5e-3, fx.x.truth.copy[0] = fx.x.truth.copy[1] = 0.5e-3;
         fx.o.knobs = 1u << TUNE_WORKERS;
-        fx.x.extra = given_10pc;
+        fx.x.extra = count_slower, fx.x.slow_workers = 0, fx.x.slow = 1.10;
         run();
         const struct run_result *given = &fx.res.runs[0];
         assert_true(T()->trials[0].predicted_s < 0.95 * epochs_median(given->epochs, given->n_epochs));
