@@ -242,6 +242,8 @@ else bad "dpbench is linked against CUDA libraries: $(ldd "$BIN" | grep -E 'cuda
 
 # ---- usage and config errors: exit 2, one line naming what is wrong
 expect 2 "unknown option '--bogus'" -- --bogus
+expect 2 "unknown option '-Z'" -- -qZ # in a group: the letter, not the argument before
+expect 2 "compare: unknown option '-x'" -- compare -xy a.json b.json
 expect 2 "--config needs a value" -- --config
 expect 2 "unexpected argument 'extra'" -- extra
 expect 2 "cannot open config" -- --config "$TMP/missing.yaml"

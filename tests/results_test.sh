@@ -119,6 +119,13 @@ if "$BIN" compare "$TMP/a.json" "$TMP/esc.json" >"$TMP/cmp.txt" 2>"$TMP/err" && 
     grep -qF 'x?[31my' "$TMP/cmp.txt"; then ok
 else bad "compare printed a label's control bytes: $(cat -v "$TMP/cmp.txt" "$TMP/err")"; fi
 rm "$TMP/esc.json"
+# a label with quotes and commas stays one CSV field (quotes doubled)
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["runs"][0]["point"]="my \"v2\", x"; json.dump(d, open(sys.argv[2], "w"))' \
+    "$TMP/a.json" "$TMP/quote.json"
+if "$BIN" compare "$TMP/a.json" "$TMP/quote.json" --format csv >"$TMP/cmp.csv" 2>"$TMP/err" &&
+    python3 -c 'import csv,sys; h, r = csv.reader(open(sys.argv[1])); assert len(r) == len(h) == 11 and r[1] == "my \"v2\", x", r' "$TMP/cmp.csv"
+then ok; else bad "compare csv of a quoted label: $(cat "$TMP/cmp.csv" "$TMP/err")"; fi
+rm "$TMP/quote.json"
 # different workloads only: listed, nothing compared, exit 2
 craft other.json "[({'dataset.length': 200}, $A)]"
 "$BIN" compare "$TMP/a.json" "$TMP/other.json" >"$TMP/cmp.txt" 2>"$TMP/err"
@@ -209,7 +216,15 @@ bad_doc warned.json 'd["warnings"] = ["warning %d" % k for k in range(12)]' # mo
 if grep -q "^# warning: A and B are the same result: " "$TMP/cmp.txt" &&
     [ "$(grep -c "^# warning: A and B warn: warning" "$TMP/cmp.txt")" -ge 10 ]; then ok
 else bad "compare of a result with many warnings with itself: $(cat "$TMP/cmp.txt")"; fi
-rm -f "$TMP/warned.json"
+# more warnings than the notes hold: the notes about both files first, then
+# how many were left out (never dropped without a word)
+bad_doc warned-b.json 'd["warnings"] = ["b %d" % k for k in range(4)]; d["machine"]["cpu"] = "Other CPU"'
+"$BIN" compare "$TMP/warned.json" "$TMP/warned-b.json" >"$TMP/cmp.txt" 2>&1
+if grep -m1 "^# warning: " "$TMP/cmp.txt" | grep -q "^# warning: A and B ran on different machines: " &&
+    grep -q "^# warning: 2 more warnings left out here" "$TMP/cmp.txt" &&
+    [ "$(grep -c "^# warning: " "$TMP/cmp.txt")" = 16 ]; then ok
+else bad "compare with more warnings than it keeps: $(cat "$TMP/cmp.txt")"; fi
+rm -f "$TMP/warned.json" "$TMP/warned-b.json"
 if "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-a.json" >"$TMP/cmp.txt" 2>&1 &&
     grep -q "^# warning: A and B are the same result: " "$TMP/cmp.txt" &&
     "$BIN" compare "$TMP/rounds-a.json" "$TMP/copy-a.json" >"$TMP/cmp.txt" 2>&1 &&
@@ -240,8 +255,18 @@ r1=$?
 r2=$?
 "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" --fail-on faster >/dev/null 2>&1
 r3=$?
-if [ $r1 -eq 3 ] && grep -q "slower than A beyond --fail-on slower=5%" "$TMP/err" && [ $r2 -eq 0 ] && [ $r3 -eq 2 ]; then ok
-else bad "compare --fail-on: exits $r1 $r2 $r3: $(cat "$TMP/err")"; fi
+"$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" --fail-on slower=0.05 >/dev/null 2>&1
+r4=$?
+if [ $r1 -eq 3 ] && grep -q "slower than A beyond --fail-on slower=5%" "$TMP/err" && [ $r2 -eq 0 ] &&
+    [ $r3 -eq 2 ] && [ $r4 -eq 3 ]; then ok
+else bad "compare --fail-on: exits $r1 $r2 $r3 $r4: $(cat "$TMP/err")"; fi
+# a bare 5 is not 500% (a gate that never fires): a share is 0 to 50%, as --threshold
+for m in slower=5 slower=0.6 slower=-1% slower=; do
+    "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" --fail-on $m >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "share from 0 to 50%.*found '$m'" "$TMP/err"; then ok
+    else bad "compare --fail-on $m: exit $rc: $(cat "$TMP/err")"; fi
+done
 rm -f "$TMP"/rounds-*.json
 # two configs run interleaved in one command, differing in two knobs
 printf 'dataset:\n  sample_cost_us: 200\ntrain:\n  epochs: 4\n' >"$TMP/A.yaml"

@@ -240,7 +240,8 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
         case 'w': swept = true; break;
         case ':': return error_set(e, "%s needs a value", argv[optind - 1]);
         case '?':
-            return error_set(e, "unknown option '%s' (dpbench --help lists them)", argv[optind - 1]);
+            return error_set(e, "unknown option '%s' (dpbench --help lists them)",
+                             getopt_refused(argv, (char[3]){0}));
         default: break;
         }
     }

@@ -51,18 +51,30 @@ static void compare_usage(FILE *f)
             "written, 2 unusable input or nothing to compare, 3 --fail-on held.\n");
 }
 
+/* A share from 0 to 50% as "3%" or 0.03 (--threshold, --fail-on's margin):
+ * the fraction, or -1 when the text is not one. */
+static double share_of(const char *text)
+{
+    char *end;
+    double x = strtod(text, &end) / (*end == '%' ? 100 : 1);
+    return end == text || (*end == '%' ? end[1] : *end) || !(x >= 0 && x <= 0.5) ? -1 : x;
+}
+
 /* --fail-on slower[=PCT]: the margin, or -1 when the text is not that. */
 static double fail_on_margin(const char *arg, double threshold)
 {
     if (strcmp(arg, "slower") == 0)
         return threshold;
-    if (strncmp(arg, "slower=", 7) != 0)
-        return -1;
-    char *end;
-    double x = strtod(arg + 7, &end);
-    if (end == arg + 7 || !isfinite(x) || x < 0 || (*end == '%' ? end[1] : *end))
-        return -1;
-    return *end == '%' ? x / 100 : x;
+    return strncmp(arg, "slower=", 7) == 0 ? share_of(arg + 7) : -1;
+}
+
+/* --fail-on's text refused where it is not that (NULL: no gate). 0, -1. */
+static int fail_on_check(const char *arg, struct error *e)
+{
+    if (arg && fail_on_margin(arg, 0) < 0)
+        return error_set(e, "compare --fail-on: expected slower or slower=PCT, a share from 0 "
+                            "to 50%% (slower=5%% or slower=0.05), found '%s'", arg);
+    return 0;
 }
 
 /* Whether a decided pair is slower beyond the margin. */
@@ -98,9 +110,9 @@ static int file_args(int argc, char **argv, struct file_args *f, struct error *e
     while ((ch = getopt_long(argc, argv, ":f:h", longopts, NULL)) != -1) {
         int bit = ch == 'f' ? 1 : ch == OPT_THRESHOLD ? 2 : ch == OPT_FAIL_ON ? 4 : 0;
         if (bit & seen)
-            return error_set(e, "compare: %s given twice (it takes one value)", argv[optind - 2]);
+            return error_set(e, "compare: %s given twice (it takes one value)",
+                             bit == 1 ? "--format" : bit == 2 ? "--threshold" : "--fail-on");
         seen |= bit;
-        char *end;
         if (ch == 'h') {
             compare_usage(stdout);
             return 1;
@@ -110,10 +122,7 @@ static int file_args(int argc, char **argv, struct file_args *f, struct error *e
                 return error_set(e, "compare --format: expected text, json, csv or markdown, "
                                     "found '%s'", optarg);
         } else if (ch == OPT_THRESHOLD) {
-            f->threshold = strtod(optarg, &end);
-            f->threshold /= *end == '%' ? 100 : 1;
-            if (end == optarg || (*end == '%' ? end[1] : *end) || !(f->threshold >= 0) ||
-                f->threshold > 0.5)
+            if ((f->threshold = share_of(optarg)) < 0)
                 return error_set(e, "compare --threshold: expected a share from 0 to 50%% "
                                     "(3%% or 0.03), found '%s'", optarg);
         } else if (ch == OPT_FAIL_ON) {
@@ -122,12 +131,11 @@ static int file_args(int argc, char **argv, struct file_args *f, struct error *e
             return error_set(e, "compare: %s needs a value", argv[optind - 1]);
         } else {
             return error_set(e, "compare: unknown option '%s' (dpbench compare --help)",
-                             argv[optind - 1]);
+                             getopt_refused(argv, (char[3]){0}));
         }
     }
-    if (f->fail_on && fail_on_margin(f->fail_on, f->threshold) < 0)
-        return error_set(e, "compare --fail-on: expected slower or slower=PCT (slower=5%%), "
-                            "found '%s'", f->fail_on);
+    if (fail_on_check(f->fail_on, e))
+        return -1;
     if (argc - optind != 2)
         return error_set(e, "compare: expected two result files, A.json B.json (found %d), or "
                             "two configs, -c A.yaml -c B.yaml", argc - optind);
@@ -221,11 +229,11 @@ static int side_config(int n_rest, char **rest, const char *path, struct options
     return rc;
 }
 
-/* a is the flag s or l, or l=VALUE */
+/* a is the flag s (-c) or l (--config), or sVALUE (-cA.yaml), or l=VALUE */
 static bool is_flag(const char *a, const char *s, const char *l)
 {
     size_t n = strlen(l);
-    return (s && strcmp(a, s) == 0) || strcmp(a, l) == 0 || (strncmp(a, l, n) == 0 && a[n] == '=');
+    return (s && strncmp(a, s, 2) == 0) || strcmp(a, l) == 0 || (strncmp(a, l, n) == 0 && a[n] == '=');
 }
 
 /* compare -c A.yaml -c B.yaml [run flags]: the two configs' paths and
@@ -248,6 +256,8 @@ static int config_args(int argc, char **argv, const char **paths, char **rest, i
             rest[(*n_rest)++] = argv[i];
         if (slot && strchr(a, '=') && a[1] == '-')
             *slot = strchr(a, '=') + 1;
+        else if (slot && a[1] != '-' && a[2]) // -cA.yaml
+            *slot = a + 2;
         else if (slot && i + 1 < argc)
             *slot = argv[++i];
         else if (slot)
@@ -281,10 +291,7 @@ static int compare_configs(int argc, char **argv)
     rc = rc ? rc : config_args(argc, argv, paths, rest, &n_rest, &e);
     rc = rc ? rc : side_config(n_rest, rest, paths[0], &a.opts, &a.res.cfg, &e);
     rc = rc ? rc : side_config(n_rest, rest, paths[1], &ob, &cb, &e);
-    if (rc == 0 && (plain_run(&a.opts, &e) ||
-                    (fail_on_arg && fail_on_margin(fail_on_arg, a.res.cfg.bench.threshold) < 0 &&
-                     error_set(&e, "compare --fail-on: expected slower or slower=PCT "
-                                   "(slower=5%%), found '%s'", fail_on_arg))))
+    if (rc == 0 && (plain_run(&a.opts, &e) || fail_on_check(fail_on_arg, &e)))
         rc = -1;
     if (rc == 0 && (points_add(&a.points, &a.res.cfg, paths[0], &e) ||
                     points_add(&a.points, &cb, paths[1], &e)))

@@ -155,3 +155,11 @@ char *str_trim(char *s)
         *--end = '\0';
     return s;
 }
+
+const char *getopt_refused(char *const argv[], char buf[3])
+{
+    if (optopt <= ' ' || optopt > '~') // an unknown long option, or one whose val is no letter
+        return argv[optind - 1];
+    buf[0] = '-', buf[1] = (char)optopt, buf[2] = '\0';
+    return buf;
+}

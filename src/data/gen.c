@@ -169,7 +169,8 @@ static int parse(int argc, char **argv, const char *dir, struct gen *g, struct e
         if (ch == ':')
             return error_set(e, "--make-dataset: %s needs a value", argv[optind - 1]);
         if (ch == '?')
-            return error_set(e, "--make-dataset: unknown option '%s'", argv[optind - 1]);
+            return error_set(e, "--make-dataset: unknown option '%s'",
+                             getopt_refused(argv, (char[3]){0}));
         if (given >> li & 1)
             return error_set(e, "--make-dataset: --%s given twice", gen_options[li].name);
         given |= 1u << li;

@@ -190,6 +190,8 @@ static void note(struct compare_result *r, const char *fmt, ...)
     va_start(ap, fmt);
     if (r->n_notes < COMPARE_MAX_NOTES)
         vsnprintf(r->notes[r->n_notes++], sizeof r->notes[0], fmt, ap);
+    else
+        r->n_left_out++;
     va_end(ap);
 }
 
@@ -199,9 +201,13 @@ static void notes(struct compare_result *r)
     const struct compare_file *f[2] = {&r->a, &r->b};
     bool same = !r->interleaved && r->a.doc && r->b.doc && cJSON_Compare(r->a.doc, r->b.doc, true);
     const char *const side[2] = {same ? "A and B" : "A", "B"}; // the same: its notes once
-    if (same) // first: the notes have room for COMPARE_MAX_NOTES
+    if (same) // first: the notes about both files, then each file's own
         note(r, "A and B are the same result: a run set against itself shows no noise; for an "
              "A/A check run the config twice, or compare -c it.yaml -c it.yaml");
+    if (!r->interleaved && strcmp(r->a.machine, r->b.machine) != 0)
+        note(r, "A and B ran on different machines: %s vs %s", r->a.machine, r->b.machine);
+    if (!r->interleaved && strcmp(r->a.tool, r->b.tool) != 0)
+        note(r, "A and B come from different builds: %s vs %s", r->a.tool, r->b.tool);
     for (int s = 0; s < 2 - same && !r->interleaved; s++) {
         if (f[s]->interrupted)
             note(r, "%s (%s) was cut short (a stop, or a run that failed): its points may "
@@ -211,10 +217,9 @@ static void notes(struct compare_result *r)
         if (cJSON_IsString(w))
             note(r, "%s warn%s: %s", side[s], same ? "" : "s", w->valuestring);
     }
-    if (!r->interleaved && strcmp(r->a.machine, r->b.machine) != 0)
-        note(r, "A and B ran on different machines: %s vs %s", r->a.machine, r->b.machine);
-    if (!r->interleaved && strcmp(r->a.tool, r->b.tool) != 0)
-        note(r, "A and B come from different builds: %s vs %s", r->a.tool, r->b.tool);
+    if (r->n_left_out) // the last note makes room for how many there were
+        snprintf(r->notes[COMPARE_MAX_NOTES - 1], sizeof r->notes[0], "%d more warnings left "
+                 "out here: each file's \"warnings\" has all of its own", ++r->n_left_out);
 }
 
 static int pair_all(struct compare_result *r, struct error *e)

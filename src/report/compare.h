@@ -82,8 +82,9 @@ struct compare_result {
     double alpha;               // interleaved: the run's level over its looks (0.05 / looks)
     struct compare_pair *pairs; // (n_pairs)
     int n_pairs;
-    char notes[COMPARE_MAX_NOTES][400]; // (n_notes) warnings about the two files
-    int n_notes;
+    char notes[COMPARE_MAX_NOTES][400]; // (n_notes) warnings about the two files; where
+    int n_notes;                        // more came, the last one says how many
+    int n_left_out;                     // not kept in notes (the files have them)
 };
 
 /* Reads both files and pairs their points: one each of one workload whatever

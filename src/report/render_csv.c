@@ -10,6 +10,19 @@
 #include "compare.h"
 #include "report_columns.h"
 
+/* s as one CSV field: quoted, its quotes doubled (RFC 4180), so a label or a
+ * swept value with commas or quotes stays one field. */
+static void csv_text(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 int report_csv(FILE *f, const struct results *r)
 {
     fprintf(f, "run,point");
@@ -20,7 +33,8 @@ int report_csv(FILE *f, const struct results *r)
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
         for (int k = 0; k < run->n_epochs; k++) {
-            fprintf(f, "%d,\"%s\"", i, run->label);
+            fprintf(f, "%d,", i);
+            csv_text(f, run->label);
             for (int j = 0; j < n_epoch_columns; j++) {
                 const struct report_column *c = &epoch_columns[j];
                 if (!c->csv_key)
@@ -71,13 +85,16 @@ int report_summary_csv(FILE *f, const struct results *r)
     fputc('\n', f);
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
-        fprintf(f, "%d,\"%s\",", i, run->label);
+        fprintf(f, "%d,", i);
+        csv_text(f, run->label);
+        fputc(',', f);
         if (run->same)
             fprintf(f, "%d", run->same_as);
         for (int k = 0; k < c->n_sweep; k++) {
             char v[CONFIG_STR];
             config_get_text(&run->cfg, c->sweep[k].key, v, sizeof v);
-            fprintf(f, ",\"%s\"", v);
+            fputc(',', f);
+            csv_text(f, v);
         }
         const struct run_result *m = run->same ? &r->runs[run->same_as] : run; // its measurement
         fprintf(f, ",%d", m->n_epochs);
@@ -105,14 +122,18 @@ int report_compare_csv(FILE *f, const struct compare_result *c)
         double v[] = {compare_median(p->a, p->unit), compare_median(p->b, p->unit), p->q.ratio,
                       p->q.ci95[0], p->q.ci95[1], p->p_value};
         char text[96];
-        fprintf(f, "\"%s\",\"%s\",%s,%d", p->a->label, p->b->label, compare_unit_name(p->unit),
-                p->q.units);
+        csv_text(f, p->a->label);
+        fputc(',', f);
+        csv_text(f, p->b->label);
+        fprintf(f, ",%s,%d", compare_unit_name(p->unit), p->q.units);
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
             if (isfinite(v[k]))
                 fprintf(f, ",%.9g", v[k]);
             else
                 fputc(',', f);
-        fprintf(f, ",\"%s\"\n", compare_verdict_text(p, text, sizeof text));
+        fputc(',', f);
+        csv_text(f, compare_verdict_text(p, text, sizeof text));
+        fputc('\n', f);
     }
     return 0;
 }
