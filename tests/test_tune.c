@@ -31,7 +31,14 @@ struct sim {
     double cold;            // a run's first epoch without workers, unwarmed: this much slower
     long slow_workers;      // with extra = count_slower: this worker count runs
     double slow;            // ... this much slower than the model prices it
+    double batch_bytes;     // a batch of the loader's pool: the trials open hold
+    double held, most_held; // ... these many bytes of them, at most this many at once
 };
+
+static double pool_bytes(const struct sim *x, const struct pipeline_knobs *k)
+{
+    return x->batch_bytes * (double)pipeline_pool(k);
+}
 
 static double truth_epoch(const struct sim *x, const struct pipeline_knobs *k)
 {
@@ -46,14 +53,18 @@ static int sim_trial(void *ctx, struct run_result *run, int round, int position,
 {
     (void)e;
     struct sim *x = ctx;
-    if (epochs == 0) // the search's end of the run
+    struct pipeline_knobs k = pipeline_knobs_of(&run->cfg);
+    if (epochs == 0) { // the search's end of the run
+        x->held -= run->n_epochs ? pool_bytes(x, &k) : 0;
         return 0;
+    }
     if (x->stop_at && ++x->calls >= x->stop_at)
         return 1;
-    struct pipeline_knobs k = pipeline_knobs_of(&run->cfg);
     const struct pipeline_costs *c = &x->truth;
     double T = truth_epoch(x, &k), n = (double)x->batches, t[epochs];
     bool device = c->compute > 0, fresh = run->n_epochs == 0; // else it goes on, warm
+    x->held += fresh ? pool_bytes(x, &k) : 0;
+    x->most_held = fmax(x->most_held, x->held);
     machine_run(&x->m, (fresh ? x->setup_s : 0) + warmup * T, 0);
     run->epochs = realloc(run->epochs, (size_t)(run->n_epochs + epochs) * sizeof *run->epochs);
     for (int i = 0; i < epochs; i++) {
@@ -592,6 +603,25 @@ static void test_budget(void **state)
     assert_true(T()->seconds < fx.o.budget_s + 0.3);
 }
 
+/* Memory for the loader's batches in the profile and the race: room for the
+ * config as given's (no workers: 1 batch) and 10 more, the K - 1 = 3 workers'
+ * 7, not the 9 of K beside them; then the best, at 4 workers or more, raced
+ * alone. The trials open at once never pass it (without the limit: 17). */
+static void test_memory(void **state)
+{
+    (void)state;
+    setup(&backend_cpu, 10e-3, 1e-3, 4, 1, true);
+    fx.x.batch_bytes = fx.o.est.batch = 100;
+    fx.o.est.loader = 100, fx.o.est.dataset = 1000;
+    fx.o.max_bytes = 1000 + 100 + 1000;
+    run();
+    assert_true(fx.o.est.dataset + fx.x.most_held <= fx.o.max_bytes);
+    assert_true(fx.x.most_held >= 800); // what fits runs: the given and 3 workers at once
+    assert_int_equal(fx.res.n_runs, 3); // no profile run with 4 workers, one candidate
+    assert_int_equal(T()->outcome, TUNE_CHANGE);
+    assert_true(knobs(T()->best).num_workers >= 4 && T()->trials[T()->best].rounds > 0);
+}
+
 /* A stop in the race: what was measured stays, no run without an epoch, no
  * recommendation, and the statement says so. */
 static void test_stopped(void **state)
@@ -751,6 +781,7 @@ int main(void)
         cmocka_unit_test(test_near_tie_raced), cmocka_unit_test(test_given_slower_than_predicted),
         cmocka_unit_test(test_cheapest_of_equals),
         cmocka_unit_test(test_stopped),      cmocka_unit_test(test_parse_knobs),
+        cmocka_unit_test(test_memory),
         cmocka_unit_test(test_cold_first_epoch), cmocka_unit_test(test_calibration),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);

@@ -330,9 +330,54 @@ static void test_separate_runs_compare(void **state)
     }
 }
 
+/* ---- the budget: a first round that also starts every point ------------- */
+
+struct paced { double t, first_s, round_s; int points, looks; };
+
+static int paced_measure(void *ctx, int p, int r, int k, struct error *e)
+{
+    (void)p, (void)k, (void)e;
+    struct paced *x = ctx;
+    x->t += (r == 0 ? x->first_s : x->round_s) / x->points;
+    return 0;
+}
+
+static bool paced_done(void *ctx, int rounds, double alpha)
+{
+    (void)rounds, (void)alpha;
+    ((struct paced *)ctx)->looks++;
+    return false; // never decided: the rounds run until the budget or the cap
+}
+
+static double paced_clock(void *ctx) { return ((struct paced *)ctx)->t; }
+
+/* --tune's race: a 5 s budget, a first round of 2 s (each candidate's warm-up
+ * and threads) and rounds of 0.1 s after it. The budget allows the cap (16),
+ * with the looks at 9 and 12 on the way; at the first round's pace it was
+ * 9 rounds, ended as "time budget" with 2.2 s left and no look. Rounds of
+ * 0.5 s after it: 6 more fit (5.0 s), and the budget ends them at 7. */
+static void test_rounds_budget_pace(void **state)
+{
+    (void)state;
+    struct error e;
+    for (int slow = 0; slow < 2; slow++) {
+        struct paced x = {.first_s = 2, .round_s = slow ? 0.5 : 0.1, .points = 3};
+        struct rounds_plan plan = {.points = 3, .min_rounds = 9, .max_rounds = 16,
+                                   .budget_s = 5, .clock = paced_clock};
+        struct rounds_log log;
+        assert_int_equal(rounds_run(&plan, paced_measure, paced_done, &x, &log, &e), 0);
+        assert_int_equal(log.rounds, slow ? 7 : 16);
+        assert_int_equal(log.end, slow ? ROUNDS_BUDGET : ROUNDS_CAP);
+        assert_int_equal(x.looks, slow ? 0 : 2);
+        assert_true(log.alpha > 0 && log.spent <= 0.05 + 1e-12);
+        rounds_log_free(&log);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rounds_budget_pace),
         cmocka_unit_test(test_sweep_rates),
         cmocka_unit_test(test_interleaved_compare_rates),
         cmocka_unit_test(test_separate_runs_compare),

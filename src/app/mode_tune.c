@@ -6,6 +6,7 @@
 
 #include "app.h"
 #include "session.h"
+#include "sweep.h"
 #include "signals.h"
 #include "tune.h"
 
@@ -13,7 +14,9 @@ static int tune_measure(struct app *a, const struct backends *bes, struct comm *
                         struct comm *cm, struct error *e)
 {
     (void)comm, (void)cm;
-    return tune_main(&a->res, backends_get(bes, a->res.cfg.parallel.device), e);
+    char what[96];
+    size_t max_bytes = sweep_memory_limit(a->opts.max_memory, what, sizeof what);
+    return tune_main(&a->res, backends_get(bes, a->res.cfg.parallel.device), max_bytes, e);
 }
 
 static int tune_files(const struct app *a, const char *dir, struct error *e)

@@ -119,9 +119,7 @@ void points_free(struct points *pts)
     memset(pts, 0, sizeof *pts);
 }
 
-/* The memory limit: --max-memory, else what the machine has available less
- * a margin (a run at the edge of memory thrashes); what in words. */
-static size_t memory_limit(double max_memory, char *what, size_t n)
+size_t sweep_memory_limit(double max_memory, char *what, size_t n)
 {
     snprintf(what, n, "--max-memory limit");
     if (max_memory > 0)
@@ -185,7 +183,7 @@ int sweep_check(const struct points *pts, double max_memory, bool keep_data, siz
                 bool *rebuild, struct error *e)
 {
     char what[96];
-    size_t limit = memory_limit(max_memory, what, sizeof what), kept = 0;
+    size_t limit = sweep_memory_limit(max_memory, what, sizeof what), kept = 0;
     size_t datasets = keep_data ? datasets_sum(pts) : 0;
     *peak = 0;
     *rebuild = false;

@@ -41,6 +41,10 @@ void points_free(struct points *pts);
 /* dataset.make: makes each point's dataset that is not at its path yet
  * (before sweep_check, whose estimate reads the files' headers). */
 int points_make_data(const struct points *pts, struct error *e);
+/* The memory limit: --max-memory (max_memory > 0), else what the machine
+ * has available less a margin (a run at the edge of memory thrashes); what
+ * it is in words. */
+size_t sweep_memory_limit(double max_memory, char *what, size_t n);
 /* Every point's estimated host memory against max_memory (0: what the
  * machine has), before anything is allocated; *peak is the largest need.
  * keep_data: every distinct dataset is kept for the whole run (the rounds),

@@ -58,14 +58,15 @@ static bool is_look(const struct rounds_plan *plan, int rounds, int last)
     return false;
 }
 
-/* The rounds the budget allows at the first round's pace (the cap without a
- * budget), at least min_rounds: the information fraction's denominator. */
-static int last_round(const struct rounds_plan *plan, double first_round_s)
+/* The rounds the budget allows after the first (which took first_s) at
+ * `pace` a round (the cap without a budget), at least min_rounds: the
+ * information fraction's denominator. */
+static int last_round(const struct rounds_plan *plan, double first_s, double pace)
 {
     int cap = cap_of(plan);
-    if (plan->budget_s <= 0 || !(first_round_s > 0))
+    if (plan->budget_s <= 0 || !(pace > 0))
         return cap;
-    double n = floor(plan->budget_s / first_round_s);
+    double n = 1 + floor(fmax(0, plan->budget_s - first_s) / pace);
     return n < plan->min_rounds ? plan->min_rounds : n > cap ? cap : (int)n;
 }
 
@@ -95,8 +96,8 @@ static void finish(struct rounds_log *log)
 /* A look after log->rounds: the level it may spend, and whether it decided. */
 static bool look(rounds_done_fn done, void *ctx, struct rounds_log *log)
 {
-    double now = spent_by((double)log->rounds / log->last);
-    log->alpha = now - log->spent;
+    double now = fmax(log->spent, spent_by((double)log->rounds / log->last));
+    log->alpha = now - log->spent; // 0 where last grew since (nothing more spent)
     log->spent = now;
     log->looks++;
     return done && done(ctx, log->rounds, log->alpha);
@@ -107,13 +108,16 @@ static bool round_ends(const struct rounds_plan *plan, rounds_done_fn done, void
                        struct rounds_log *log)
 {
     int cap = cap_of(plan);
-    if (log->rounds == 1)
-        log->last = last_round(plan, log->seconds);
+    if (log->rounds == 1) // a first guess: the first round also starts each point
+        log->first_s = log->seconds, log->last = last_round(plan, 0, log->seconds);
+    if (log->rounds == 2) // (its warm-up, its data): the pace is the second's
+        log->last = last_round(plan, log->first_s, log->seconds - log->first_s);
     if (log->rounds >= log->last) {
         log->end = log->last < cap ? ROUNDS_BUDGET : ROUNDS_CAP;
         return true;
     }
-    double per_round = log->seconds / log->rounds;
+    double per_round = log->rounds > 1 ? (log->seconds - log->first_s) / (log->rounds - 1)
+                                        : 0; // a round after the first: none known yet
     enum rounds_end end = ROUNDS_CAP; // not yet
     if (is_look(plan, log->rounds, log->last) && look(done, ctx, log))
         end = ROUNDS_DECIDED;

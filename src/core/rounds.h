@@ -18,7 +18,7 @@ struct rounds_plan {
     int min_rounds;      // rounds before the first look at the decision (>= 1)
     int max_rounds;      // rounds at most
     double budget_s;     // wall seconds the rounds may take; 0 = no limit. A round is
-                         // not started when the mean round so far would pass it.
+                         // not started when the mean round after the first would pass it.
     unsigned long seed;  // the orders' shuffles
     /* Processes that run the rounds together (ddp's ranks) end them together:
      * after each round, every one's wish to stop goes in and rank 0's comes
@@ -37,8 +37,8 @@ typedef int (*rounds_measure_fn)(void *ctx, int p, int r, int k, struct error *e
  * is made, each verdict's interval taken at level alpha.
  *
  * The looks come at min_rounds, then each about 1.3 times the one before,
- * below the last round the budget allows at the first round's pace (or the
- * cap); the verdicts printed when the rounds end are one more look. A verdict
+ * below the last round the budget allows (the first round's time, then the
+ * pace of the rounds after it; the cap without a budget); the verdicts printed when the rounds end are one more look. A verdict
  * must hold over all its looks together: each look spends a share of 0.05 by
  * an O'Brien-Fleming-like function of the rounds run over the last round
  * (Lan and DeMets), almost nothing early and most at the end, and the shares
@@ -54,7 +54,9 @@ const char *rounds_end_name(enum rounds_end e); // "decided", "round cap", ...
 
 struct rounds_log {
     int rounds;          // complete rounds
-    int last;            // the last round the budget allowed at the first round's pace
+    int last;            // the last round the budget allows: the first round's time,
+                         // then the second's pace (the first also starts each point)
+    double first_s;      // the first round's seconds
     int looks;           // at the verdicts, the last one (when the rounds ended) included
     double spent;        // the level the looks spent
     double alpha;        // the last look's level: the printed verdicts' (0.05 with one look)

@@ -255,7 +255,8 @@ static cJSON *rounds_plan_json(const struct results *r)
     cJSON_AddStringToObject(o, "end", r->rounds_end ? r->rounds_end : "fixed");
     cJSON_AddNumberToObject(o, "threshold", r->cfg.bench.threshold);
     cJSON_AddNumberToObject(o, "precision", r->cfg.bench.precision);
-    cJSON_AddNumberToObject(o, "budget_seconds", r->cfg.bench.budget_s);
+    cJSON_AddNumberToObject(o, "budget_seconds",
+                            r->rounds_budget_s > 0 ? r->rounds_budget_s : r->cfg.bench.budget_s);
     cJSON_AddNumberToObject(o, "looks", r->looks > 0 ? r->looks : 1);
     cJSON_AddNumberToObject(o, "alpha", r->alpha > 0 ? r->alpha : 0.05);
     cJSON *order = cJSON_AddArrayToObject(o, "order");

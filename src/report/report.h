@@ -106,6 +106,8 @@ struct results {
     int looks;               // times the verdicts were looked at, the last one included
     const char *rounds_end;  // why the rounds ended: "decided", "round cap", "time budget",
                              // "stopped", "failed", "fixed" (--repeat, or one point)
+    double rounds_budget_s;  // the seconds the rounds had where not bench.budget_s (--tune's
+                             // race: what tune.budget_s left it); 0: bench.budget_s
     char command[1024];      // the command line that produced the result
     struct run_result *live; // a round in progress (train_run's output so far), NULL between
     int live_run;            // ... the run it is a round of

@@ -14,7 +14,7 @@
 #include "config.h"
 #include "dataset_files.h"
 #include "dataset_kind.h"
-#include "loader.h"
+#include "pipeline.h"
 #include "train.h"
 
 /* What the allocator and the libraries add beyond the buffers dpbench asks
@@ -59,11 +59,10 @@ int estimate_host(const struct config *c, struct estimate *est)
         ok = ok && add_mul(&est->dataset, L, (F + O) * sizeof(float)) &&
              add_mul(&est->dataset, P, sizeof(float));
     /* loader: the epoch's order and the batch pool (samples and their ids) */
-    struct loader_options lo = {.num_workers = (int)W, .prefetch_factor = (int)c->loader.prefetch_factor,
-                                .extra_buffers = c->loader.async_copy ? (int)c->loader.copy_depth : 0};
-    ok = ok && add_mul(&est->loader, L, sizeof(long)) &&
-         add_mul(&est->loader, (size_t)loader_pool_size(&lo),
-                 B * ((F + O) * sizeof(float) + sizeof(long)));
+    struct pipeline_knobs k = pipeline_knobs_of(c);
+    ok = ok && add_mul(&est->batch, B, (F + O) * sizeof(float) + sizeof(long)) &&
+         add_mul(&est->loader, L, sizeof(long)) &&
+         add_mul(&est->loader, (size_t)pipeline_pool(&k), est->batch);
     /* model: the initial parameters, then per replica its parameters and
      * gradients, the gathered outputs and their gradient on replica 0, each
      * other replica's chunk outputs and gradient, the bias ones. A device

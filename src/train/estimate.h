@@ -11,6 +11,7 @@ struct estimate {       // bytes
     size_t dataset;     // x, y, the teacher's weights; idx/cifar10: their arrays,
                         // both splits, and the read buffers while loading
     size_t loader;      // sample order, batch pool
+    size_t batch;       // one batch of the pool (its samples and their ids)
     size_t model;       // initial parameters; on host memory (not a device's),
                         // replicas' parameters, gradients, gathered outputs and
                         // chunk buffers

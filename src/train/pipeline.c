@@ -12,6 +12,8 @@
 
 #include <math.h>
 
+#include "loader.h"
+
 struct pipeline_knobs pipeline_knobs_of(const struct config *c)
 {
     return (struct pipeline_knobs){.v = {c->loader.num_workers, c->loader.prefetch_factor,
@@ -27,6 +29,13 @@ void pipeline_knobs_apply(const struct pipeline_knobs *k, struct config *c)
     c->loader.pin_memory = k->pin_memory;
     c->loader.async_copy = k->async_copy;
     c->loader.copy_depth = k->copy_depth;
+}
+
+long pipeline_pool(const struct pipeline_knobs *k)
+{
+    return loader_pool_size(&(struct loader_options){
+        .num_workers = (int)k->num_workers, .prefetch_factor = (int)k->prefetch_factor,
+        .extra_buffers = k->async_copy ? (int)k->copy_depth : 0});
 }
 
 double pipeline_period(const struct pipeline_costs *c, const struct pipeline_knobs *k,

@@ -19,6 +19,8 @@ struct pipeline_knobs {
 };
 struct pipeline_knobs pipeline_knobs_of(const struct config *c);
 void pipeline_knobs_apply(const struct pipeline_knobs *k, struct config *c);
+/* The batches the loader's pool holds with settings k (loader_pool_size). */
+long pipeline_pool(const struct pipeline_knobs *k);
 
 struct pipeline_costs { // seconds per batch
     double load;     // L: one batch filled by one thread (read, decode, transform, collate)

@@ -240,17 +240,8 @@ int step_init(struct step *s, const struct backend *be, const struct backend_set
         if (i > 0 && !shares(s, 0, i) && !(s->g_at0[i] = mem_alloc(s, 0, s->P, e)))
             goto fail;
     }
-    /* the master parameters start on replica 0 */
-    size_t OF = O * (size_t)s->F;
-    if (s->o->upload) {
-        if (s->o->upload(s->ctx, 0, s->w[0], setup->w0, OF, e) ||
-            s->o->upload(s->ctx, 0, s->w[0] + OF, setup->b0, O, e))
-            goto fail;
-    } else {
-        memcpy(s->w[0], setup->w0, OF * sizeof(float));
-        memcpy(s->w[0] + OF, setup->b0, O * sizeof(float));
-    }
-    return 0;
+    if (step_set_params(s, setup->w0, setup->b0, e) == 0) // the master parameters: replica 0's
+        return 0;
 fail:
     step_free(s);
     return error_wrap(e, "%s backend, model buffers", be->name);
@@ -266,6 +257,19 @@ int step_params(struct step *s, float *w, float *b, struct error *e)
                    : 0;
     memcpy(w, s->w[0], OF * sizeof(float));
     memcpy(b, s->w[0] + OF, (size_t)s->O * sizeof(float));
+    return 0;
+}
+
+int step_set_params(struct step *s, const float *w, const float *b, struct error *e)
+{
+    size_t OF = (size_t)s->O * (size_t)s->F;
+    if (s->o->upload)
+        return s->o->upload(s->ctx, 0, s->w[0], w, OF, e) ||
+                       s->o->upload(s->ctx, 0, s->w[0] + OF, b, (size_t)s->O, e)
+                   ? -1
+                   : 0;
+    memcpy(s->w[0], w, OF * sizeof(float));
+    memcpy(s->w[0] + OF, b, (size_t)s->O * sizeof(float));
     return 0;
 }
 

@@ -52,8 +52,10 @@ int step_dp(struct step *s, const struct step_batch *b, float lr, struct epoch_s
 /* comm NULL: a world of one. */
 int step_ddp(struct step *s, const struct step_batch *b, float lr, const struct step_comm *comm,
              struct epoch_stats *st, struct error *e);
-/* Replica 0's parameters: w (O, F), b (O). */
+/* Replica 0's parameters: w (O, F), b (O); step_set_params sets them (the
+ * next step broadcasts them to the other replicas). */
 int step_params(struct step *s, float *w, float *b, struct error *e);
+int step_set_params(struct step *s, const float *w, const float *b, struct error *e);
 void step_free(struct step *s);
 
 #endif

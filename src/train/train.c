@@ -467,8 +467,14 @@ static int train_epoch(struct train *t, long ep, struct error *e)
     t->st = (struct epoch_stats){0};
     if (t->c->dataset.drop_cache && dataset_drop_cache(t->d, e))
         return EPOCH_FAILED;
+    /* A run held open past its config's epochs (train_more) starts them over
+     * as a new run of the config would: the initial parameters, epoch 0's
+     * order. It never trains longer than the config does. */
+    long cycle = t->c->train.warmup_epochs + t->c->train.epochs, at = ep % cycle;
+    if (ep > 0 && at == 0 && step_set_params(&t->s, t->w0, t->w0 + t->OF, e))
+        return EPOCH_FAILED;
     double t0 = now_seconds();
-    if (loader_epoch_begin(&t->l, ep, e) || be->epoch_begin(ctx, &t->l, e)) {
+    if (loader_epoch_begin(&t->l, at, e) || be->epoch_begin(ctx, &t->l, e)) {
         loader_epoch_end(&t->l);
         return stop_requested() ? EPOCH_STOP : EPOCH_FAILED; // interrupted while shuffling
     }

@@ -133,6 +133,19 @@ static int trial_of(const struct search *s, const struct pipeline_knobs *k)
     return -1;
 }
 
+/* Whether settings k[0..n-1] held open together fit o->max_bytes: the dataset
+ * and the runtime once, each one's model, results and loader, its batch pool
+ * as its settings size it (o->est: the config as given's). */
+static bool fits(const struct search *s, const struct pipeline_knobs *k, int n)
+{
+    const struct estimate *b = &s->o->est;
+    double sum = (double)(b->dataset + b->runtime);
+    for (int i = 0; i < n; i++)
+        sum += (double)(b->model + b->results + b->loader) +
+               (double)(pipeline_pool(&k[i]) - pipeline_pool(&s->given)) * (double)b->batch;
+    return s->o->max_bytes == 0 || sum <= (double)s->o->max_bytes;
+}
+
 /* The trial of settings k: an earlier one, or a new run (the base config
  * with k, labelled with the knobs that act). -1 with e set. */
 static int add_trial(struct search *s, const struct pipeline_knobs *k)
@@ -249,12 +262,17 @@ static enum step profile(struct search *s)
         other[n++] = k;
     if (n > 0)
         other[n - 1].pin_memory ^= pin;
-    for (int i = 0; i < n; i++)
-        if ((pts[i + 1] = add_trial(s, &other[i])) < 0)
+    struct pipeline_knobs held[4] = {k};
+    int m = 0; // the others that fit in memory beside the config as given and those before
+    for (int i = 0; i < n; i++) {
+        held[m + 1] = other[i];
+        if (!fits(s, held, m + 2))
+            continue;
+        if ((pts[++m] = add_trial(s, &other[i])) < 0)
             return STEP_FAILED;
-        else
-            snprintf(DECISION(s, pts[i + 1]), "profiled: the stage costs beside the config "
-                     "as given's");
+        snprintf(DECISION(s, pts[m]), "profiled: the stage costs beside the config as given's");
+    }
+    n = m;
     int rounds = n == 0 ? 1 : epochs < 3 ? epochs : 3; // one: nothing to take turns with
     int left = epochs - 2;                              // the config as given's still to run
     for (int i = 0; i < rounds * (n + 1) && st == STEP_ON && !spent(s); i++) {
@@ -305,6 +323,16 @@ static enum step predict(struct search *s)
     return STEP_ON;
 }
 
+/* Whether space setting j fits in memory beside the config as given and out[0..n-1]. */
+static bool fits_beside(const struct search *s, const int *out, int n, int j)
+{
+    struct pipeline_knobs k[CANDIDATES + 2] = {s->given};
+    for (int i = 0; i < n; i++)
+        k[i + 1] = s->t->space[out[i]].k;
+    k[n + 1] = s->t->space[j].k;
+    return fits(s, k, n + 2);
+}
+
 /* The candidates (docs/tune.md), never the config as given: the best
  * estimated at W workers, the best at W -+ 1 where its prediction without
  * the hand-off (what the model knows least) beats it or, where the best
@@ -328,7 +356,7 @@ static int pick(const struct search *s, int *out)
                          (pass < 3 && sp[j].k.num_workers != sp[0].k.num_workers + (long[]){0, -1, 1}[pass]);
             for (int i = 0; i < n && !taken; i++)
                 taken = out[i] == j;
-            if (taken)
+            if (taken || !fits_beside(s, out, n, j))
                 continue;
             if (pass == 0 || pass == 3 || sp[j].estimate_s < tie ||
                 pipeline_epoch(&free, &sp[j].k, s->t->batches) < sp[0].estimate_s)
@@ -350,7 +378,7 @@ static int pick(const struct search *s, int *out)
         down--;
     int around[3] = {down, c, up < m ? up : -1};
     for (int i = 0; i < 3; i++)
-        if (around[i] >= 0 && n < CANDIDATES)
+        if (around[i] >= 0 && n < CANDIDATES && fits_beside(s, out, n, around[i]))
             out[n++] = around[i];
     return n;
 }
@@ -456,6 +484,7 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
     s->res->alpha = log->alpha;
     s->res->looks = log->looks;
     s->res->rounds_end = s->undecidable ? "undecidable" : rounds_end_name(log->end);
+    s->res->rounds_budget_s = plan.budget_s;
     return rc ? STEP_FAILED : log->end == ROUNDS_STOPPED ? STEP_STOPPED : STEP_ON;
 }
 
@@ -632,7 +661,7 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     *t = (struct tune_result){.best = -1, .rerun_s = {NAN, NAN}, .target_au = o->target_au,
                              .max_workers = o->max_workers, .budget_s = o->budget_s,
                              .trials = t->trials};
-    s.t0 = clock_of(&s);
+    s.t0 = clock_of(&s), res->rounds_budget_s = o->budget_s; // the race then its share
     int cand[TUNE_MAX_TRIALS], n = 0;
     struct rounds_log log = {0};
     enum step st = profile(&s);

@@ -6,6 +6,7 @@
 #define DPBENCH_TUNE_H
 
 #include "backend.h"
+#include "estimate.h"
 #include "pipeline.h"
 #include "report.h"
 
@@ -35,6 +36,8 @@ struct tune_options {
     double cores;              // cores this process may use (the model's bound)
     double target_au;          // 0: the fastest epoch; else the cheapest reaching it
     double budget_s;           // seconds the trials may take
+    size_t max_bytes;          // host memory for the trials held open together (0: no limit)
+    struct estimate est;       // the config as given's (estimate.h), when max_bytes
     double (*clock)(void *ctx); // the budget's clock (ctx: the trial's); NULL: now_seconds
 };
 /* From the config's tune.* keys. */
@@ -47,9 +50,10 @@ void tune_options_init(struct tune_options *o, const struct config *base,
 int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 struct results *res, struct error *e);
 
-/* The search on res->cfg with backend be; 0, -1 with e set when a trial
- * failed, -2 when the data cannot be loaded. */
-int tune_main(struct results *res, const struct backend *be, struct error *e);
+/* The search on res->cfg with backend be, the trials held open together
+ * within max_bytes; 0, -1 with e set when a trial failed, -2 when the data
+ * cannot be loaded. */
+int tune_main(struct results *res, const struct backend *be, size_t max_bytes, struct error *e);
 /* DIR/NAME-tuned.yaml (NAME as the result files have it), the config's
  * explicit keys with the recommended loader settings: whole or not at all,
  * replacing an earlier run's (each run's choice stays in its result file);

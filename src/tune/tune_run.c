@@ -4,6 +4,7 @@
  * round; and NAME-tuned.yaml. */
 #include "tune.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,9 @@ static int real_trial(void *ctx, struct run_result *run, int round, int position
         struct config *c = &x->cfg[i];
         if (config_copy(c, &run->cfg))
             return error_set(e, "out of memory");
-        c->train.warmup_epochs = warmup, c->train.epochs = 1; // train_more adds the rest
+        // train_more runs the epochs asked; past the config's, it starts them over
+        c->train.epochs = (long)fmax(1, (double)(c->train.warmup_epochs + c->train.epochs - warmup));
+        c->train.warmup_epochs = warmup;
         c->report.floor = c->report.trace = false;
         if (!(x->live[i] = train_open(c, x->d, x->be, &x->first[i], e))) {
             config_free(c);
@@ -57,23 +60,31 @@ static int real_trial(void *ctx, struct run_result *run, int round, int position
         }
     }
     struct run_result *out = run->n_epochs ? run : &x->first[i];
-    int from = out->n_epochs, rc = train_more(x->live[i], out, epochs, e);
+    int from = out->n_epochs, rc = train_more(x->live[i], out, epochs, e), ran = out->n_epochs - from;
     load_end(&probe, &load);
-    if (rc || out->n_epochs - from < epochs) { // a failure or a stop: the round is not kept
-        int ran = out->n_epochs - from;
+    bool whole = rc == 0 && ran == epochs;
+    if (!whole && round >= 0) // a round cut short is not kept; a profile turn's epochs are
         out->n_epochs = from;
-        end_trial(x, i, &(struct error){{0}});
-        return stop_requested() ? 1 : rc ? -1 : error_set(e, "a trial ran %d of %d epochs",
-                                                          ran, epochs);
+    struct error quiet, *ae = whole ? e : &quiet; // a failure's own message stays in e
+    int kept = 0;
+    if (out == run && whole) {
+        kept = run_result_mark_round(run, from, round, position, &load, ae);
+    } else if (out != run && out->n_epochs) { // the first call's epochs join the run
+        out->cfg.train = run->cfg.train; // the result keeps the config's epochs, not the trial's
+        out->cfg.report = run->cfg.report;
+        kept = run_result_add_round(run, out, round, position, &load, ae);
     }
-    if (out == run)
-        return run_result_mark_round(run, from, round, position, &load, e);
-    out->cfg.train = run->cfg.train; // the result keeps the config's epochs, not the trial's
-    out->cfg.report = run->cfg.report;
-    return run_result_add_round(run, out, round, position, &load, e);
+    if (whole)
+        return kept;
+    end_trial(x, i, &(struct error){{0}});
+    if (stop_requested())
+        return 1;
+    if (rc == 0)
+        error_set(e, "a trial ran %d of %d epochs", ran, epochs);
+    return error_wrap(e, "--tune trial %d (%s)", i, run->label);
 }
 
-int tune_main(struct results *res, const struct backend *be, struct error *e)
+int tune_main(struct results *res, const struct backend *be, size_t max_bytes, struct error *e)
 {
     struct tune_options o;
     struct dataset d = {0};
@@ -82,6 +93,7 @@ int tune_main(struct results *res, const struct backend *be, struct error *e)
                         "settings from the config as given\n");
     config_clear_sweep(&res->cfg);
     tune_options_init(&o, &res->cfg, be, (double)cores_usable());
+    o.max_bytes = estimate_host(&res->cfg, &o.est) == 0 ? max_bytes : 0; // else refused before
     if (dataset_init(&d, &res->cfg, e))
         return (res->interrupted = stop_requested()) ? 0 : -2;
     dataset_set_sample_cost(&d, res->cfg.dataset.sample_cost_us);
