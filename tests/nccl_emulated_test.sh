@@ -51,6 +51,13 @@ mkdir "$TMP/excl"
 FAKE_EXCLUSIVE_DIR=$TMP/excl "${MPIRUN[@]}" -x FAKE_EXCLUSIVE_DIR "$BIN" "${C[@]}" "${GPU[@]}" \
     --set loader.pin_memory=true --set loader.async_copy=true >"$TMP/excl.json" 2>"$TMP/err"
 same "exclusive devices, pinned memory" "$TMP/excl.json"
+# adaptive rounds over nccl: after each round rank 0's wish to stop reaches every rank
+# (a host value: never the gradients' device buffer), and they end together
+"${MPIRUN[@]}" "$BIN" "${C[@]}" "${GPU[@]}" --set parallel.comm=nccl --set train.epochs=1 \
+    --sweep loader.num_workers=0,1 --set bench.max_rounds=10 >"$TMP/rounds.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 0 ] && python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["rounds"]; assert r["count"] >= 9 and r["end"] in ("decided", "round cap"), r' "$TMP/rounds.json"
+then ok; else bad "adaptive rounds over nccl: exit $rc: $(tail -c 600 "$TMP/err")"; fi
 # two ranks on one GPU: refused before NCCL, the ranks named
 "${MPIRUN[@]}" "$BIN" "${C[@]}" "${GPU[@]}" --set 'parallel.devices=[0]' >/dev/null 2>"$TMP/err"
 rc=$?

@@ -620,6 +620,16 @@ static void test_memory(void **state)
     assert_int_equal(fx.res.n_runs, 3); // no profile run with 4 workers, one candidate
     assert_int_equal(T()->outcome, TUNE_CHANGE);
     assert_true(knobs(T()->best).num_workers >= 4 && T()->trials[T()->best].rounds > 0);
+    /* where batches are copied, the profile's last run has the other
+     * pin_memory: the last kept, the copy from pinned memory measured */
+    setup(&gpu_like, 10e-3, 1e-3, 4, 1, true);
+    fx.x.truth.compute = 1e-3, fx.x.truth.copy[0] = 2e-3, fx.x.truth.copy[1] = 1e-3;
+    fx.x.batch_bytes = fx.o.est.batch = 100;
+    fx.o.est.loader = 100, fx.o.est.dataset = 1000;
+    fx.o.max_bytes = 1000 + 100 + 1000;
+    run();
+    assert_true(knobs(1).num_workers == 3 && knobs(1).pin_memory);
+    assert_false(T()->assumed & 1u << TUNE_COST_PINNED);
 }
 
 /* A stop in the race: what was measured stays, no run without an epoch, no

@@ -355,20 +355,25 @@ static double paced_clock(void *ctx) { return ((struct paced *)ctx)->t; }
  * and threads) and rounds of 0.1 s after it. The budget allows the cap (16),
  * with the looks at 9 and 12 on the way; at the first round's pace it was
  * 9 rounds, ended as "time budget" with 2.2 s left and no look. Rounds of
- * 0.5 s after it: 6 more fit (5.0 s), and the budget ends them at 7. */
+ * 0.5 s after it: 6 more fit (5.0 s), and the budget ends them at 7. Rounds
+ * of 6 s in 10 s, looked at from the first: one, never a second that would
+ * pass the budget, and no look. */
 static void test_rounds_budget_pace(void **state)
 {
     (void)state;
     struct error e;
-    for (int slow = 0; slow < 2; slow++) {
-        struct paced x = {.first_s = 2, .round_s = slow ? 0.5 : 0.1, .points = 3};
-        struct rounds_plan plan = {.points = 3, .min_rounds = 9, .max_rounds = 16,
-                                   .budget_s = 5, .clock = paced_clock};
+    const struct { double first_s, round_s, budget_s; int min, rounds, end, looks; } c[] = {
+        {2, 0.1, 5, 9, 16, ROUNDS_CAP, 2}, {2, 0.5, 5, 9, 7, ROUNDS_BUDGET, 0},
+        {6, 6, 10, 1, 1, ROUNDS_BUDGET, 0}, {6, 6, 10, 2, 1, ROUNDS_BUDGET, 0}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        struct paced x = {.first_s = c[i].first_s, .round_s = c[i].round_s, .points = 3};
+        struct rounds_plan plan = {.points = 3, .min_rounds = c[i].min, .max_rounds = 16,
+                                   .budget_s = c[i].budget_s, .clock = paced_clock};
         struct rounds_log log;
         assert_int_equal(rounds_run(&plan, paced_measure, paced_done, &x, &log, &e), 0);
-        assert_int_equal(log.rounds, slow ? 7 : 16);
-        assert_int_equal(log.end, slow ? ROUNDS_BUDGET : ROUNDS_CAP);
-        assert_int_equal(x.looks, slow ? 0 : 2);
+        assert_int_equal(log.rounds, c[i].rounds);
+        assert_int_equal(log.end, c[i].end);
+        assert_int_equal(x.looks, c[i].looks);
         assert_true(log.alpha > 0 && log.spent <= 0.05 + 1e-12);
         rounds_log_free(&log);
     }

@@ -170,15 +170,17 @@ static bool measure_done(void *ctx, int rounds, double alpha)
     return done;
 }
 
-/* ddp: every rank ends the rounds when rank 0 does. */
+/* ddp: every rank ends the rounds when rank 0 does (a control value on the
+ * host: comm_max, not the gradients' allreduce, whose NCCL buffer is the
+ * device's). */
 static bool measure_agree(void *ctx, bool stop)
 {
     struct measure *m = ctx;
     struct error e;
-    float v[1] = {m->cm->rank == 0 && stop ? 1.0f : 0.0f};
-    if (comm_sum(m->cm, v, 1, &e))
+    long v = m->cm->rank == 0 && stop;
+    if (comm_max(m->cm, v, &v, &e))
         return true; // the next collective reports the failure
-    return v[0] > 0;
+    return v > 0;
 }
 
 /* ---- the rounds ---------------------------------------------------------- */

@@ -56,7 +56,8 @@ static void compare_usage(FILE *f)
 static double share_of(const char *text)
 {
     char *end;
-    double x = strtod(text, &end) / (*end == '%' ? 100 : 1);
+    double x = strtod(text, &end);
+    x /= *end == '%' ? 100 : 1;
     return end == text || (*end == '%' ? end[1] : *end) || !(x >= 0 && x <= 0.5) ? -1 : x;
 }
 

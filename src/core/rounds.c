@@ -103,31 +103,33 @@ static bool look(rounds_done_fn done, void *ctx, struct rounds_log *log)
     return done && done(ctx, log->rounds, log->alpha);
 }
 
-/* After round r: whether the rounds end, and why (log->end). */
+/* After round r: whether the rounds end, and why (log->end). Every end goes
+ * through plan->agree: ranks that measure their own clocks end together. */
 static bool round_ends(const struct rounds_plan *plan, rounds_done_fn done, void *ctx,
                        struct rounds_log *log)
 {
     int cap = cap_of(plan);
     if (log->rounds == 1) // a first guess: the first round also starts each point
-        log->first_s = log->seconds, log->last = last_round(plan, 0, log->seconds);
+        log->first_s = log->seconds, log->last = last_round(plan, log->seconds, log->seconds);
     if (log->rounds == 2) // (its warm-up, its data): the pace is the second's
         log->last = last_round(plan, log->first_s, log->seconds - log->first_s);
-    if (log->rounds >= log->last) {
-        log->end = log->last < cap ? ROUNDS_BUDGET : ROUNDS_CAP;
-        return true;
-    }
     double per_round = log->rounds > 1 ? (log->seconds - log->first_s) / (log->rounds - 1)
-                                        : 0; // a round after the first: none known yet
-    enum rounds_end end = ROUNDS_CAP; // not yet
-    if (is_look(plan, log->rounds, log->last) && look(done, ctx, log))
+                                        : log->seconds; // a round after the first
+    bool stop = true;
+    enum rounds_end end = ROUNDS_DECIDED;
+    if (log->rounds >= log->last)
+        end = log->last < cap ? ROUNDS_BUDGET : ROUNDS_CAP;
+    else if (is_look(plan, log->rounds, log->last) && look(done, ctx, log))
         end = ROUNDS_DECIDED;
     else if (plan->budget_s > 0 && log->seconds + per_round > plan->budget_s)
         end = ROUNDS_BUDGET;
-    bool stop = end != ROUNDS_CAP;
+    else
+        stop = false;
+    bool own = stop;
     if (plan->agree)
         stop = plan->agree(ctx, stop);
     if (stop)
-        log->end = end == ROUNDS_CAP ? ROUNDS_DECIDED : end; // rank 0 decided it
+        log->end = own ? end : ROUNDS_DECIDED; // else rank 0 decided it
     return stop;
 }
 

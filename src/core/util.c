@@ -158,8 +158,10 @@ char *str_trim(char *s)
 
 const char *getopt_refused(char *const argv[], char buf[3])
 {
-    if (optopt <= ' ' || optopt > '~') // an unknown long option, or one whose val is no letter
-        return argv[optind - 1];
+    const char *arg = argv[optind - 1], *now = argv[optind]; // now: a group getopt is inside
+    bool inside = now && now[0] == '-' && now[1] != '-' && strchr(now + 1, optopt);
+    if (optopt <= ' ' || optopt > '~' || (!inside && arg[0] == '-' && arg[1] == '-'))
+        return arg; // an unknown long option, one given a value it takes not (--quiet=1)
     buf[0] = '-', buf[1] = (char)optopt, buf[2] = '\0';
     return buf;
 }

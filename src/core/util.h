@@ -80,7 +80,8 @@ size_t words_append(char *buf, size_t n, size_t used, const char *word);
 char *str_trim(char *s);
 /* The option getopt_long just refused ('?'): "-x" for a short one, also
  * inside a group (-qx) where argv[optind - 1] is another argument, else the
- * argument as given (an unknown long option). buf holds the short form. */
+ * argument as given (an unknown long option, --quiet=1). buf holds the
+ * short form. */
 const char *getopt_refused(char *const argv[], char buf[3]);
 
 #endif

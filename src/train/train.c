@@ -169,6 +169,7 @@ struct train {
     int F, O;                  // features, out_features
     size_t OF;                 // O * F, weights
     long total_epochs;         // warmup + measured
+    long cycle;                // the epochs after which a run held open starts over
     long ep, from;             // the next epoch; the first of this call's (train_more)
     float lr;
     FILE *trace;
@@ -415,7 +416,8 @@ static int train_diverged(struct train *t, long ep, long index, struct error *e)
     if (key == 0)
         return 0;
     nan = key % 2, key /= 2;
-    diverged(t->out, t->c, W > 1 ? (int)(W - 1 - key % W) : -1, nan, big - key / W - 1, ep);
+    diverged(t->out, t->c, W > 1 ? (int)(W - 1 - key % W) : -1, nan, big - key / W - 1,
+             ep % t->cycle); // the config's epoch, in a run held open
     error_set(e, "%s", t->out->stopped);
     t->together = t->world > 1; // every rank stops here: the job can report
     return -1;
@@ -470,7 +472,7 @@ static int train_epoch(struct train *t, long ep, struct error *e)
     /* A run held open past its config's epochs (train_more) starts them over
      * as a new run of the config would: the initial parameters, epoch 0's
      * order. It never trains longer than the config does. */
-    long cycle = t->c->train.warmup_epochs + t->c->train.epochs, at = ep % cycle;
+    long at = ep % t->cycle;
     if (ep > 0 && at == 0 && step_set_params(&t->s, t->w0, t->w0 + t->OF, e))
         return EPOCH_FAILED;
     double t0 = now_seconds();
@@ -588,6 +590,7 @@ static void train_init(struct train *t, const struct config *c, const struct dat
         .O = d->out_features,
         .OF = (size_t)d->out_features * (size_t)d->features, // beyond int: config_validate
         .total_epochs = c->train.warmup_epochs + c->train.epochs,
+        .cycle = c->train.warmup_epochs + c->train.epochs,
         .lr = (float)c->train.lr,
     };
 }
@@ -625,12 +628,14 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
 }
 
 struct train *train_open(const struct config *c, const struct dataset *d,
-                         const struct backend *be, struct run_result *out, struct error *e)
+                         const struct backend *be, long cycle, struct run_result *out,
+                         struct error *e)
 {
     struct train *t = malloc(sizeof *t);
     if (!t)
         return error_set(e, "out of memory"), NULL;
     train_init(t, c, d, be, NULL, out, NULL);
+    t->cycle = cycle > 0 ? cycle : t->cycle;
     if (train_setup(t, e)) {
         train_free(t, -1);
         free(t);

@@ -151,14 +151,16 @@ int train_run(const struct config *c, const struct dataset *d, const struct back
  * up (out gets its description and parameters; NULL with e set, out freed).
  * train_more runs n more measured epochs (after the config's warm-up ones,
  * at the first call), added to out: the one train_open had or the run its
- * results moved into. 0, 1 stopped, -1 with e set. Past the config's
- * warm-up and measured epochs, it starts them over (the initial parameters,
- * epoch 0's order): a run held open never trains longer than the config
- * does, so a learning rate that diverges only later fails no trial.
- * train_close finishes it into out (its final parameters) and frees it. */
+ * results moved into. 0, 1 stopped, -1 with e set. Past `cycle` epochs
+ * (warm-up included; 0: c's), it starts them over, the initial parameters and
+ * epoch 0's order: given its config's own, a run held open never trains
+ * longer than that config does (a learning rate that diverges only later
+ * fails no trial). train_close finishes it into out (its final parameters)
+ * and frees it. */
 struct train;
 struct train *train_open(const struct config *c, const struct dataset *d,
-                         const struct backend *be, struct run_result *out, struct error *e);
+                         const struct backend *be, long cycle, struct run_result *out,
+                         struct error *e);
 int train_more(struct train *t, struct run_result *out, long n, struct error *e);
 int train_close(struct train *t, struct run_result *out, struct error *e);
 

@@ -260,19 +260,21 @@ static enum step profile(struct search *s)
     }
     if (pin && n == 0)
         other[n++] = k;
-    if (n > 0)
-        other[n - 1].pin_memory ^= pin;
     struct pipeline_knobs held[4] = {k};
     int m = 0; // the others that fit in memory beside the config as given and those before
     for (int i = 0; i < n; i++) {
         held[m + 1] = other[i];
-        if (!fits(s, held, m + 2))
-            continue;
-        if ((pts[++m] = add_trial(s, &other[i])) < 0)
-            return STEP_FAILED;
-        snprintf(DECISION(s, pts[m]), "profiled: the stage costs beside the config as given's");
+        if (fits(s, held, m + 2))
+            other[m++] = other[i];
     }
-    n = m;
+    if ((n = m) > 0) // the last kept with the other pin_memory (the same pool)
+        other[n - 1].pin_memory ^= pin;
+    for (int i = 0; i < n; i++)
+        if ((pts[i + 1] = add_trial(s, &other[i])) < 0)
+            return STEP_FAILED;
+        else
+            snprintf(DECISION(s, pts[i + 1]), "profiled: the stage costs beside the config "
+                     "as given's");
     int rounds = n == 0 ? 1 : epochs < 3 ? epochs : 3; // one: nothing to take turns with
     int left = epochs - 2;                              // the config as given's still to run
     for (int i = 0; i < rounds * (n + 1) && st == STEP_ON && !spent(s); i++) {

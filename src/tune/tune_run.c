@@ -4,7 +4,6 @@
  * round; and NAME-tuned.yaml. */
 #include "tune.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +49,10 @@ static int real_trial(void *ctx, struct run_result *run, int round, int position
         struct config *c = &x->cfg[i];
         if (config_copy(c, &run->cfg))
             return error_set(e, "out of memory");
-        // train_more runs the epochs asked; past the config's, it starts them over
-        c->train.epochs = (long)fmax(1, (double)(c->train.warmup_epochs + c->train.epochs - warmup));
+        long cycle = c->train.warmup_epochs + c->train.epochs; // the config's: then over again
         c->train.warmup_epochs = warmup;
         c->report.floor = c->report.trace = false;
-        if (!(x->live[i] = train_open(c, x->d, x->be, &x->first[i], e))) {
+        if (!(x->live[i] = train_open(c, x->d, x->be, cycle, &x->first[i], e))) {
             config_free(c);
             return stop_requested() ? 1 : -1;
         }
