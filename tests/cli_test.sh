@@ -242,8 +242,21 @@ else bad "dpbench is linked against CUDA libraries: $(ldd "$BIN" | grep -E 'cuda
 
 # ---- usage and config errors: exit 2, one line naming what is wrong
 expect 2 "unknown option '--bogus'" -- --bogus
+# a sweep's header: what the sweep sets reads "swept", and each way the points split
+# their batches is listed under the first point that splits so
+"$BIN" -q -c configs/tutorial.yaml --sweep parallel.replicas=1,2,3 --sweep loader.batch_size=30,20 \
+    --repeat 1 >"$TMP/sw.txt" 2>"$TMP/err"
+if grep -q "^# data: 100 x 5 -> 2, seed 0; batch swept, .* swept batches/epoch" "$TMP/sw.txt" &&
+    grep -q "^# parallel: cpu, swept replicas;" "$TMP/sw.txt" &&
+    grep -A2 "^#  parallel.replicas=2 loader.batch_size=30:" "$TMP/sw.txt" | grep -q "^#   30 -> 15/15 (x3)" &&
+    grep -A2 "^#  parallel.replicas=3 loader.batch_size=20:" "$TMP/sw.txt" | grep -q "^#   20 -> 7/7/6 (x5)"
+then ok; else bad "a sweep's header and splits: $(head -c 1500 "$TMP/sw.txt")"; fi
 expect 2 "unknown option '-Z'" -- -qZ # in a group: the letter, not the argument before
 expect 2 "compare: unknown option '-x'" -- compare -xy a.json b.json
+expect 2 "compare: unknown option '-x'" -- compare --format=json -xy a.json b.json
+expect 2 "unknown option '--quiet=1'" -- --quiet=1 # a flag given a value: as given
+expect 2 "/nonexistent/a.yaml: cannot open config" -- compare -c/nonexistent/a.yaml -c configs/tutorial.yaml
+expect 2 "compare: --format given twice" -- compare a.json b.json --format=json --format=csv
 expect 2 "--config needs a value" -- --config
 expect 2 "unexpected argument 'extra'" -- extra
 expect 2 "cannot open config" -- --config "$TMP/missing.yaml"

@@ -19,6 +19,7 @@ expect 0 "wrote a idx dataset" -- --make-dataset idx "$G/idx" --classes 4 --per-
 expect 0 "--per-class N" -- --make-dataset --help
 expect 2 "KIND must be folder, cifar10 or idx" -- --make-dataset mnist "$G/x"
 expect 2 "--size: expected WxH" -- --make-dataset folder "$G/x" --size 12
+expect 2 "--size: expected WxH (e.g. 224x224), found '5x5x5'" -- --make-dataset folder "$G/x" --size 5x5x5
 expect 2 "10 classes of 32x32" -- --make-dataset cifar10 "$G/x" --classes 3
 expect 2 "at most 4096x4096" -- --make-dataset idx "$G/x" --size 5000x5000 --per-class 1
 expect 2 "jpg/train is not empty" -- --make-dataset folder "$G/jpg" --classes 2 --per-class 1
@@ -61,6 +62,11 @@ done
 # its errors are the config's (exit 2, the file and line, nothing made)
 printf 'dataset:\n  kind: folder\n  path: %s/mk/x/train\n  make: "folder --quality 500"\n' "$TMP" >"$TMP/mk.yaml"
 expect 2 "mk.yaml:4: dataset.make: --make-dataset --quality: expected an integer" -- -c "$TMP/mk.yaml"
+# what labelled data takes from its files is no sweep: every point would be the same run
+for k in dataset.length=3,1000 dataset.features=1,2 model.out_features=2,3; do
+    expect 2 "--sweep ${k%%=*}: dataset.kind idx takes it from its files" -- --set dataset.kind=idx \
+        --set dataset.path="$G/idx/train-images-idx3-ubyte.gz" --sweep "$k" --repeat 1
+done
 expect 2 "dataset.make: \"idx\" makes a idx dataset, but dataset.kind is folder" -- \
     --set dataset.kind=folder --set dataset.path="$TMP/mk/x/train" --set dataset.make=idx
 expect 2 "writes DIR/train (and the rest); dataset.path must name it" -- \
@@ -352,6 +358,27 @@ for kind in jpg png; do
     if [ $rc -eq 1 ] && grep -qF "$f: corrupt" "$TMP/err" && json 'd["interrupted"] and d["runs"][0]["failed"] and "corrupt" in d["runs"][0]["stopped"]' "$TMP/r.json" &&
         ls "$TMP/res$kind"/*.json >/dev/null 2>&1; then ok
     else bad "corrupt $kind mid-epoch: exit $rc, $(head -c 400 "$TMP/err")"; fi
+done
+
+# ---- a sweep point with bad data: transforms that cannot apply are refused before any
+# point runs, whatever the order; a file found bad when its point's data is loaded (a
+# small folder is decoded up front) names the point, and what the points before it
+# measured is written marked cut short (interrupted)
+"$BIN" --make-dataset folder "$B/tiny" --classes 3 --per-class 4 --size 8x8 >/dev/null
+cp -r "$B/tiny/train" "$B/tinybad"
+f=$(ls "$B/tinybad/class_01/"* | head -1)
+truncate -s $(( $(stat -c %s "$f") / 2 )) "$f"
+for seed in 0 1 2; do
+    expect 2 "sweep point transform.resize=8 transform.crop=20: transform.crop: 20 is larger than" -- \
+        --set seed=$seed --set dataset.kind=folder --set dataset.path="$G/jpg/train" \
+        --sweep transform.resize=0,8 --sweep transform.crop=0,20 --repeat 1
+    rm -rf "$TMP/swbad"
+    "$BIN" --set seed=$seed --set dataset.kind=folder --set dataset.path="$B/tiny/train" --repeat 1 \
+        --sweep dataset.path="$B/tinybad,$B/tiny/train" --out "$TMP/swbad" >/dev/null 2>"$TMP/err" </dev/null
+    rc=$?
+    if [ $rc -eq 2 ] && grep -qF "sweep point dataset.path=$B/tinybad: $f: corrupt JPEG" "$TMP/err" &&
+        { ! ls "$TMP/swbad"/*.json >/dev/null 2>&1 || json 'd["interrupted"] and len(d["runs"]) == 1' "$TMP"/swbad/*.json; }
+    then ok; else bad "a sweep point with a corrupt file (seed $seed): exit $rc, $(head -c 400 "$TMP/err")"; fi
 done
 
 # ---- commands that write files leave nothing partial: a full disk (a 200 KiB

@@ -122,8 +122,11 @@ static int measure_point(void *ctx, int i, int r, int k, struct error *e)
     struct sweep_data *sd = &m->data[pt->data];
     struct run_result *run = &m->res->runs[p], more;
     if (!sd->have && sweep_dataset(sd, &pt->cfg, e)) {
-        m->rc = stop_requested() ? 0 : -2; // interrupted, or bad data
-        return stop_requested() ? 1 : -1;
+        if (stop_requested())
+            return 1;
+        m->rc = -2; // bad data: the points run before stay, the result says it was cut short
+        m->res->interrupted = true;
+        return run->label[0] ? error_wrap(e, "sweep point %s", run->label) : -1;
     }
     dataset_set_sample_cost(&sd->d, pt->cfg.dataset.sample_cost_us);
     progress_round(r, k, pt->cfg.train.warmup_epochs + pt->cfg.train.epochs);

@@ -76,6 +76,14 @@ static int rule_data_kind(const struct config *c, struct error *e)
         return error_set(e, "dataset.sample_cost_us: only for the random dataset; dataset.kind "
                             "%s costs its real reading, decoding and transforms", c->dataset.kind);
     }
+    for (int i = 0; i < c->n_sweep && dataset_kind_of(c)->labelled; i++) {
+        const char *k = c->sweep[i].key; // the data decides them: every point the same run
+        if (!strcmp(k, "dataset.length") || !strcmp(k, "dataset.features") ||
+            !strcmp(k, "model.out_features"))
+            return error_set(e, "--sweep %s: dataset.kind %s takes it from its files (samples, "
+                                "pixels, classes): every point would be the same run", k,
+                             c->dataset.kind);
+    }
     return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dataset_files.h"
+#include "dataset_kind.h"
 #include "effect.h"
 #include "emulate_profile.h"
 #include "estimate.h"
@@ -135,6 +136,8 @@ size_t sweep_memory_limit(double max_memory, char *what, size_t n)
 static int point_estimate(const struct config *pc, const char *label, struct estimate *est,
                           struct error *e)
 {
+    if (dataset_kind_of(pc)->labelled && dataset_files_check(pc, e)) // before any point runs
+        return label[0] ? error_wrap(e, "sweep point %s", label) : -1;
     int rc = estimate_host(pc, est);
     if (rc == 0 && estimate_check_limits(pc, est, e))
         return label[0] ? error_wrap(e, "sweep point %s", label) : -1;

@@ -270,6 +270,18 @@ static bool split_size(const struct config *c, const char *path, bool train,
     return k->size && k->size(path, train, s);
 }
 
+int dataset_files_check(const struct config *c, struct error *e)
+{
+    struct split_size t;
+    struct transform tf;
+    int oh, ow;
+    if (!split_size(c, c->dataset.path, true, &t)) // unreadable: loading says why
+        return 0;
+    return transform_init(&tf, c, t.c, true, e) || transform_shape(&tf, t.h, t.w, &oh, &ow, e)
+               ? -1
+               : 0;
+}
+
 bool dataset_files_size(const struct config *c, struct files_size *s)
 {
     struct split_size t, v = {0};

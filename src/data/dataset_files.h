@@ -23,6 +23,10 @@ struct files_size {
 /* false when the sizes cannot be found (folder, or a file missing or
  * malformed: loading reports why). */
 bool dataset_files_size(const struct config *c, struct files_size *s);
+/* c's transforms against its files' image size, from their headers: -1 with
+ * e set where they cannot apply (a crop larger than the padded image); 0
+ * also where the sizes cannot be found (loading reports why). */
+int dataset_files_check(const struct config *c, struct error *e);
 
 /* dataset.make: when the dataset is not at dataset.path, writes it with
  * the key's --make-dataset options into the folder dataset.path lies in,

@@ -135,12 +135,14 @@ static int parse_option(int ch, const char *v, struct gen *g, bool *sized, int *
     case 'q': return parse_int("--quality", v, 1, 100, &g->quality, e);
     case 'r': return parse_int("--seed", v, 0, 2147483647, seed, e);
     case 'z': g->gzip = true; return 0;
-    case 's':
+    case 's': {
+        int end = 0; // where WxH stopped: nothing may follow it
         *sized = true;
-        if (sscanf(v, "%dx%d", &g->w, &g->h) != 2 || g->w < 1 || g->h < 1 || g->w > 8192 ||
-            g->h > 8192)
+        if (sscanf(v, "%dx%d%n", &g->w, &g->h, &end) != 2 || v[end] || g->w < 1 || g->h < 1 ||
+            g->w > 8192 || g->h > 8192)
             return error_set(e, "--make-dataset --size: expected WxH (e.g. 224x224), found '%s'", v);
         return 0;
+    }
     case 'f':
         if (strcmp(v, "jpeg") == 0 || strcmp(v, "jpg") == 0)
             g->format = IMAGE_JPEG;

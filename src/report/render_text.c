@@ -4,11 +4,10 @@
 #include "report.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "allreduce_bw.h"
-#include "compare.h"
 #include "dataset_kind.h"
 #include "report_columns.h"
 #include "report_ddp.h"
@@ -100,6 +99,25 @@ static void text_floor(FILE *f, const struct run_result *run)
     fprintf(f, "); median epoch %.3g ms = %.2fx\n", 1e3 * run->sum.median_s, run->sum.floor_ratio);
 }
 
+/* A header field: "swept" where the sweep sets one of `keys` (space-separated),
+ * else the value, printf-style (the points' own values are in their labels). */
+__attribute__((format(printf, 4, 5)))
+static const char *field(const struct config *c, const char *keys, char buf[CONFIG_STR],
+                         const char *fmt, ...)
+{
+    for (int i = 0; i < c->n_sweep; i++) {
+        size_t n = strlen(c->sweep[i].key);
+        for (const char *k = strstr(keys, c->sweep[i].key); k; k = strstr(k + 1, c->sweep[i].key))
+            if ((k == keys || k[-1] == ' ') && (k[n] == ' ' || !k[n]))
+                return "swept";
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, CONFIG_STR, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
 static void text_header(FILE *f, const struct results *r)
 {
     const struct config *c = &r->cfg;
@@ -114,22 +132,41 @@ static void text_header(FILE *f, const struct results *r)
     if (r->machine.devices[0])
         fprintf(f, "# devices: %s\n", r->machine.devices);
     const struct config *rc = &run0->cfg; // labelled data decides the shapes
-    if (dataset_kind_of(rc)->labelled)
-        fprintf(f, "# dataset: %s %s, loss %s\n", rc->dataset.kind, rc->dataset.path, run0->loss);
-    fprintf(f, "# data: %ld x %ld -> %ld, seed %ld; batch %ld, shuffle %s, drop_last %s, "
-               "%ld batches/epoch\n",
-            rc->dataset.length, rc->dataset.features, rc->model.out_features, c->seed,
-            c->loader.batch_size, c->loader.shuffle ? "on" : "off",
-            c->loader.drop_last ? "on" : "off", run0->n_batches);
-    fprintf(f, "# loader: num_workers %ld, prefetch_factor %ld, persistent_workers %s, "
-               "pin_memory %s, async_copy %s, sample_cost %g us\n",
-            c->loader.num_workers, c->loader.prefetch_factor,
-            c->loader.persistent_workers ? "on" : "off", c->loader.pin_memory ? "on" : "off",
-            c->loader.async_copy ? "on" : "off", c->dataset.sample_cost_us);
-    fprintf(f, "# parallel: %s, %d replica%s%s; train: %ld epochs (+%ld warmup), lr %g\n",
-            run0->backend, run0->replicas, run0->replicas == 1 ? "" : "s",
-            run0->shared_devices ? " (some replicas share a device)" : "", c->train.epochs,
-            c->train.warmup_epochs, c->train.lr);
+    bool files = dataset_kind_of(rc)->labelled;
+    const char *data = files ? "dataset.kind dataset.path " : ""; // the files decide the shapes
+    char k[4][256], v[8][CONFIG_STR];
+    snprintf(k[0], sizeof k[0], "%sdataset.length", data);
+    snprintf(k[1], sizeof k[1], "%sdataset.features", data);
+    snprintf(k[2], sizeof k[2], "%smodel.out_features", data);
+    snprintf(k[3], sizeof k[3], "%sdataset.length loader.batch_size loader.drop_last", data);
+    if (files)
+        fprintf(f, "# dataset: %s %s, loss %s\n", field(c, "dataset.kind", v[0], "%s", rc->dataset.kind),
+                field(c, "dataset.path", v[1], "%s", rc->dataset.path),
+                field(c, "model.loss dataset.kind dataset.path", v[2], "%s", run0->loss));
+    fprintf(f, "# data: %s x %s -> %s, seed %s; batch %s, shuffle %s, drop_last %s, "
+               "%s batches/epoch\n",
+            field(c, k[0], v[0], "%ld", rc->dataset.length), field(c, k[1], v[1], "%ld", rc->dataset.features),
+            field(c, k[2], v[2], "%ld", rc->model.out_features), field(c, "seed", v[3], "%ld", c->seed),
+            field(c, "loader.batch_size", v[4], "%ld", c->loader.batch_size),
+            field(c, "loader.shuffle", v[5], "%s", c->loader.shuffle ? "on" : "off"),
+            field(c, "loader.drop_last", v[6], "%s", c->loader.drop_last ? "on" : "off"),
+            field(c, k[3], v[7], "%ld", run0->n_batches));
+    fprintf(f, "# loader: num_workers %s, prefetch_factor %s, persistent_workers %s, "
+               "pin_memory %s, async_copy %s, sample_cost %s\n",
+            field(c, "loader.num_workers", v[0], "%ld", c->loader.num_workers),
+            field(c, "loader.prefetch_factor", v[1], "%ld", c->loader.prefetch_factor),
+            field(c, "loader.persistent_workers", v[2], "%s", c->loader.persistent_workers ? "on" : "off"),
+            field(c, "loader.pin_memory", v[3], "%s", c->loader.pin_memory ? "on" : "off"),
+            field(c, "loader.async_copy", v[4], "%s", c->loader.async_copy ? "on" : "off"),
+            field(c, "dataset.sample_cost_us", v[5], "%g us", c->dataset.sample_cost_us));
+    const char *replicas = field(c, "parallel.replicas parallel.devices", v[1], "%d", run0->replicas);
+    fprintf(f, "# parallel: %s, %s replica%s%s; train: %s epochs (+%s warmup), lr %s\n",
+            field(c, "parallel.device", v[0], "%s", run0->backend), replicas,
+            strcmp(replicas, "1") ? "s" : "",
+            run0->shared_devices ? " (some replicas share a device)" : "",
+            field(c, "train.epochs", v[2], "%ld", c->train.epochs),
+            field(c, "train.warmup_epochs", v[3], "%ld", c->train.warmup_epochs),
+            field(c, "train.lr", v[4], "%g", c->train.lr));
 }
 
 /* A sweep's BLAS choices, one line per distinct choice (the detail per
@@ -190,6 +227,13 @@ static void text_notes(FILE *f, const struct results *r)
         text_blas_summary(f, r);
 }
 
+static bool same_splits(const struct run_result *a, const struct run_result *b)
+{
+    int R = report_split_width(a);
+    return a->n_split_batches == b->n_split_batches && R == report_split_width(b) &&
+           !memcmp(a->splits, b->splits, (size_t)(a->n_split_batches * R) * sizeof *a->splits);
+}
+
 static void text_header_tail(FILE *f, const struct results *r)
 {
     const struct config *c = &r->cfg;
@@ -199,7 +243,19 @@ static void text_header_tail(FILE *f, const struct results *r)
                 run0->world_size, run0->comm, c->loader.batch_size,
                 c->loader.batch_size * run0->world_size);
     fprintf(f, "# splits (batch rows -> rows per %s):\n", run0->world_size > 1 ? "rank" : "replica");
-    text_splits(f, run0);
+    bool alike = true; // every point's batches split as the first's
+    for (int i = 1; i < r->n_runs; i++)
+        alike &= r->runs[i].n_split_batches == 0 || same_splits(&r->runs[i], run0);
+    for (int i = 0; i < r->n_runs; i++) { // else each new way, under the first point with it
+        bool seen = i > 0 && r->runs[i].n_split_batches == 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = same_splits(&r->runs[i], &r->runs[j]);
+        if (seen)
+            continue;
+        if (!alike)
+            fprintf(f, "#  %s:\n", r->runs[i].label);
+        text_splits(f, &r->runs[i]);
+    }
 }
 
 
@@ -555,117 +611,5 @@ int report_text(FILE *f, const struct results *r)
     }
     text_footer(f, r);
     text_conclusion(f, r);
-    return 0;
-}
-
-/* ---- dpbench compare ------------------------------------------------------ */
-
-static void compare_unmatched_text(FILE *f, const struct compare_file *file,
-                                   const struct compare_file *other, const char *side)
-{
-    for (int i = 0; i < file->n; i++) {
-        char why[320];
-        if (file->pts[i].paired)
-            continue;
-        compare_unmatched_why(&file->pts[i], other, why, sizeof why);
-        fprintf(f, "# unmatched in %s: %s: %s\n", side, compare_point_name(&file->pts[i]), why);
-    }
-}
-
-/* A pair's row and the lines about it. */
-static void compare_pair_text(FILE *f, int w, const struct compare_pair *p)
-{
-    const char *name = compare_point_name(p->a);
-    char ci[48] = "-", pv[16] = "-", v[96];
-    if (!isnan(p->q.ci95[0]))
-        snprintf(ci, sizeof ci, "%.3f-%.3f", p->q.ci95[0], p->q.ci95[1]);
-    if (!isnan(p->p_value))
-        snprintf(pv, sizeof pv, "%.3g", p->p_value);
-    fprintf(f, "%-*s %10.4f %10.4f %8.3f %13s %8s %6d  %s\n", w, name,
-            compare_median(p->a, p->unit), compare_median(p->b, p->unit), p->q.ratio, ci, pv,
-            p->q.units, compare_verdict_text(p, v, sizeof v));
-    if (strcmp(name, compare_point_name(p->b)) != 0)
-        fprintf(f, "#   %s: B's point is %s\n", name, compare_point_name(p->b));
-    for (int k = 0; k < p->n_diffs; k++)
-        fprintf(f, "#   %s: %s differ: %s\n", name,
-                k < p->n_workload_diffs ? "workloads" : "settings", p->diffs[k]);
-    if (p->blas[0])
-        fprintf(f, "#   %s: computed with different BLAS choices: %s\n", name, p->blas);
-    if (p->why[0])
-        fprintf(f, "#   %s: undecided: %s\n", name, p->why);
-    else if (p->q.verdict == VERDICT_UNDECIDED && p->q.units_needed > 0)
-        fprintf(f, "#   %s: undecided: about %d %s would decide it at this spread\n", name,
-                p->q.units_needed, p->unit == COMPARE_EPOCHS ? "epochs"
-                                   : p->unit == COMPARE_RUNS ? "rounds a side" : "rounds");
-    else if (p->q.verdict == VERDICT_UNDECIDED && isnan(p->q.ci95[0]))
-        fprintf(f, "#   %s: undecided: too few %s for a 95%% interval\n", name,
-                p->unit == COMPARE_EPOCHS ? "epochs" : "rounds");
-}
-
-/* How the pairs were decided, in one line. */
-static void compare_method_text(FILE *f, const struct compare_result *c)
-{
-    bool unit[3] = {false, false, false};
-    for (int i = 0; i < c->n_pairs; i++)
-        unit[c->pairs[i].unit] = true;
-    fprintf(f, "# ratio = B / A (below 1: B takes less time); noise threshold %.3g%%: faster / "
-               "slower only when the 95%% interval lies wholly beyond 1 -+ it, same when wholly "
-               "inside\n", 100 * c->threshold);
-    if (unit[COMPARE_INTERLEAVED])
-        fprintf(f, "# unit: interleaved rounds: A and B ran side by side in each round, in a "
-                   "random order; the Hodges-Lehmann estimate of the per-round ratios, the "
-                   "Wilcoxon signed-rank interval\n");
-    if (unit[COMPARE_RUNS])
-        fprintf(f, "# unit: rounds of separate runs: each round's median epoch; the "
-                   "Hodges-Lehmann ratio, Moses' interval; not interleaved, so drift between "
-                   "the runs is in it\n");
-    if (unit[COMPARE_EPOCHS])
-        fprintf(f, "# unit: epochs of one run (a side has no rounds): the ratio of medians, a "
-                   "bootstrap interval and the Mann-Whitney test cover noise within one run "
-                   "only, never drift between runs\n");
-}
-
-int report_compare_text(FILE *f, const struct compare_result *c)
-{
-    fprintf(f, "# A: %s  %s\n# B: %s  %s\n", c->a.tool, c->a.path, c->b.tool, c->b.path);
-    compare_method_text(f, c);
-    for (int i = 0; i < c->n_notes; i++)
-        fprintf(f, "# warning: %s\n", c->notes[i]);
-    int w = 5;
-    for (int i = 0; i < c->n_pairs; i++)
-        w = (int)fmax(w, (double)strlen(compare_point_name(c->pairs[i].a)));
-    fprintf(f, "%-*s %10s %10s %8s %13s %8s %6s  %s\n", w, "point", "A median", "B median",
-            "ratio", "95% CI", "p", "units", "B vs A");
-    fprintf(f, "%-*s %10s %10s %8s %13s %8s %6s\n", w, "", "ms", "ms", "B/A", "", "", "");
-    for (int i = 0; i < c->n_pairs; i++)
-        compare_pair_text(f, w, &c->pairs[i]);
-    compare_unmatched_text(f, &c->a, &c->b, "A");
-    compare_unmatched_text(f, &c->b, &c->a, "B");
-    return 0;
-}
-
-/* ---- --allreduce-bandwidth ------------------------------------------------ */
-
-int report_allreduce_text(FILE *f, const struct allreduce_table *t)
-{
-    fprintf(f, "# dpbench %s allreduce-bandwidth: engine %s, %d rank%s, float sum in place, "
-               "%s\n",
-            DPBENCH_VERSION, t->engine, t->world, t->world == 1 ? "" : "s", t->memory);
-    fprintf(f, "# time: mean over the ranks of the mean call over `iters` calls after 5 "
-               "warm-up calls; #wrong: elements off the expected sum, all ranks\n");
-    fprintf(f, "#%12s %12s %6s %6s %7s %11s %10s %10s %7s\n", "size", "count", "type", "redop",
-            "iters", "time", "algbw", "busbw", "#wrong");
-    fprintf(f, "#%12s %12s %6s %6s %7s %11s %10s %10s %7s\n", "(B)", "(elements)", "", "", "",
-            "(us)", "(GB/s)", "(GB/s)", "");
-    for (int i = 0; i < t->n; i++) {
-        const struct allreduce_row *r = &t->rows[i];
-        fprintf(f, " %12zu %12zu %6s %6s %7ld %11.2f %10.3f %10.3f %7.0f\n", r->bytes, r->count,
-                "float", "sum", r->iters, 1e6 * r->seconds, r->algbw, r->busbw, r->wrong);
-    }
-    if (t->world == 1) // busbw counts the bytes between ranks: none here
-        fprintf(f, "# one rank: busbw is 0 by its definition; the times are the engine's own "
-                   "call\n");
-    else
-        fprintf(f, "# best busbw %.3f GB/s at %zu B\n", t->best_busbw, t->best_bytes);
     return 0;
 }
