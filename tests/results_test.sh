@@ -283,6 +283,15 @@ runs = json.load(open(r))["runs"]
 assert [len(x["rounds"]) for x in runs] == [6, 6] and len(json.load(open(r))["rounds"]["order"]) == 6
 PY
 then ok; else bad "compare -c: $(cat "$TMP/cmp.json" "$TMP/err")"; fi
+# a stop during compare -c: exit 130, and the verdicts say they stand on fewer rounds
+"$BIN" compare -c "$TMP/A.yaml" -c "$TMP/B.yaml" -q --repeat 100 --format json >"$TMP/cmp.json" 2>"$TMP/err" &
+pid=$!
+sleep 2
+kill -INT $pid
+wait $pid
+rc=$?
+if [ $rc -eq 130 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert any("the run was cut short" in w for w in d["warnings"]), d["warnings"]' "$TMP/cmp.json"
+then ok; else bad "compare -c stopped: exit $rc: $(head -c 600 "$TMP/cmp.json"; cat "$TMP/err")"; fi
 # its text names the method the paired verdict uses
 "$BIN" compare -c $T -c $T -q --repeat 6 >"$TMP/cmp.txt" 2>"$TMP/err"
 if grep -q "^# unit: interleaved rounds: .* the Hodges-Lehmann estimate of the per-round ratios, the Wilcoxon signed-rank interval$" "$TMP/cmp.txt"

@@ -208,6 +208,9 @@ static void notes(struct compare_result *r)
         note(r, "A and B ran on different machines: %s vs %s", r->a.machine, r->b.machine);
     if (!r->interleaved && strcmp(r->a.tool, r->b.tool) != 0)
         note(r, "A and B come from different builds: %s vs %s", r->a.tool, r->b.tool);
+    if (r->interleaved && r->a.interrupted) // compare -c: one run held both
+        note(r, "the run was cut short (a stop, or a run that failed): the verdicts stand on "
+             "the rounds that ran, fewer than asked");
     for (int s = 0; s < 2 - same && !r->interleaved; s++) {
         if (f[s]->interrupted)
             note(r, "%s (%s) was cut short (a stop, or a run that failed): its points may "
