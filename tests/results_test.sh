@@ -286,7 +286,7 @@ then ok; else bad "compare -c: $(cat "$TMP/cmp.json" "$TMP/err")"; fi
 # a stop during compare -c: exit 130, and the verdicts say they stand on fewer rounds
 "$BIN" compare -c "$TMP/A.yaml" -c "$TMP/B.yaml" -q --repeat 100 --format json >"$TMP/cmp.json" 2>"$TMP/err" &
 pid=$!
-sleep 2
+wait_busy "$TMP/B.yaml" 1 100 # a second of cpu: rounds have run, however loaded
 kill -INT $pid
 wait $pid
 rc=$?

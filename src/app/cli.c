@@ -91,8 +91,7 @@ static int parse_repeat(const char *s, long *out)
     return end == s || *end || errno || *out < 1 || *out > 1000 ? -1 : 0;
 }
 
-/* "3%" or "0.03" as the share "0.03"; 0, or -1 when it is neither. */
-static int share_text(const char *in, char *out, size_t n)
+double cli_share(const char *in)
 {
     char *end;
     errno = 0;
@@ -100,7 +99,16 @@ static int share_text(const char *in, char *out, size_t n)
     bool pct = *end == '%';
     if (end == in || errno || !isfinite(x) || (pct ? end[1] : *end) || x < 0)
         return -1;
-    snprintf(out, n, "%.17g", pct ? x / 100 : x);
+    return pct ? x / 100 : x;
+}
+
+/* "3%" or "0.03" as the share "0.03"; 0, or -1 when it is neither. */
+static int share_text(const char *in, char *out, size_t n)
+{
+    double x = cli_share(in);
+    if (x < 0)
+        return -1;
+    snprintf(out, n, "%.17g", x);
     return 0;
 }
 

@@ -8,5 +8,8 @@
 
 /* -1 with e set on bad usage, 1 when a help or version text was printed. */
 int cli_parse(int argc, char **argv, struct options *opts, struct config *c, struct error *e);
+/* "3%" or "0.03" as the share 0.03 (--threshold, --precision, compare's
+ * --fail-on); -1 when it is neither, or negative. */
+double cli_share(const char *in);
 
 #endif

@@ -55,10 +55,8 @@ static void compare_usage(FILE *f)
  * the fraction, or -1 when the text is not one. */
 static double share_of(const char *text)
 {
-    char *end;
-    double x = strtod(text, &end);
-    x /= *end == '%' ? 100 : 1;
-    return end == text || (*end == '%' ? end[1] : *end) || !(x >= 0 && x <= 0.5) ? -1 : x;
+    double x = cli_share(text);
+    return x <= 0.5 ? x : -1;
 }
 
 /* --fail-on slower[=PCT]: the margin, or -1 when the text is not that. */
