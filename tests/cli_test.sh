@@ -93,6 +93,11 @@ expect 0 "loader.num_workers=2 parallel.replicas=3" -- -c configs/tutorial.yaml 
 "$BIN" -c configs/tutorial.yaml --sweep loader.num_workers=0,2 --sweep parallel.replicas=1,3 --format json >"$TMP/s.json"
 if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['runs']; assert len(r)==4; assert r[3]['overrides']=={'loader.num_workers':'2','parallel.replicas':'3'}; assert r[3]['splits'][3]==[4,4,2]" "$TMP/s.json"; then ok
 else bad "sweep JSON"; fi
+# a swept auto value shows as swept (the point's label), not as the value it resolved to
+"$BIN" -c configs/tutorial.yaml --sweep model.loss=auto,mse --sweep parallel.device=auto,cpu --set bench.max_rounds=9 \
+    --set train.epochs=1 --set train.warmup_epochs=0 --format json >"$TMP/auto.json"
+if python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs']; assert [x['overrides'] for x in r] == [{'model.loss': l, 'parallel.device': d} for l in ('auto', 'mse') for d in ('auto', 'cpu')], [x['overrides'] for x in r]; assert r[0]['loss'] == 'mse'" "$TMP/auto.json"; then ok
+else bad "swept auto values in overrides: $(head -c 300 "$TMP/auto.json")"; fi
 
 # result files: written atomically, complete, named NAME-STAMP
 expect 0 "results written to" -- -c configs/tutorial.yaml --out "$TMP/res"

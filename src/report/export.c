@@ -261,12 +261,7 @@ int export_point(struct export *x, const struct config *pc, const char *label,
     cJSON *p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "dir", name);
     cJSON_AddStringToObject(p, "point", label);
-    cJSON *ov = cJSON_AddObjectToObject(p, "overrides");
-    for (int i = 0; i < pc->n_sweep; i++) {
-        char v[CONFIG_STR];
-        config_get_text(pc, pc->sweep[i].key, v, sizeof v);
-        cJSON_AddStringToObject(ov, pc->sweep[i].key, v);
-    }
+    cJSON_AddItemToObject(p, "overrides", config_overrides_json(pc, label));
     cJSON_AddBoolToObject(p, "data", data);
     cJSON_AddItemToArray(x->points, p);
     x->n_points++;

@@ -203,12 +203,7 @@ static cJSON *run_json(const struct results *r, int i)
     const struct run_result *run = &r->runs[i];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "point", run->label);
-    cJSON *ov = cJSON_AddObjectToObject(o, "overrides");
-    for (int i = 0; i < run->cfg.n_sweep; i++) {
-        char v[CONFIG_STR];
-        config_get_text(&run->cfg, run->cfg.sweep[i].key, v, sizeof v);
-        cJSON_AddStringToObject(ov, run->cfg.sweep[i].key, v);
-    }
+    cJSON_AddItemToObject(o, "overrides", config_overrides_json(&run->cfg, run->label));
     struct config plain = run->cfg;
     plain.n_sweep = 0; // the point's own config, without the sweep it came from
     cJSON_AddItemToObject(o, "config", config_to_json(&plain));
