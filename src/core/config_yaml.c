@@ -85,6 +85,10 @@ static int next(struct reader *r)
         return at(r, m, "malformed YAML: %s", p->problem ? p->problem : "parse error");
     }
     r->have_ev = true;
+    if (r->ev.type == YAML_SCALAR_EVENT && // a "\0" escape: C strings would end there
+        r->ev.data.scalar.length != strlen((const char *)r->ev.data.scalar.value))
+        return at(r, r->ev.start_mark, "a NUL byte (\\0) in '%s...': not allowed in a key or "
+                  "value", (const char *)r->ev.data.scalar.value);
     if (r->ev.type == YAML_ALIAS_EVENT)
         return at(r, r->ev.start_mark, "YAML aliases (*%s) are not supported in dpbench configs",
                   (const char *)r->ev.data.alias.anchor);
@@ -113,8 +117,6 @@ static int read_value(struct reader *r, const struct key *k, const char *path)
     if (r->ev.type == YAML_SCALAR_EVENT) {
         if ((k->type == KEY_INT_LIST || k->type == KEY_FLOAT_LIST) && scalar(r)[0] == '\0')
             return set_value(r->c, k, "", r->e) ? at(r, m, "%s", r->e->msg) : 0;
-        if (r->ev.data.scalar.length != strlen(scalar(r)))
-            return at(r, m, "%s: NUL byte in value", path);
         if (set_value(r->c, k, scalar(r), r->e))
             return at(r, m, "%s", r->e->msg);
         return 0;
