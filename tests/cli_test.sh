@@ -98,6 +98,15 @@ else bad "sweep JSON"; fi
     --set train.epochs=1 --set train.warmup_epochs=0 --format json >"$TMP/auto.json"
 if python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs']; assert [x['overrides'] for x in r] == [{'model.loss': l, 'parallel.device': d} for l in ('auto', 'mse') for d in ('auto', 'cpu')], [x['overrides'] for x in r]; assert r[0]['loss'] == 'mse'" "$TMP/auto.json"; then ok
 else bad "swept auto values in overrides: $(head -c 300 "$TMP/auto.json")"; fi
+# integers exactly: seed 2^53 - 1 (cJSON's 15 digits wrote 2^53 - 2), and two seeds 2 apart
+# are two workloads (a sweep runs both; compare pairs neither)
+"$BIN" -c configs/tutorial.yaml --sweep seed=9007199254740989,9007199254740991 --set bench.max_rounds=9 \
+    --set train.epochs=1 --set train.warmup_epochs=0 --format json >"$TMP/seed.json"
+"$BIN" -c configs/tutorial.yaml --set seed=9007199254740991 --set train.epochs=1 --format json >"$TMP/seed1.json"
+"$BIN" -c configs/tutorial.yaml --set seed=9007199254740989 --set train.epochs=1 --format json >"$TMP/seed2.json"
+if python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs']; assert [x['config']['seed'] for x in r] == [9007199254740989, 9007199254740991] and 'same_as' not in r[1], r[1].get('same_as')" "$TMP/seed.json" &&
+   "$BIN" compare "$TMP/seed1.json" "$TMP/seed2.json" 2>&1 | grep -q "seed: 9007199254740991 vs 9007199254740989"; then ok
+else bad "large seeds: $(grep -o '"seed":[^,]*' "$TMP/seed.json" | head -3)"; fi
 
 # result files: written atomically, complete, named NAME-STAMP
 expect 0 "results written to" -- -c configs/tutorial.yaml --out "$TMP/res"

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compare.h"
 #include "effect.h"
 #include "progress.h"
 #include "signals.h"
@@ -45,7 +46,7 @@ struct measure {
 static int same_as_earlier(const struct results *res, int p, cJSON *const *eff)
 {
     for (int k = 0; eff[p] && k < p; k++)
-        if (eff[k] && !res->runs[k].same && cJSON_Compare(eff[k], eff[p], 1))
+        if (eff[k] && !res->runs[k].same && compare_same(eff[k], eff[p]))
             return k;
     return -1;
 }

@@ -34,8 +34,8 @@ static int match(struct compare_file *a, struct compare_file *b, struct compare_
         for (int j = 0; j < b->n && !pa->paired; j++) {
             struct compare_point *pb = &b->pts[j];
             if (pb->paired || pa->n == 0 || pb->n == 0 ||
-                (!chosen && !cJSON_Compare(pa->workload, pb->workload, 1)) ||
-                (!single && !cJSON_Compare(pa->settings, pb->settings, 1)))
+                (!chosen && !compare_same(pa->workload, pb->workload)) ||
+                (!single && !compare_same(pa->settings, pb->settings)))
                 continue;
             pa->paired = pb->paired = true;
             struct compare_pair *p = &pairs[n++];
@@ -68,7 +68,7 @@ void compare_unmatched_why(const struct compare_point *p, const struct compare_f
         return;
     }
     for (int j = 0; j < other->n; j++)
-        if (cJSON_Compare(p->workload, other->pts[j].workload, 1))
+        if (compare_same(p->workload, other->pts[j].workload))
             q = &other->pts[j];
     if (compare_diffs(p->workload, q->workload, "", d, 0, 1))
         snprintf(buf, n, "different workload (%s)", d[0]);
@@ -199,7 +199,7 @@ static void note(struct compare_result *r, const char *fmt, ...)
 static void notes(struct compare_result *r)
 {
     const struct compare_file *f[2] = {&r->a, &r->b};
-    bool same = !r->interleaved && r->a.doc && r->b.doc && cJSON_Compare(r->a.doc, r->b.doc, true);
+    bool same = !r->interleaved && r->a.doc && r->b.doc && compare_same(r->a.doc, r->b.doc);
     const char *const side[2] = {same ? "A and B" : "A", "B"}; // the same: its notes once
     if (same) // first: the notes about both files, then each file's own
         note(r, "A and B are the same result: a run set against itself shows no noise; for an "

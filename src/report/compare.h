@@ -108,6 +108,9 @@ int compare_file_read(struct compare_file *f, const char *path, struct error *e)
 int compare_file_from(struct compare_file *f, const struct cJSON *doc, const char *path, int only,
                       struct error *e);
 void compare_file_free(struct compare_file *f);
+/* cJSON_Compare with numbers equal only when exactly so (its own takes a
+ * relative 2e-16 as equal: seeds 2 apart above 2^52 would match). */
+bool compare_same(const struct cJSON *a, const struct cJSON *b);
 /* "section.key: A vs B" for each leaf that differs, at most max. */
 int compare_diffs(const struct cJSON *a, const struct cJSON *b, const char *prefix,
                   char diffs[][256], int n, int max);

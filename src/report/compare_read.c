@@ -89,6 +89,45 @@ static void split_config(const cJSON *cfg, const char *backend, cJSON *work, cJS
     cJSON_AddStringToObject(set, "backend", backend);
 }
 
+/* x's number: a number's, or a raw item's digits (config.c writes a large integer so) */
+static bool number_of(const cJSON *x, double *v)
+{
+    char *end = NULL;
+    *v = cJSON_IsNumber(x) ? x->valuedouble : cJSON_IsRaw(x) ? strtod(x->valuestring, &end) : NAN;
+    return cJSON_IsNumber(x) || (end && end != x->valuestring && !*end);
+}
+
+bool compare_same(const cJSON *a, const cJSON *b)
+{
+    double u, v;
+    if (number_of(a, &u) && number_of(b, &v))
+        return u == v;
+    if (!a || !b || (a->type & 0xFF) != (b->type & 0xFF))
+        return false;
+    if (!cJSON_IsArray(a) && !cJSON_IsObject(a))
+        return cJSON_Compare(a, b, 1);
+    if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b))
+        return false;
+    const cJSON *x, *y = b->child;
+    cJSON_ArrayForEach(x, a)
+    {
+        if (!compare_same(x, cJSON_IsObject(a) ? cJSON_GetObjectItemCaseSensitive(b, x->string) : y))
+            return false;
+        y = y ? y->next : NULL;
+    }
+    return true;
+}
+
+/* x as JSON, an integer with all its digits (cJSON's 15 can print two seeds
+ * alike); allocated. */
+static char *number_text(const cJSON *x)
+{
+    char *t = NULL;
+    bool whole = cJSON_IsNumber(x) && x->valuedouble == trunc(x->valuedouble) &&
+                 fabs(x->valuedouble) < 1e17;
+    return whole && asprintf(&t, "%.17g", x->valuedouble) >= 0 ? t : cJSON_PrintUnformatted(x);
+}
+
 /* "section.key: A vs B" for each leaf that differs, at most max. */
 int compare_diffs(const cJSON *a, const cJSON *b, const char *prefix, char diffs[][256],
                         int n, int max)
@@ -105,11 +144,10 @@ int compare_diffs(const cJSON *a, const cJSON *b, const char *prefix, char diffs
             snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", k->string);
             if (other && cJSON_IsObject(k) && cJSON_IsObject(other)) {
                 n = compare_diffs(side ? other : k, side ? k : other, path, diffs, n, max);
-            } else if (!other || !cJSON_Compare(k, other, 1)) {
+            } else if (!compare_same(k, other)) {
                 if (n >= max)
                     return n;
-                char *vk = cJSON_PrintUnformatted(k);
-                char *vo = other ? cJSON_PrintUnformatted(other) : NULL;
+                char *vk = number_text(k), *vo = other ? number_text(other) : NULL;
                 const char *mine = vk ? vk : "?", *theirs = vo ? vo : "(absent)";
                 snprintf(diffs[n++], 256, "%s: %s vs %s", path, side ? theirs : mine,
                          side ? mine : theirs); // always a's value, then b's
