@@ -86,6 +86,32 @@ static void test_same_parameters_as_cpu(void **state)
     check_equal("parallel.replicas=3", "loader.pin_memory=true", "loader.async_copy=false");
 }
 
+/* The model counts every batch's step once: a compute-bound epoch whose last
+ * batch is short (100 rows in 30/30/30/10) is never predicted shorter than
+ * the compute engine's own busy time (the emulation's nominal sum of its
+ * steps, no timing). It once paired batch k's copy with batch k's step and
+ * added the last step again: 30+30+10+10 rows, 20% short. */
+static void test_model_counts_every_step(void **state)
+{
+    (void)state;
+    const char *sync[] = {"loader.async_copy=false", "loader.async_copy=true"};
+    for (int a = 0; a < 2; a++) {
+        struct config c;
+        struct run_result r;
+        test_config(&c, "parallel.device=emulated", "emulate.compute_us=405", "train.epochs=2",
+                    sync[a], NULL);
+        run_on(&c, &backend_emulated, &r);
+        for (int k = 0; k < r.n_epochs; k++) {
+            const struct epoch_stats *st = &r.epochs[k].st;
+            double p = emu_predict_epoch(&r, st->load_s, st->host_s);
+            if (!(p >= st->engine_compute_s))
+                fail_msg("%s, epoch %d: %.3f ms predicted, under the %.3f ms of steps", sync[a],
+                         k + 1, 1e3 * p, 1e3 * st->engine_compute_s);
+        }
+        run_result_free(&r);
+    }
+}
+
 /* ---- CUDA's rules, side by side ------------------------------------------- */
 
 /* Fastest epoch of BASE plus `a`, `b`, `c`; the measurement within a wide
@@ -204,6 +230,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_parameters_as_cpu),
+        cmocka_unit_test(test_model_counts_every_step),
         cmocka_unit_test(test_pinned_beats_pageable),
         cmocka_unit_test(test_async_needs_pinned),
         cmocka_unit_test(test_copy_depth),

@@ -82,9 +82,10 @@ double emu_predict_epoch(const struct run_result *run, double load_s, double hos
     double L = load_s / (double)n, H = host_s / (double)n, x, c, t;
     batch_times(run, 0, &x, &c);
     t = L + x;
-    for (long k = 1; k < n; k++) {
+    for (long k = 1; k < n; k++) { // batch k's copy beside the step of batch k - 1
+        double before = c;
         batch_times(run, k, &x, &c);
-        t += period(&run->cfg, L, H, x, c);
+        t += period(&run->cfg, L, H, x, before);
     }
     return t + c; // the last step's own compute
 }
