@@ -15,7 +15,8 @@ cat <<'MD'
      scripts/gen-config-doc.sh ./dpbench >docs/configuration.md -->
 
 A config is a YAML mapping of sections (`dataset`, `transform`, `model`,
-`loader`, `train`, `parallel`, `report`) plus `name`, `seed` and `sweep`.
+`loader`, `train`, `parallel`, `emulate`, `report`, `bench`, `tune`) plus
+`name`, `seed` and `sweep`.
 Every key has a default: without `--config` dpbench runs the tutorial.
 
 - `--set path=value` overrides one key (repeatable), e.g.
@@ -25,7 +26,9 @@ Every key has a default: without `--config` dpbench runs the tutorial.
   of values, runs the cartesian product of the values, first key outermost;
   the dataset is generated once and shared by the points. `bench.*`, `tune.*`,
   `report.*`, `name` and `parallel.devices` hold for the whole run: they
-  cannot be swept.
+  cannot be swept. A swept key's values replace its value at every point. On
+  the command line, a `--sweep` of a key replaces the file's `sweep:` list of
+  it, and a `--set` of a key the file sweeps runs that one value instead.
 - Bad input (an unknown key, a wrong type, a value out of range, ...) stops
   dpbench before anything runs, with exit status 2 and one line naming the
   file, line, column and key: [running.md](running.md) lists what is refused.

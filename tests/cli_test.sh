@@ -170,6 +170,7 @@ for bad_out in /dev/null /dev/full README.md; do
     expect 2 "report.out $bad_out: not a directory" -- -c configs/tutorial.yaml --out $bad_out
 done
 expect 2 "report.out /proc: cannot create a file there" -- -c configs/tutorial.yaml --out /proc
+expect 2 "outf.yaml:2: report.out README.md: not a directory" -- -c "$(yaml outf.yaml 'report:\n  out: README.md\n')"
 # what a command prints reaches stdout, or the command fails (a full disk: /dev/full)
 for args in --help --version --help-config "-q --set train.epochs=1"; do
     "$BIN" $args >/dev/full 2>"$TMP/err"
@@ -322,7 +323,7 @@ expect 2 "numbers.yaml:2:7: train.lr: expected a number" -- --config "$(yaml num
 expect 2 "cannot create directory" -- --out /proc/dpbench-nope
 # every missing level is created, as mkdir -p does; a dangling symlink is named
 expect 0 "results written to $TMP/deep/b/c/d/" -- --set train.epochs=1 --out "$TMP/deep/b/c/d"
-expect 0 "wrote a idx dataset to $TMP/deep2/x/y/z" -- --make-dataset idx "$TMP/deep2/x/y/z" --per-class 1 --classes 2
+expect 0 "wrote an idx dataset to $TMP/deep2/x/y/z" -- --make-dataset idx "$TMP/deep2/x/y/z" --per-class 1 --classes 2
 expect 0 "exported 1 point to $TMP/deep3/p/q" -- --export "$TMP/deep3/p/q" --set dataset.length=10
 ln -s "$TMP/nowhere" "$TMP/dangling"
 expect 2 "$TMP/dangling is a dangling symbolic link (to '$TMP/nowhere'" -- --out "$TMP/dangling"
@@ -330,12 +331,20 @@ expect 2 "$TMP/dangling is a dangling symbolic link" -- --out "$TMP/dangling/a/b
 expect 2 "$TMP/dangling is a dangling symbolic link" -- --export "$TMP/dangling"
 expect 2 "$TMP/dangling is a dangling symbolic link" -- --make-dataset cifar10 "$TMP/dangling/x" --per-class 1
 if [ ! -e "$TMP/nowhere" ]; then ok; else bad "a dangling --out link was followed"; fi
+# commands with a run of their own: one at a time, once, without a flag it would drop
+expect 2 "--export cannot be combined with --allreduce-bandwidth" -- --export "$TMP/cx" --allreduce-bandwidth
+expect 2 "--allreduce-bandwidth cannot be combined with --format" -- --allreduce-bandwidth --format json
+expect 2 "--export cannot be combined with --out" -- --export "$TMP/cx" --out "$TMP/cx2"
+expect 2 "--export cannot be combined with --format" -- --export "$TMP/cx" --format csv
+expect 2 "--export given twice" -- --export "$TMP/cx" --export "$TMP/cx2"
+expect 2 "--h2d-bandwidth cannot be combined with --repeat" -- --h2d-bandwidth -r 3
+if [ ! -e "$TMP/cx" ] && [ ! -e "$TMP/cx2" ]; then ok; else bad "a refused command wrote its folder"; fi
 # --allreduce-bandwidth --out: the table on stdout and in NAME-STAMP.allreduce.txt
 expect 0 "table written to $TMP/ab/x/bw-" -- --allreduce-bandwidth --set name=bw --out "$TMP/ab/x"
 if cmp -s "$TMP/out" "$TMP"/ab/x/bw-*.allreduce.txt && grep -q "^# one rank: busbw is 0" "$TMP/out"; then ok
 else bad "--allreduce-bandwidth --out: $(ls -A "$TMP/ab/x")"; fi
 expect 2 "--max-memory: expected bytes" -- --max-memory lots
-for m in 0 0.5; do # under a byte: no limit to keep (0 turned every memory check off)
+for m in 0 0.5 5i 5iB 1Bi; do # under a byte: no limit (0 turned every check off); "i" only after K, M or G
     expect 2 "--max-memory: expected bytes, 1 or more (e.g. 512M, 4G), found '$m'" -- --max-memory $m
 done
 expect 2 "more than the" -- --set dataset.length=1000000 --set dataset.features=1000 --max-memory 1G
@@ -374,6 +383,10 @@ expect 2 "value '02' given twice" -- --sweep loader.num_workers=2,02
 expect 2 "--sweep seed: the key is given twice on the command line" -- --sweep seed=1,2 --sweep seed=3,4
 expect 2 "--sweep loader.num_workers: the key is given twice" -- --sweep loader.num_workers=0 --sweep train.lr=0.1,0.2 --sweep loader.num_workers=2
 expect 0 "seed=7" -- --config "$(yaml swf.yaml 'sweep:\n  seed: [1, 2]\n')" --sweep seed=7,8 --set train.epochs=1
+# --set of a key the file sweeps runs that one value (it was dropped for the sweep's)
+"$BIN" --config "$TMP/swf.yaml" --set seed=3 --set train.epochs=1 --format json >"$TMP/pin.json" 2>/dev/null
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['runs']) == 1 and d['config']['seed'] == 3" "$TMP/pin.json"; then ok
+else bad "--set of a key the file sweeps: $(head -c 300 "$TMP/pin.json")"; fi
 # a section where a key belongs: said so, with its keys
 expect 2 "--set loader=5: 'loader' is a section, not a key: name one of its keys (loader.batch_size," -- --set loader=5
 expect 2 "'train' is a section, not a key: name one of its keys (train.epochs, train.warmup_epochs, train.lr)" -- --sweep train=1,2
@@ -551,6 +564,13 @@ writing the results|10,10|after the last epoch; the results are complete|$S2 --r
 writing the dataset|-|interrupted by SIGINT before the run|--set dataset.kind=folder --set dataset.path=$TMP/sigmade/train --set dataset.make=folder
 EOF2
 rm -f "$TMP/ph.json" # empty where nothing completed: not a result
+# a stop before any epoch writes no result: the --out folders the run made go again
+DPBENCH_TEST_SIGNAL_AT="running the epochs" "$BIN" -q --out "$TMP/sigout/a/b" >/dev/null 2>&1 </dev/null
+rc=$?
+mkdir -p "$TMP/sigkeep"
+DPBENCH_TEST_SIGNAL_AT="running the epochs" "$BIN" -q --out "$TMP/sigkeep" >/dev/null 2>&1 </dev/null
+if [ $rc -eq 130 ] && [ ! -e "$TMP/sigout" ] && [ -d "$TMP/sigkeep" ]; then ok
+else bad "a stop before any epoch left --out's folders: exit $rc, $(ls -R "$TMP/sigout" 2>&1 | head -3)"; fi
 [ ! -e "$TMP/sigmade" ] && ok || bad "a stop while dataset.make wrote left $TMP/sigmade"
 # ---- the emulated device (docs/emulated.md)
 expect 0 "[emulated]" -- -c configs/tutorial.yaml --set parallel.device=emulated
@@ -561,6 +581,15 @@ expect 2 "emulate.profile: $TMP/none.json: cannot open" -- --set parallel.device
 printf '{"dpbench_h2d_profile": 1, "rows": [{"bytes": 1, "pinned_gbps": -1}]}' >"$TMP/badprof.json"
 expect 2 "rows[0].pinned_gbps: expected a positive number" -- --set parallel.device=emulated \
     --set emulate.profile="$TMP/badprof.json"
+# one JSON document, blanks after it at most (cJSON stopped at its end: "{...} junk {" ran)
+good='{"dpbench_h2d_profile": 1, "rows": [{"bytes": 1024, "pinned_gbps": 10, "pageable_gbps": 5}]}'
+for tail in ' junk {' '\0xx' ' {}'; do
+    printf '%s'"$tail" "$good" >"$TMP/badprof.json"
+    expect 2 "badprof.json: not one JSON document" -- --set parallel.device=emulated \
+        --set emulate.profile="$TMP/badprof.json"
+done
+printf '%s\n\n' "$good" >"$TMP/goodprof.json"
+expect 0 "emulated model" -- --set parallel.device=emulated --set emulate.profile="$TMP/goodprof.json"
 # a profile's rates keep to the keys' range (1e-300 GB/s made a copy 1e293 ms; 1e-9 hung)
 for r in 1e-300 0.0001 1e6; do
     printf '{"dpbench_h2d_profile": 1, "rows": [{"bytes": 1048576, "pinned_gbps": 20, "pageable_gbps": %s}]}' \

@@ -15,7 +15,7 @@ G=$TMP/gen
 expect 0 "wrote a folder dataset" -- --make-dataset folder "$G/jpg" --classes 3 --per-class 8 --eval-per-class 2 --size 36x28
 expect 0 "wrote a folder dataset" -- --make-dataset folder "$G/png" --classes 3 --per-class 4 --format png --size 20x20
 expect 0 "wrote a cifar10 dataset" -- --make-dataset cifar10 "$G/cifar" --per-class 6 --eval-per-class 2
-expect 0 "wrote a idx dataset" -- --make-dataset idx "$G/idx" --classes 4 --per-class 10 --gzip
+expect 0 "wrote an idx dataset" -- --make-dataset idx "$G/idx" --classes 4 --per-class 10 --gzip
 expect 0 "--per-class N" -- --make-dataset --help
 expect 2 "KIND must be folder, cifar10 or idx" -- --make-dataset mnist "$G/x"
 expect 2 "--size: expected WxH" -- --make-dataset folder "$G/x" --size 12
@@ -64,7 +64,7 @@ printf 'dataset:\n  kind: folder\n  path: %s/mk/x/train\n  make: "folder --quali
 expect 2 "mk.yaml:4: dataset.make: --make-dataset --quality: expected an integer" -- -c "$TMP/mk.yaml"
 # what labelled data takes from its files is no sweep: every point would be the same run
 for k in dataset.length=3,1000 dataset.features=1,2 model.out_features=2,3; do
-    expect 2 "--sweep ${k%%=*}: dataset.kind idx takes it from its files" -- --set dataset.kind=idx \
+    expect 2 "sweep: ${k%%=*}: dataset.kind idx takes it from its files" -- --set dataset.kind=idx \
         --set dataset.path="$G/idx/train-images-idx3-ubyte.gz" --sweep "$k" --repeat 1
 done
 expect 2 "dataset.make: \"idx\" makes a idx dataset, but dataset.kind is folder" -- \
@@ -162,7 +162,12 @@ expect 2 "cross_entropy needs labelled data" -- --set model.loss=cross_entropy
 expect 2 "dataset.kind folder needs a path" -- --set dataset.kind=folder
 expect 2 "$G/none-images-idx3-ubyte: cannot open: No such file" -- --set dataset.kind=idx \
     --set dataset.path="$G/none-images-idx3-ubyte" # the images file named, not its labels
-expect 2 "transform: only for image data" -- --set transform.hflip=true
+expect 2 "transform.hflip: only for image data" -- --set transform.hflip=true
+# from a file: the key it set, with its line (eval_path was named dataset.path, with none)
+printf 'dataset:\n  eval_path: /x\n' >"$TMP/evalp.yaml"
+expect 2 "evalp.yaml:2: dataset.eval_path: only for dataset.kind idx" -- -c "$TMP/evalp.yaml"
+printf 'seed: 1\ntransform:\n  crop: 4\n' >"$TMP/crop.yaml"
+expect 2 "crop.yaml:3: transform.crop: only for image data" -- -c "$TMP/crop.yaml"
 expect 2 "dataset.sample_cost_us: only for the random dataset" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set dataset.sample_cost_us=5
 expect 2 "transform.pad: 4 needs transform.crop" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set transform.pad=4
 expect 2 "expected 1 or 3 values" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar" --set transform.mean=[1,2] --set transform.std=[1,2]
@@ -400,7 +405,7 @@ if mount -t tmpfs -o size=200k tmpfs "$FULL" 2>/dev/null; then
     done
     # the rerun is not refused as "not empty": the failed run left nothing
     expect 0 "wrote a folder dataset" -- --make-dataset folder "$FULL/f" --per-class 2 --classes 2
-    expect 0 "wrote a idx dataset" -- --make-dataset idx "$FULL" --per-class 2 --classes 2
+    expect 0 "wrote an idx dataset" -- --make-dataset idx "$FULL" --per-class 2 --classes 2
     none_left "$FULL" "$(printf 'f\nt10k-images-idx3-ubyte\nt10k-labels-idx1-ubyte\ntrain-images-idx3-ubyte\ntrain-labels-idx1-ubyte')"
     rm -rf "${FULL:?}"/*
     # --export: no config.json without its data, and an earlier export stays whole

@@ -35,6 +35,8 @@ struct app {
     struct points points;     // what the run measures (the sweep's points; compare -c: A, B)
     bool rebuild;             // the points' datasets do not fit in memory together: each
                               // is built again for its round (sweep_check)
+    char out_made[4096];      // the highest folder report.out's check created ("": none),
+                              // removed again (while empty) where no result is written
 };
 
 /* A run mode: one file and one line in main.c's table. A mode is either a

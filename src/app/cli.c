@@ -75,8 +75,9 @@ static int parse_bytes(const char *s, double *out)
     case 'G': case 'g': mult = 1024.0 * 1024 * 1024; end++; break;
     default: break;
     }
-    if (*end == 'i' || *end == 'B')
-        end += *end == 'i' ? 1 : 0, end += *end == 'B';
+    if (mult > 1 && *end == 'i') // 4Gi, 4GiB: "i" only after a unit
+        end++;
+    end += *end == 'B';
     if (*end || x * mult < 1) // under a byte: no limit to keep (0 would mean none at all)
         return -1;
     *out = x * mult;
@@ -177,26 +178,48 @@ static const struct option longopts[] = {
     {0},
 };
 
-/* --tune runs a search of its own: another command, or a flag it would
- * ignore (its race decides its rounds), is refused rather than dropped. */
-static int tune_alone(const struct options *o, unsigned seen, bool swept, struct error *e)
+/* The commands with a run of their own (--tune first: it is named first),
+ * and the flags each would ignore: refused rather than dropped. */
+static const struct command {
+    int ch;
+    const char *flag;
+    int ignored[6]; // 0 ends
+    const char *why;
+} commands[] = {
+    {OPT_TUNE, "--tune", {'r', OPT_PRECISION, OPT_BUDGET},
+     "--tune decides its own rounds; tune.budget_s bounds its time"},
+    {OPT_EXPORT, "--export", {'f', 'o', 'r', OPT_THRESHOLD, OPT_PRECISION, OPT_BUDGET},
+     "--export writes its files into its folder and times nothing"},
+    {OPT_H2D_BANDWIDTH, "--h2d-bandwidth", {'f', 'r', OPT_THRESHOLD, OPT_PRECISION, OPT_BUDGET},
+     "it prints a table of its own, also into --out"},
+    {OPT_ALLREDUCE_BANDWIDTH, "--allreduce-bandwidth",
+     {'f', 'r', OPT_THRESHOLD, OPT_PRECISION, OPT_BUDGET},
+     "it prints a table of its own, also into --out"},
+};
+enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
+
+/* At most one command, once, without a flag it would ignore (seen: the key
+ * flags given, a bit each; given: each command's count). */
+static int command_alone(unsigned seen, const int *given, bool swept, struct error *e)
 {
-    static const int ignored[] = {'r', OPT_PRECISION, OPT_BUDGET};
-    const char *command = o->h2d_bandwidth ? "--h2d-bandwidth" : o->export_dir ? "--export"
-                          : o->allreduce_bandwidth ? "--allreduce-bandwidth" : NULL;
-    const char *flag = NULL;
-    if (o->tune && swept) // a config file's sweep block is set aside, with a note
+    const struct command *c = NULL;
+    for (int i = 0; i < N_COMMANDS; i++) {
+        if (given[i] > 1 && commands[i].ch == OPT_EXPORT)
+            return error_set(e, "--export given twice (it takes one folder)");
+        if (given[i] && c)
+            return error_set(e, "%s cannot be combined with %s (each is a command of its own)",
+                             c->flag, commands[i].flag);
+        c = given[i] ? &commands[i] : c;
+    }
+    if (c && c->ch == OPT_TUNE && swept) // a config file's sweep block is set aside, with a note
         return error_set(e, "--tune cannot be combined with --sweep (--tune searches the loader "
                             "settings of one workload: run it once per swept value)");
-    for (int k = 0; k < N_KEY_FLAGS; k++)
-        for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++)
-            if (key_flags[k].ch == ignored[i] && seen & 1u << k)
-                flag = key_flags[k].flag;
-    if (!o->tune || (!command && !flag))
-        return 0;
-    return error_set(e, "--tune cannot be combined with %s (%s)", command ? command : flag,
-                     command ? "a command of its own"
-                             : "--tune decides its own rounds; tune.budget_s bounds its time");
+    for (int k = 0; c && k < N_KEY_FLAGS; k++)
+        for (int i = 0; i < 6 && c->ignored[i]; i++)
+            if (key_flags[k].ch == c->ignored[i] && seen & 1u << k)
+                return error_set(e, "%s cannot be combined with %s (%s)", c->flag,
+                                 key_flags[k].flag, c->why);
+    return 0;
 }
 
 /* The first pass over argv: every flag but the config overrides. -1 with e
@@ -205,10 +228,13 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
 {
     int ch;
     unsigned seen = 0; // the key flags given so far, a bit each
+    int given[N_COMMANDS] = {0};
     bool swept = false;
     opterr = 0;
     optind = 0; // getopt starts afresh (compare -c parses two command lines)
     while ((ch = getopt_long(argc, argv, SHORTOPTS, longopts, NULL)) != -1) {
+        for (int i = 0; i < N_COMMANDS; i++)
+            given[i] += commands[i].ch == ch;
         for (int k = 0; k < N_KEY_FLAGS; k++)
             if (key_flags[k].ch == ch && (seen & 1u << k) && !key_flags[k].value)
                 return error_set(e, "%s given twice (it takes one value)", key_flags[k].flag);
@@ -256,7 +282,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
     if (optind < argc)
         return error_set(e, "unexpected argument '%s' (the config goes after --config)",
                          argv[optind]);
-    return tune_alone(opts, seen, swept, e);
+    return command_alone(seen, given, swept, e);
 }
 
 /* One key flag's value into the config. */
@@ -269,8 +295,13 @@ static int apply_key_flag(const struct key_flag *k, const char *arg, struct conf
         return error_set(e, "%s: expected %s, found '%s'", k->flag, k->expected, arg);
     if (k->conv)
         value = v;
-    if (config_set(c, k->key, value, e) || (k->key2 && config_set(c, k->key2, value, e)))
-        return error_wrap(e, "%s", k->flag);
+    if (config_set(c, k->key, value, e) || (k->key2 && config_set(c, k->key2, value, e))) {
+        char why[sizeof e->msg];
+        snprintf(why, sizeof why, "%s", e->msg);
+        return k->conv ? error_set(e, "%s: expected %s, found '%s' (%s)", k->flag, k->expected,
+                                   arg, why) // what was typed: 5 reads as 500%
+                       : error_wrap(e, "%s", k->flag);
+    }
     return 0;
 }
 

@@ -65,11 +65,14 @@ static int rule_data_kind(const struct config *c, struct error *e)
                                 "cifar10 or folder); the random dataset has real-valued targets",
                              loss->name);
         if (c->dataset.path[0] || c->dataset.eval_path[0])
-            return error_set(e, "dataset.path: only for dataset.kind idx, cifar10 or folder");
-        if (c->transform.resize || c->transform.crop || c->transform.pad || c->transform.hflip ||
-            c->transform.mean.n || c->transform.std.n)
-            return error_set(e, "transform: only for image data (dataset.kind idx, cifar10 or "
-                                "folder)");
+            return error_set(e, "%s: only for dataset.kind idx, cifar10 or folder",
+                             c->dataset.path[0] ? "dataset.path" : "dataset.eval_path");
+        const char *t = c->transform.resize ? "resize" : c->transform.crop ? "crop"
+                        : c->transform.pad ? "pad" : c->transform.hflip ? "hflip"
+                        : c->transform.mean.n ? "mean" : c->transform.std.n ? "std" : NULL;
+        if (t) // the key named first: the file's line goes in front (config_validate)
+            return error_set(e, "transform.%s: only for image data (dataset.kind idx, cifar10 "
+                                "or folder)", t);
     } else if (!c->dataset.path[0]) {
         return error_set(e, "dataset.path: dataset.kind %s needs a path", c->dataset.kind);
     } else if (c->dataset.sample_cost_us > 0) {
@@ -80,7 +83,7 @@ static int rule_data_kind(const struct config *c, struct error *e)
         const char *k = c->sweep[i].key; // the data decides them: every point the same run
         if (!strcmp(k, "dataset.length") || !strcmp(k, "dataset.features") ||
             !strcmp(k, "model.out_features"))
-            return error_set(e, "--sweep %s: dataset.kind %s takes it from its files (samples, "
+            return error_set(e, "sweep: %s: dataset.kind %s takes it from its files (samples, "
                                 "pixels, classes): every point would be the same run", k,
                              c->dataset.kind);
     }

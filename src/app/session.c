@@ -104,10 +104,10 @@ static int prepare(struct app *a, struct backends *bes, size_t *estimate)
 {
     struct config *c = &a->res.cfg;
     struct error e;
-    char made[4096] = ""; // the folders report.out made, gone again where the run is refused
+    char *made = a->out_made; // the folders report.out made, gone again where the run is refused
     int rc = EXIT_OK;
     if (c->report.out[0] && report_check_out(c->report.out, c->name, made, &e))
-        rc = EXIT_USAGE; // refused before the run, not after it
+        rc = EXIT_USAGE, config_error_at(c, &e); // refused before the run, not after it
     else if (ddp_check_launch(c, &e)) // a dp process among mpirun's ranks: refused at once
         rc = EXIT_USAGE;
     else if (a->points.n == 0 && points_of(c, &a->points, &e))
@@ -276,6 +276,8 @@ int session_run(struct app *a, const struct session_ops *ops)
     signals_on_stuck(NULL, NULL); // no run in progress any more
     signals_finishing(); // what completed is written unless another signal comes
     int status = finish(a, ops, &comm, run_status(rc, res, &comm, &e));
+    if (comm.rank == 0 && res->cfg.report.out[0]) // no result written (a stop before any
+        dirs_unmake(res->cfg.report.out, a->out_made); // epoch): the folders it made go, if empty
     comm_close(&comm);
     return status;
 }

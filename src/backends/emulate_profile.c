@@ -54,7 +54,7 @@ int h2d_profile_write(const struct h2d_profile *p, const char *dir, char *path, 
  * waiting on it; a signal meanwhile does not fail the read (the checks
  * around it stop the run), and a read that never returns is the watchdog's,
  * which names this phase. */
-static int read_text(const char *path, char **out, struct error *e)
+static int read_text(const char *path, char **out, size_t *len, struct error *e)
 {
     enum { MAX_BYTES = 1 << 20 };
     int fd = file_open_regular(path, NULL, e);
@@ -81,6 +81,7 @@ static int read_text(const char *path, char **out, struct error *e)
     }
     buf[got] = '\0';
     *out = buf;
+    *len = got;
     return 0;
 }
 
@@ -120,9 +121,17 @@ static int read_row(const cJSON *r, struct h2d_profile *p, const char *path, str
 int h2d_profile_read(const char *path, struct h2d_profile *p, struct error *e)
 {
     char *text = NULL;
-    if (read_text(path, &text, e))
+    size_t len = 0;
+    const char *end = NULL;
+    if (read_text(path, &text, &len, e))
         return -1;
-    cJSON *root = cJSON_Parse(text);
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    while (root && end < text + len && strchr(" \t\r\n", *end) && *end) // what follows: blanks only
+        end++;
+    if (root && end < text + len) { // more after the document, a NUL among it
+        cJSON_Delete(root);
+        root = NULL;
+    }
     free(text);
     memset(p, 0, sizeof *p);
     int rc = 0;
@@ -130,7 +139,7 @@ int h2d_profile_read(const char *path, struct h2d_profile *p, struct error *e)
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows"), *r;
     if (!root)
-        rc = error_set(e, "%s: not JSON (expected a profile from dpbench --h2d-bandwidth --out "
+        rc = error_set(e, "%s: not one JSON document (expected a profile from dpbench --h2d-bandwidth --out "
                           "DIR)", path);
     else if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
         rc = error_set(e, "%s: dpbench_h2d_profile: expected 1 (a profile from dpbench "

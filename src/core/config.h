@@ -124,6 +124,10 @@ int config_set_arg(struct config *c, const char *arg, struct error *e);
 bool config_is_explicit(const struct config *c, const char *path);
 /* Sets one key from text, e.g. ("loader.num_workers", "4"). */
 int config_set(struct config *c, const char *path, const char *value, struct error *e);
+/* A value the run resolved (a file's shape, the loss "auto" picks), not the
+ * user's: the key stays given or not as it was (a tuned config writes the
+ * keys given). A value the key refuses is not set. */
+void config_resolve(struct config *c, const char *path, const char *value);
 /* Adds or replaces a sweep key with comma-separated values ("key=v1,v2"). */
 int config_sweep_arg(struct config *c, const char *arg, struct error *e);
 /* Drops every sweep key (--no-sweep). */
@@ -134,6 +138,9 @@ int config_validate_sweep(const struct config *c, struct error *e);
 /* Checks rules that tie several keys together, for one run's config (a sweep
  * point's); call after all overrides. */
 int config_validate(const struct config *c, struct error *e);
+/* An error that names a key first ("dataset.path: ..."): where the file gave
+ * that key, "FILE:LINE: " goes in front. -1. */
+int config_error_at(const struct config *c, struct error *e);
 /* Whether a and b make the same dataset: every key the key table marks as
  * data (the seed, dataset.*, transform.*, model.out_features) agrees. */
 bool config_same_data(const struct config *a, const struct config *b);

@@ -134,12 +134,13 @@ static int rules_check(const struct config *c, struct error *e)
     return 0;
 }
 
-/* A rule's error names the key it is about first ("dataset.path: ..."):
- * where the file gave that key, its line goes in front. */
 int config_validate(const struct config *c, struct error *e)
 {
-    if (!rules_check(c, e))
-        return 0;
+    return rules_check(c, e) ? config_error_at(c, e) : 0;
+}
+
+int config_error_at(const struct config *c, struct error *e)
+{
     size_t len = strcspn(e->msg, ": ");
     for (size_t i = 0; i < config_n_keys && c->source[0]; i++)
         if (strlen(config_keys[i].path) == len && strncmp(e->msg, config_keys[i].path, len) == 0 &&

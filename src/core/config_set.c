@@ -258,6 +258,18 @@ bool config_is_explicit(const struct config *c, const char *path)
     return k && (c->explicit_keys >> (k - config_keys) & 1);
 }
 
+void config_resolve(struct config *c, const char *path, const char *value)
+{
+    const struct key *k = key_find(path);
+    struct error e;
+    if (!k)
+        return;
+    unsigned long long given = c->explicit_keys;
+    int line = c->key_line[k - config_keys];
+    if (set_value(c, k, value, &e) == 0)
+        c->explicit_keys = given, c->key_line[k - config_keys] = line;
+}
+
 int config_set(struct config *c, const char *path, const char *value, struct error *e)
 {
     const struct key *k = key_find(path);
@@ -276,6 +288,8 @@ void config_defaults(struct config *c)
     c->explicit_keys = 0; // none given by the user yet
 }
 
+static void sweep_drop(struct config *c, const char *key);
+
 int config_set_arg(struct config *c, const char *arg, struct error *e)
 {
     const char *eq = strchr(arg, '=');
@@ -291,6 +305,9 @@ int config_set_arg(struct config *c, const char *arg, struct error *e)
                 *p = '?';
         return error_wrap(e, "--set %s", echo);
     }
+    for (int i = 0; i < c->n_sweep; i++) // the command line's value replaces the file's
+        if (!c->sweep[i].from_cli && !strcmp(c->sweep[i].key, path)) // sweep of the key; a
+            sweep_drop(c, path); // --sweep's values replace the value at each point
     return 0;
 }
 

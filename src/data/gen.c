@@ -255,9 +255,9 @@ int gen_main(int argc, char **argv)
         fprintf(stderr, "dpbench: --make-dataset: %s (nothing written to %s)\n", e.msg, dir);
     if (rc)
         return rc;
-    printf("dpbench: wrote a %s dataset to %s: %d classes, %d training and %d eval samples "
-           "per class, %dx%d\n", g.kind->name, dir, g.classes, g.per_class, g.eval_per_class,
-           g.w, g.h);
+    printf("dpbench: wrote %s %s dataset to %s: %d classes, %d training and %d eval samples "
+           "per class, %dx%d\n", strchr("aeiou", g.kind->name[0]) ? "an" : "a", g.kind->name,
+           dir, g.classes, g.per_class, g.eval_per_class, g.w, g.h);
     return 0;
 }
 
