@@ -40,6 +40,17 @@ then ok; else bad "text summary: median ± half-width: $(grep median "$TMP/out")
 expect 0 "| point | median epoch (ms) | 95% CI (ms) |" -- -c $T -q --sweep parallel.replicas=1,2 -f markdown
 if [ "$(grep -c '^| ' "$TMP/out")" -eq 3 ]; then ok; else bad "-f markdown: $(cat "$TMP/out")"; fi
 expect 0 "json, csv or markdown" -- --help
+# the conclusion says how its fastest point was chosen where that is not the first point
+# (its median epoch alone could be higher than another's: medians of different rounds)
+expect 0 "x the first point's time, paired per round; median epoch" -- -c $T -q \
+    --sweep dataset.sample_cost_us=20,0
+# a '|' in a cell (a swept file name) is escaped: every row keeps the header's 7 cells
+printf '{"dpbench_h2d_profile": 1, "rows": [{"bytes": 1024, "pinned_gbps": 10, "pageable_gbps": 5}]}' >"$TMP/a|b.json"
+cp "$TMP/a|b.json" "$TMP/ab.json"
+expect 0 'a\|b.json' -- -c $T -q -r 1 -f markdown --set parallel.device=emulated \
+    --sweep "emulate.profile=$TMP/a|b.json,$TMP/ab.json"
+if [ "$(grep '^| ' "$TMP/out" | sed 's/\\|//g' | awk -F'|' '{print NF}' | sort -u)" = 9 ]; then ok
+else bad "-f markdown with '|' in a label: $(cat "$TMP/out")"; fi
 
 # ---- dpbench compare on crafted result files whose answer is known
 # craft OUT BASE SPEC: copies result BASE with each run's epoch times replaced;

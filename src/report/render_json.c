@@ -407,15 +407,13 @@ static void tune_best_json(cJSON *o, const struct results *r)
     if (b)
         k = pipeline_knobs_of(&b->cfg);
     cJSON_AddItemToObject(o, "best", b ? knobs_json(&k) : cJSON_CreateNull());
-    if (b)
-        cJSON_AddNumberToObject(o, "best_trial", t->best);
+    cJSON_AddItemToObject(o, "best_trial", b ? cJSON_CreateNumber(t->best) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "best_epoch_ms", b ? number_or_null(1e3 * b->sum.median_s)
                                                 : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "best_epoch_ci95", b ? pair_json(b->sum.ci95_ms) : cJSON_CreateNull());
     cJSON_AddBoolToObject(o, "confirmed", b && t->trials[t->best].rounds > 0);
     cJSON_AddItemToObject(o, "rerun_ms", b && isfinite(ms[0]) ? pair_json(ms) : cJSON_CreateNull());
-    if (b)
-        cJSON_AddItemToObject(o, "gain_ratio", number_or_null(1 / t->gain.ratio));
+    cJSON_AddItemToObject(o, "gain_ratio", b ? number_or_null(1 / t->gain.ratio) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "gain", b ? pair_json(gain) : cJSON_CreateNull());
 }
 

@@ -22,11 +22,21 @@ static void md_num(FILE *f, const char *fmt, double v)
         fputs(" - |", f);
 }
 
+/* A table cell's text: a '|' escaped, a line break a space (either would
+ * end the cell or the row); then the cell's end. */
+static void md_cell(FILE *f, const char *text)
+{
+    for (fputc(' ', f); *text; text++)
+        fputs(*text == '|' ? "\\|" : *text == '\n' || *text == '\r' ? " " : (char[2]){*text, 0}, f);
+    fputs(" |", f);
+}
+
 static void md_row(FILE *f, const struct results *r, int i)
 {
     const struct run_result *run = &r->runs[i];
     char verdict[256];
-    fprintf(f, "| %s |", run->label[0] ? run->label : "(base)");
+    fputc('|', f);
+    md_cell(f, run->label[0] ? run->label : "(base)");
     if (run->same) {
         fprintf(f, " = point %d | | | | | |\n", run->same_as);
         return;
@@ -58,9 +68,12 @@ static void md_tune(FILE *f, const struct results *r)
         const struct run_result *run = &r->runs[i];
         char model[24], ci[48], vs[48];
         minmax |= report_tune_cells(r, i, model, ci, vs);
-        fprintf(f, "| %d | %s | %d | %s | %.3f | %s | %s | %.2f | %s | %s |\n", i, run->label,
-                r->tune->trials[i].rounds, model, 1e3 * run->sum.median_s, ci, vs, run->sum.au,
-                bound_name(report_run_bound(run)), r->tune->trials[i].decision);
+        fprintf(f, "| %d |", i);
+        md_cell(f, run->label);
+        fprintf(f, " %d | %s | %.3f | %s | %s | %.2f | %s |", r->tune->trials[i].rounds, model,
+                1e3 * run->sum.median_s, ci, vs, run->sum.au, bound_name(report_run_bound(run)));
+        md_cell(f, r->tune->trials[i].decision);
+        fputc('\n', f);
     }
     fprintf(f, "%s\n", minmax ? "\n\\*: min-max, too few epochs or rounds for a 95% interval\n" : "");
     report_tune_choice(f, r, "", "- ");
@@ -93,8 +106,10 @@ int report_compare_markdown(FILE *f, const struct compare_result *c)
     for (int i = 0; i < c->n_pairs; i++) {
         const struct compare_pair *p = &c->pairs[i];
         char v[96];
-        fprintf(f, "| %s | %.4f | %.4f | %.3f |", compare_point_name(p->a),
-                compare_median(p->a, p->unit), compare_median(p->b, p->unit), p->q.ratio);
+        fputc('|', f);
+        md_cell(f, compare_point_name(p->a));
+        fprintf(f, " %.4f | %.4f | %.3f |", compare_median(p->a, p->unit),
+                compare_median(p->b, p->unit), p->q.ratio);
         if (isfinite(p->q.ci95[0]))
             fprintf(f, " %.3f-%.3f |", p->q.ci95[0], p->q.ci95[1]);
         else

@@ -492,8 +492,16 @@ static void text_conclusion(FILE *f, const struct results *r)
     if (c->fastest < 0)
         return;
     const struct run_result *best = &r->runs[c->fastest];
-    fprintf(f, "# conclusion: fastest %s (median epoch %.4f ms)", best->label,
-            1e3 * best->sum.median_s);
+    int first = report_measured(r, 0);
+    struct ratio q = {.units = 0};
+    if (c->fastest != first) // how it was chosen: paired per round, as the verdicts
+        report_pair(r, first, c->fastest, &q);
+    if (q.units >= 2 && isfinite(q.ratio))
+        fprintf(f, "# conclusion: fastest %s (%.3gx the first point's time, paired per round; "
+                "median epoch %.4f ms)", best->label, q.ratio, 1e3 * best->sum.median_s);
+    else
+        fprintf(f, "# conclusion: fastest %s (median epoch %.4f ms)", best->label,
+                1e3 * best->sum.median_s);
     for (int s = 0; s < c->n_knobs; s++) {
         char k[640];
         if (c->knobs[s].run < 0)

@@ -125,11 +125,10 @@ static void resolve_same(struct results *r, const char *key)
 {
     for (int i = 0; i < r->n_runs; i++) {
         char v[CONFIG_STR];
-        struct error e;
         if (!r->runs[i].same)
             continue;
         config_get_text(&r->runs[report_measured(r, i)].cfg, key, v, sizeof v);
-        config_set(&r->runs[i].cfg, key, v, &e); // a value a run took: valid
+        config_resolve(&r->runs[i].cfg, key, v); // a value a run took
     }
 }
 
@@ -156,9 +155,8 @@ static void resolve_base(struct results *r)
             config_get_text(&r->runs[i].cfg, data_keys[k], v, sizeof v);
             same = strcmp(v, first) == 0;
         }
-        struct error e;
         if (same)
-            config_set(&r->cfg, data_keys[k], first, &e); // a value a run took: valid
+            config_resolve(&r->cfg, data_keys[k], first); // a value the runs took
         else if (used < sizeof r->config_note)
             used += (size_t)snprintf(r->config_note + used, sizeof r->config_note - used, "%s%s",
                                      used ? ", " : "", data_keys[k]);
