@@ -19,7 +19,8 @@ expect 0 "wrote an idx dataset" -- --make-dataset idx "$G/idx" --classes 4 --per
 expect 0 "--per-class N" -- --make-dataset --help
 expect 2 "KIND must be folder, cifar10 or idx" -- --make-dataset mnist "$G/x"
 expect 2 "--size: expected WxH" -- --make-dataset folder "$G/x" --size 12
-expect 2 "--size: expected WxH (e.g. 224x224), found '5x5x5'" -- --make-dataset folder "$G/x" --size 5x5x5
+expect 2 "--size: expected WxH, each from 1 to 8192 (e.g. 224x224), found '5x5x5'" -- --make-dataset folder "$G/x" --size 5x5x5
+expect 2 "each from 1 to 8192 (e.g. 224x224), found '65535x1'" -- --make-dataset folder "$G/x" --size 65535x1
 expect 2 "10 classes of 32x32" -- --make-dataset cifar10 "$G/x" --classes 3
 expect 2 "at most 4096x4096" -- --make-dataset idx "$G/x" --size 5000x5000 --per-class 1
 expect 2 "jpg/train is not empty" -- --make-dataset folder "$G/jpg" --classes 2 --per-class 1

@@ -140,7 +140,8 @@ static int parse_option(int ch, const char *v, struct gen *g, bool *sized, int *
         *sized = true;
         if (sscanf(v, "%dx%d%n", &g->w, &g->h, &end) != 2 || v[end] || g->w < 1 || g->h < 1 ||
             g->w > 8192 || g->h > 8192)
-            return error_set(e, "--make-dataset --size: expected WxH (e.g. 224x224), found '%s'", v);
+            return error_set(e, "--make-dataset --size: expected WxH, each from 1 to 8192 (e.g. "
+                                "224x224), found '%s'", v);
         return 0;
     }
     case 'f':
