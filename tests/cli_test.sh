@@ -337,6 +337,9 @@ expect 2 "--allreduce-bandwidth cannot be combined with --format" -- --allreduce
 expect 2 "--export cannot be combined with --out" -- --export "$TMP/cx" --out "$TMP/cx2"
 expect 2 "--export cannot be combined with --format" -- --export "$TMP/cx" --format csv
 expect 2 "--export given twice" -- --export "$TMP/cx" --export "$TMP/cx2"
+expect 2 "--allreduce-bandwidth cannot be combined with --sweep" -- --allreduce-bandwidth --sweep seed=1,2
+expect 2 "--tune given twice" -- --tune --tune
+expect 2 "compare -c: --export is a command of its own" -- compare -c configs/tutorial.yaml -c configs/tutorial.yaml --export "$TMP/cx" --format json
 expect 2 "--h2d-bandwidth cannot be combined with --repeat" -- --h2d-bandwidth -r 3
 if [ ! -e "$TMP/cx" ] && [ ! -e "$TMP/cx2" ]; then ok; else bad "a refused command wrote its folder"; fi
 # --allreduce-bandwidth --out: the table on stdout and in NAME-STAMP.allreduce.txt
@@ -590,6 +593,13 @@ for tail in ' junk {' '\0xx' ' {}'; do
 done
 printf '%s\n\n' "$good" >"$TMP/goodprof.json"
 expect 0 "emulated model" -- --set parallel.device=emulated --set emulate.profile="$TMP/goodprof.json"
+# overrides: each point's own values, whatever they hold (a label's " seed=" split a path)
+mkdir -p "$TMP/sp"
+cp "$TMP/goodprof.json" "$TMP/sp/p seed=9.json"
+"$BIN" --set parallel.device=emulated --sweep "emulate.profile=$TMP/sp/p seed=9.json,$TMP/goodprof.json" \
+    --sweep seed=1,2 -r 1 --set train.epochs=1 -f json >"$TMP/ov.json" 2>/dev/null
+if python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs']; assert r[0]['overrides'] == {'emulate.profile': sys.argv[2], 'seed': '1'}, r[0]['overrides']" "$TMP/ov.json" "$TMP/sp/p seed=9.json"; then ok
+else bad "overrides of a value holding ' seed=': $(head -c 300 "$TMP/ov.json")"; fi
 # a profile's rates keep to the keys' range (1e-300 GB/s made a copy 1e293 ms; 1e-9 hung)
 for r in 1e-300 0.0001 1e6; do
     printf '{"dpbench_h2d_profile": 1, "rows": [{"bytes": 1048576, "pinned_gbps": 20, "pageable_gbps": %s}]}' \
@@ -656,7 +666,8 @@ PY
 then ok; else bad "emulated JSON fields"; fi
 # every result file this test wrote follows docs/result.schema.json, which
 # describes every field they hold
-if python3 scripts/validate_result.py --described --skip-other $(find "$TMP" -name '*.json') >"$TMP/schema.out" 2>&1
+mapfile -d '' written < <(find "$TMP" -name '*.json' -print0) # names with spaces too
+if python3 scripts/validate_result.py --described --skip-other "${written[@]}" >"$TMP/schema.out" 2>&1
 then ok; else bad "result schema: $(head -20 "$TMP/schema.out")"; fi
 
 echo "cli: $pass passed, $fail failed"

@@ -269,12 +269,13 @@ static void test_nul_and_invalid_utf8(void **state)
     expect_error(nul, sizeof nul - 1, "t.yaml:1:", NULL);
     /* a "\0" escape in a quoted key, value, list item or sweep value (libyaml
      * gives its length; a C string would end there and drop the rest) */
-    BAD("\"seed\\0junk\": 7\n", "t.yaml:1:1:", "NUL byte", "'seed...'");
-    BAD("loader: {\"batch_size\\0x\": 7}\n", "t.yaml:1:10:", "NUL byte");
-    BAD("sweep: {seed: [\"1\\0garbage\", \"2\"]}\n", "t.yaml:1:16:", "NUL byte");
-    BAD("parallel: {devices: [\"0\\0junk\", 1]}\n", "NUL byte");
+    BAD("\"seed\\0junk\": 7\n", "t.yaml:1:1: config: a NUL byte", "after 'seed'");
+    BAD("loader: {\"batch_size\\0x\": 7}\n", "t.yaml:1:10: loader: a NUL byte");
+    BAD("sweep: {seed: [\"1\\0garbage\", \"2\"]}\n", "t.yaml:1:16: seed: a NUL byte");
+    BAD("parallel: {devices: [\"0\\0junk\", 1]}\n", "parallel.devices: a NUL byte");
     BAD("parallel: {devices: \"\\0junk\"}\n", "NUL byte");
-    BAD("name: \"a\\0b\"\n", "t.yaml:1:7:", "NUL byte");
+    BAD("name: \"a\\0b\"\n", "t.yaml:1:7: name: a NUL byte");
+    BAD("name: \"a\\nb\\e[31m\\0c\"\n", "after 'a?b?[31m'"); /* control bytes shown as '?' */
     BAD("name: \xff\xfe\n", "t.yaml:", "malformed YAML");
     BAD("name: caf\xc3\n", "malformed YAML");
 }

@@ -23,6 +23,7 @@ struct options {
     bool quiet;               // --quiet: no progress lines
     bool no_sweep;            // --no-sweep: the config's sweep is ignored
     bool tune;                // --tune: search the loader settings instead of running the points
+    bool compare_side;        // a compare -c side's flags: compare refuses its commands itself
     int argc;                 // the command line, as given (the result records it)
     char **argv;
 };

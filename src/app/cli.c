@@ -183,17 +183,18 @@ static const struct option longopts[] = {
 static const struct command {
     int ch;
     const char *flag;
-    int ignored[6]; // 0 ends
+    int ignored[7]; // 0 ends
     const char *why;
 } commands[] = {
     {OPT_TUNE, "--tune", {'r', OPT_PRECISION, OPT_BUDGET},
      "--tune decides its own rounds; tune.budget_s bounds its time"},
     {OPT_EXPORT, "--export", {'f', 'o', 'r', OPT_THRESHOLD, OPT_PRECISION, OPT_BUDGET},
      "--export writes its files into its folder and times nothing"},
-    {OPT_H2D_BANDWIDTH, "--h2d-bandwidth", {'f', 'r', OPT_THRESHOLD, OPT_PRECISION, OPT_BUDGET},
+    {OPT_H2D_BANDWIDTH, "--h2d-bandwidth",
+     {'f', 'r', OPT_THRESHOLD, OPT_PRECISION, OPT_BUDGET, 'v'},
      "it prints a table of its own, also into --out"},
     {OPT_ALLREDUCE_BANDWIDTH, "--allreduce-bandwidth",
-     {'f', 'r', OPT_THRESHOLD, OPT_PRECISION, OPT_BUDGET},
+     {'f', 'r', OPT_THRESHOLD, OPT_PRECISION, OPT_BUDGET, 'v'},
      "it prints a table of its own, also into --out"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
@@ -204,8 +205,8 @@ static int command_alone(unsigned seen, const int *given, bool swept, struct err
 {
     const struct command *c = NULL;
     for (int i = 0; i < N_COMMANDS; i++) {
-        if (given[i] > 1 && commands[i].ch == OPT_EXPORT)
-            return error_set(e, "--export given twice (it takes one folder)");
+        if (given[i] > 1)
+            return error_set(e, "%s given twice", commands[i].flag);
         if (given[i] && c)
             return error_set(e, "%s cannot be combined with %s (each is a command of its own)",
                              c->flag, commands[i].flag);
@@ -214,8 +215,10 @@ static int command_alone(unsigned seen, const int *given, bool swept, struct err
     if (c && c->ch == OPT_TUNE && swept) // a config file's sweep block is set aside, with a note
         return error_set(e, "--tune cannot be combined with --sweep (--tune searches the loader "
                             "settings of one workload: run it once per swept value)");
+    if (c && c->ch != OPT_EXPORT && swept) // --export writes every point's files
+        return error_set(e, "%s cannot be combined with --sweep (%s)", c->flag, c->why);
     for (int k = 0; c && k < N_KEY_FLAGS; k++)
-        for (int i = 0; i < 6 && c->ignored[i]; i++)
+        for (int i = 0; i < 7 && c->ignored[i]; i++)
             if (key_flags[k].ch == c->ignored[i] && seen & 1u << k)
                 return error_set(e, "%s cannot be combined with %s (%s)", c->flag,
                                  key_flags[k].flag, c->why);
@@ -282,7 +285,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
     if (optind < argc)
         return error_set(e, "unexpected argument '%s' (the config goes after --config)",
                          argv[optind]);
-    return command_alone(seen, given, swept, e);
+    return opts->compare_side ? 0 : command_alone(seen, given, swept, e);
 }
 
 /* One key flag's value into the config. */

@@ -217,6 +217,7 @@ static int side_config(int n_rest, char **rest, const char *path, struct options
     argv[n_rest] = "-c";
     argv[n_rest + 1] = (char *)path;
     config_defaults(c);
+    o->compare_side = true; // a command among the flags: plain_run says so
     int rc = cli_parse(n_rest + 2, argv, o, c, e);
     free(argv);
     if (rc == 0 && c->n_sweep)

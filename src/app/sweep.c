@@ -42,8 +42,9 @@ void sweep_resolve_auto(struct config *c, const struct backend *be)
 
 /* The config of sweep point p (first sweep key outermost) and its label;
  * parallel.device auto becomes auto_be unless that is NULL. The point
- * keeps the sweep's keys (for its label in results), not their values: a
- * point costs the same whatever the sweep's size. */
+ * keeps the sweep's keys, each with its own value alone, as swept (an auto
+ * not yet resolved: the results' overrides): a point costs the same
+ * whatever the sweep's size. */
 int sweep_point(const struct config *base, long p, struct config *out, char *label,
                         size_t n, const struct backend *auto_be, struct error *e)
 {
@@ -63,11 +64,17 @@ int sweep_point(const struct config *base, long p, struct config *out, char *lab
             return -1;
         }
     }
-    for (int i = 0; i < base->n_sweep && used < n; i++) {
+    for (int i = 0; i < base->n_sweep; i++) { // each key's value as swept, before auto resolves
         char v[CONFIG_STR];
         config_get_text(out, base->sweep[i].key, v, sizeof v);
-        used += (size_t)snprintf(label + used, n - used, "%s%s=%s", i ? " " : "",
-                                 base->sweep[i].key, v);
+        if (used < n)
+            used += (size_t)snprintf(label + used, n - used, "%s%s=%s", i ? " " : "",
+                                     base->sweep[i].key, v);
+        if (!(out->sweep[i].values[0] = strdup(v))) {
+            config_free(out);
+            return error_set(e, "out of memory");
+        }
+        out->sweep[i].n_values = 1;
     }
     if (emulate_profile_apply(out, e) || config_validate(out, e)) {
         config_free(out);

@@ -139,8 +139,8 @@ int h2d_profile_read(const char *path, struct h2d_profile *p, struct error *e)
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows"), *r;
     if (!root)
-        rc = error_set(e, "%s: not one JSON document (expected a profile from dpbench --h2d-bandwidth --out "
-                          "DIR)", path);
+        rc = error_set(e, "%s: not one JSON document (expected a profile from dpbench "
+                          "--h2d-bandwidth --out DIR)", path);
     else if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
         rc = error_set(e, "%s: dpbench_h2d_profile: expected 1 (a profile from dpbench "
                           "--h2d-bandwidth --out DIR)", path);

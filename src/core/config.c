@@ -480,25 +480,16 @@ cJSON *config_to_json(const struct config *c)
     return root;
 }
 
-cJSON *config_overrides_json(const struct config *c, const char *label)
+cJSON *config_overrides_json(const struct config *c)
 {
     cJSON *o = cJSON_CreateObject();
-    const char *at = label;
     for (int i = 0; i < c->n_sweep; i++) {
-        char v[CONFIG_STR], next[CONFIG_STR + 2];
-        size_t n = strlen(c->sweep[i].key);
-        const char *end = NULL;
-        if (at && !strncmp(at, c->sweep[i].key, n) && at[n] == '=') {
-            at += n + 1;
-            snprintf(next, sizeof next, " %s=", i + 1 < c->n_sweep ? c->sweep[i + 1].key : "");
-            end = i + 1 < c->n_sweep ? strstr(at, next) : at + strlen(at);
-        }
-        if (end && (size_t)(end - at) < sizeof v) // as the label has it
-            snprintf(v, sizeof v, "%.*s", (int)(end - at), at);
-        else // a label cut short: the resolved value
+        char v[CONFIG_STR];
+        if (c->sweep[i].n_values == 1) // a point's: its value as swept
+            snprintf(v, sizeof v, "%s", c->sweep[i].values[0]);
+        else // not a point's: the value now
             config_get_text(c, c->sweep[i].key, v, sizeof v);
         cJSON_AddStringToObject(o, c->sweep[i].key, v);
-        at = end && *end ? end + 1 : NULL;
     }
     return o;
 }

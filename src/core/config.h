@@ -162,10 +162,10 @@ void config_free(struct config *c);
 void config_print_help(void *stream); // FILE *: the key reference
 /* The resolved config as a cJSON object (caller owns it). */
 struct cJSON *config_to_json(const struct config *c);
-/* A sweep point's swept keys with their values as its label (sweep.c's
- * "key=value key=value") gives them: as the sweep set them, before an auto
- * value resolves (model.loss, parallel.device). */
-struct cJSON *config_overrides_json(const struct config *c, const char *label);
+/* A sweep point's swept keys with their values as the sweep set them (the
+ * one value sweep_point keeps for each), before an auto value resolves
+ * (model.loss, parallel.device). */
+struct cJSON *config_overrides_json(const struct config *c);
 /* The keys `keep` accepts (path: "loader.batch_size") as YAML, by section,
  * after the comment line `header` (its control bytes as '?'): values as JSON
  * scalars and flow lists, which YAML reads as they are. Allocated (free);

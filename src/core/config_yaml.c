@@ -24,6 +24,7 @@ struct reader {
     const char *text; // the input, for where a reader error is (libyaml gives its offset)
     size_t len;
     struct config *c;
+    const char *where; // the key (or section) whose value or keys come next, for errors
     bool seen[CONFIG_MAX_KEYS]; // a key given twice is refused
     bool seen_section[CONFIG_MAX_SECTIONS + 1]; // + sweep
     struct error *e;
@@ -85,10 +86,17 @@ static int next(struct reader *r)
         return at(r, m, "malformed YAML: %s", p->problem ? p->problem : "parse error");
     }
     r->have_ev = true;
-    if (r->ev.type == YAML_SCALAR_EVENT && // a "\0" escape: C strings would end there
-        r->ev.data.scalar.length != strlen((const char *)r->ev.data.scalar.value))
-        return at(r, r->ev.start_mark, "a NUL byte (\\0) in '%s...': not allowed in a key or "
-                  "value", (const char *)r->ev.data.scalar.value);
+    /* a "\0" escape: a C string ends there; refused by the reading pass, which knows the
+     * key, with what comes before it (a control byte as '?') */
+    if (r->c && r->ev.type == YAML_SCALAR_EVENT &&
+        r->ev.data.scalar.length != strlen((const char *)r->ev.data.scalar.value)) {
+        char shown[48];
+        snprintf(shown, sizeof shown, "%s", (const char *)r->ev.data.scalar.value);
+        for (char *p = shown; *p; p++)
+            *p = (unsigned char)*p < ' ' || *p == 0x7f ? '?' : *p;
+        return at(r, r->ev.start_mark, "%s: a NUL byte (\\0) after '%s': not allowed in a key "
+                  "or value", r->where ? r->where : "config", shown);
+    }
     if (r->ev.type == YAML_ALIAS_EVENT)
         return at(r, r->ev.start_mark, "YAML aliases (*%s) are not supported in dpbench configs",
                   (const char *)r->ev.data.alias.anchor);
@@ -169,6 +177,7 @@ static int read_sweep(struct reader *r)
                   event_name(r->ev.type));
     for (;;) {
         char key[CONFIG_STR];
+        r->where = "sweep";
         if (next(r))
             return -1;
         if (r->ev.type == YAML_MAPPING_END_EVENT)
@@ -176,6 +185,7 @@ static int read_sweep(struct reader *r)
         yaml_mark_t km = r->ev.start_mark;
         if (read_key(r, "sweep", key, sizeof key))
             return -1;
+        r->where = key;
         if (sweep_add(r->c, key, r->e))
             return at(r, km, "%s", r->e->msg);
         if (next(r))
@@ -212,6 +222,7 @@ static int read_pair(struct reader *r, const char *prefix)
     if (read_key(r, prefix[0] ? prefix : "config", key, sizeof key))
         return -1;
     snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+    r->where = path;
     if (next(r))
         return -1;
 
@@ -229,6 +240,7 @@ static int read_pair(struct reader *r, const char *prefix)
                 return at(r, r->ev.start_mark, "%s: expected a mapping of %s.* keys, found %s",
                           key, key, event_name(r->ev.type));
             for (;;) {
+                r->where = name; // its keys
                 if (next(r))
                     return -1;
                 if (r->ev.type == YAML_MAPPING_END_EVENT)
@@ -310,6 +322,7 @@ int config_parse(struct config *c, const char *text, size_t len, const char *fil
         goto out;
     }
     for (;;) {
+        r.where = NULL; // a top-level key
         if (next(&r))
             goto out;
         if (r.ev.type == YAML_MAPPING_END_EVENT)

@@ -111,7 +111,8 @@ bool compare_same(const cJSON *a, const cJSON *b)
     const cJSON *x, *y = b->child;
     cJSON_ArrayForEach(x, a)
     {
-        if (!compare_same(x, cJSON_IsObject(a) ? cJSON_GetObjectItemCaseSensitive(b, x->string) : y))
+        const cJSON *other = cJSON_IsObject(a) ? cJSON_GetObjectItemCaseSensitive(b, x->string) : y;
+        if (!compare_same(x, other))
             return false;
         y = y ? y->next : NULL;
     }

@@ -261,7 +261,7 @@ int export_point(struct export *x, const struct config *pc, const char *label,
     cJSON *p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "dir", name);
     cJSON_AddStringToObject(p, "point", label);
-    cJSON_AddItemToObject(p, "overrides", config_overrides_json(pc, label));
+    cJSON_AddItemToObject(p, "overrides", config_overrides_json(pc));
     cJSON_AddBoolToObject(p, "data", data);
     cJSON_AddItemToArray(x->points, p);
     x->n_points++;

@@ -203,7 +203,7 @@ static cJSON *run_json(const struct results *r, int i)
     const struct run_result *run = &r->runs[i];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "point", run->label);
-    cJSON_AddItemToObject(o, "overrides", config_overrides_json(&run->cfg, run->label));
+    cJSON_AddItemToObject(o, "overrides", config_overrides_json(&run->cfg));
     struct config plain = run->cfg;
     plain.n_sweep = 0; // the point's own config, without the sweep it came from
     cJSON_AddItemToObject(o, "config", config_to_json(&plain));
@@ -413,7 +413,8 @@ static void tune_best_json(cJSON *o, const struct results *r)
     cJSON_AddItemToObject(o, "best_epoch_ci95", b ? pair_json(b->sum.ci95_ms) : cJSON_CreateNull());
     cJSON_AddBoolToObject(o, "confirmed", b && t->trials[t->best].rounds > 0);
     cJSON_AddItemToObject(o, "rerun_ms", b && isfinite(ms[0]) ? pair_json(ms) : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "gain_ratio", b ? number_or_null(1 / t->gain.ratio) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "gain_ratio",
+                          b ? number_or_null(1 / t->gain.ratio) : cJSON_CreateNull());
     cJSON_AddItemToObject(o, "gain", b ? pair_json(gain) : cJSON_CreateNull());
 }
 
