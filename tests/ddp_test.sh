@@ -107,6 +107,10 @@ rc=$?
 if [ "$rc" -ne 0 ] && [ "$(grep -c '^dpbench: ' "$TMP/err")" = 1 ] &&
    grep -q "rank 1 (.*): its config differs from rank 0's at loader.batch_size" "$TMP/err" &&
    ! grep -q '^# dpbench' "$TMP/out"; then ok; else bad "config mismatch -> exit $rc: $(cat "$TMP/err")"; fi
+# ... and the --out folders the refused job made are gone again
+"${MPIRUN[@]}" 1 "$BIN" --set parallel.mode=ddp --out "$TMP/mm/x" : -np 1 "$BIN" --set parallel.mode=ddp \
+    --set loader.batch_size=15 --out "$TMP/mm/x" >/dev/null 2>&1
+if [ ! -e "$TMP/mm" ]; then ok; else bad "a refused ddp job left $(find "$TMP/mm")"; fi
 
 # ---- every per-rank config key: a job whose rank 1 differs from rank 0 in
 # it ends at once with a line naming the key (the cross-rank check, or the
@@ -277,6 +281,65 @@ PY
     bad "killed rank 1 (pid '$victim'): ranks left after $ms ms: '$left' (mpirun exit $rc): $(head -c 400 "$TMP/err")"
     [ -n "$left" ] && kill $left 2>/dev/null
 fi
+
+# ---- a signal to one rank alone. Mid-run: it reaches every rank with the next
+# step; rank 0's files are marked interrupted and say so, though rank 0 saw no
+# signal. While the data is made, before any step could carry it: that rank
+# ends the job (it waited in MPI_Finalize and the other in its first step's
+# allreduce, for ever)
+rank_of() { # PATTERN RANK: that rank's pid
+    local p
+    for p in $(rank_pids "$1"); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo "$p"
+    done
+    return 0
+}
+mark=ddp-one-$$
+"${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set name=$mark --set dataset.length=2000 \
+    --set dataset.sample_cost_us=50 --set train.epochs=100000 --out "$TMP/one" --format json \
+    >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+wait_busy "name=$mark" 2 100
+victim=$(rank_of "name=$mark" 1)
+[ -n "$victim" ] && kill -TERM "$victim"
+wait_job $pid "name=$mark"
+if [ -n "$victim" ] && [ -z "$left" ] && grep -q "another rank was stopped by a signal" "$TMP/err" &&
+   python3 - "$TMP/one" <<'PY'; then ok; else
+import glob, json, sys
+d = json.load(open(glob.glob(sys.argv[1] + "/*.json")[0]))
+assert d["interrupted"] is True and 0 < len(d["runs"][0]["epochs"]) < 100000, d["interrupted"]
+PY
+    bad "SIGTERM to rank 1 alone mid-run: ranks left '$left' (mpirun exit $rc): $(head -c 400 "$TMP/err")"
+    [ -n "$left" ] && kill $left 2>/dev/null
+fi
+for r in 0 1; do
+    mark=ddp-gen$r-$$
+    "${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set name=$mark --set dataset.length=2000000 \
+        --set dataset.features=64 --set train.epochs=1 --set train.warmup_epochs=0 -q \
+        >/dev/null 2>"$TMP/err" &
+    pid=$!
+    wait_busy "name=$mark" 2 50 # making the data (several seconds)
+    victim=$(rank_of "name=$mark" $r)
+    [ -n "$victim" ] && kill -INT "$victim"
+    wait_job $pid "name=$mark"
+    if [ -n "$victim" ] && [ -z "$left" ] && [ "$ms" -lt 20000 ]; then ok
+    else bad "SIGINT to rank $r alone while the data is made: ranks left after $ms ms: '$left' (mpirun exit $rc): $(tail -c 400 "$TMP/err")"
+        [ -n "$left" ] && kill -KILL $left 2>/dev/null
+    fi
+done
+
+# ---- each rank's share of the data (ceil(N / ranks)) holds a sample and, with
+# drop_last, a batch: for every sweep point, not only the base config (0
+# batches an epoch ran, exit 0, nan losses)
+"${MPIRUN[@]}" 3 "$BIN" -c configs/ddp.yaml --set loader.batch_size=20 --set dataset.length=50 \
+    --set loader.drop_last=true -q >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "larger than each rank's 17 samples (dataset.length 50 over 3 ranks)" "$TMP/err"; then ok
+else bad "3 ranks, 50 samples, batch 20, drop_last: exit $rc: $(head -c 300 "$TMP/err")"; fi
+"${MPIRUN[@]}" 4 "$BIN" -c configs/ddp.yaml --repeat 1 --sweep dataset.length=100,1 -q >/dev/null 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "sweep point dataset.length=1: .*4 ranks for dataset.length 1" "$TMP/err"; then ok
+else bad "a sweep point with fewer samples than ranks: exit $rc: $(head -c 300 "$TMP/err")"; fi
 
 # ---- a loss that becomes nan on a rank: every rank stops after that step,
 # rank 0 reports the job as diverged naming the rank, keeps the epochs before

@@ -272,8 +272,9 @@ int sweep_run(const struct config *c, const struct points *pts, const struct bac
     free(m.measured);
     free(m.data);
     res->n_points = n;
-    res->interrupted |= stop_requested();
-    if (stop_requested() || rc)
+    bool stopped = stop_requested() || (cm && cm->stop == COMM_STOP); // here, or another rank
+    res->interrupted |= stopped;
+    if (stopped || rc)
         drop_unmeasured(res);
     return rc && m.rc ? m.rc : rc;
 }

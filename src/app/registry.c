@@ -11,6 +11,7 @@
 #include "comm.h"
 #include "config.h"
 #include "dataset_kind.h"
+#include "ddp.h"
 #include "gen.h"
 #include "loss.h"
 #include "tune.h"
@@ -113,6 +114,17 @@ static int rule_data_make(const struct config *c, struct error *e)
     return 0;
 }
 
+/* ddp under mpirun (the launcher's rank count; ddp_open checks the
+ * communicator's too): every point's random data gives each rank a sample,
+ * and a batch with drop_last (a file's length is known when it is read). */
+static int rule_ddp_share(const struct config *c, struct error *e)
+{
+    int rank, world = comm_launched_world(&rank);
+    if (strcmp(c->parallel.mode, "ddp") || world <= 1 || dataset_kind_of(c)->labelled)
+        return 0;
+    return ddp_check_share(c, world, e);
+}
+
 /* tune.knobs: names of the loader knobs --tune may change (checked on every
  * run, as every key's value is, with its line in the file). */
 static int rule_tune_knobs(const struct config *c, struct error *e)
@@ -133,4 +145,5 @@ void app_register(void)
     config_register_rule(rule_data_kind);
     config_register_rule(rule_data_make);
     config_register_rule(rule_tune_knobs);
+    config_register_rule(rule_ddp_share);
 }

@@ -151,6 +151,8 @@ int session_open(struct app *a, struct backends *bes, struct comm *comm, struct 
     if (ddp_open(comm, &a->res.cfg, backends_device(bes), &e)) {
         if (e.msg[0]) // every rank's before the engine opened (then ddp_open says it)
             fprintf(stderr, "dpbench: %s\n", e.msg);
+        if (a->res.cfg.report.out[0]) // refused: no rank writes, each removes what it made
+            dirs_unmake(a->res.cfg.report.out, a->out_made);
         return EXIT_USAGE;
     }
     *cm = comm;
@@ -241,6 +243,12 @@ static int finish(struct app *a, const struct session_ops *ops, const struct com
                             "complete\n", signals_name(train_stop));
         return status == EXIT_OK ? 128 + train_stop : status;
     }
+    if (res->interrupted && !train_stop && comm->stop == COMM_STOP) { // another rank's signal
+        if (comm->rank == 0)
+            fprintf(stderr, "dpbench: interrupted: another rank was stopped by a signal; only what "
+                            "completed is reported\n");
+        return status; // mpirun's exit status is that rank's (128 + its signal)
+    }
     if (res->interrupted && train_stop) {
         if (comm->rank > 0)
             ; // rank 0 says it, once
@@ -278,6 +286,13 @@ int session_run(struct app *a, const struct session_ops *ops)
     int status = finish(a, ops, &comm, run_status(rc, res, &comm, &e));
     if (comm.rank == 0 && res->cfg.report.out[0]) // no result written (a stop before any
         dirs_unmake(res->cfg.report.out, a->out_made); // epoch): the folders it made go, if empty
+    if (comm.world > 1 && res->interrupted && stop_requested() && comm.stop != COMM_STOP) {
+        /* a stop this rank saw alone before any step carried it (the data being made): the
+         * others wait in a collective for it, and MPI_Finalize would wait for them */
+        fflush(stdout);
+        fflush(stderr);
+        comm_abort(&comm, status);
+    }
     comm_close(&comm);
     return status;
 }

@@ -143,6 +143,19 @@ int ddp_check_launch(const struct config *cfg, struct error *e)
                      rank, world, dp, world);
 }
 
+int ddp_check_share(const struct config *cfg, int world, struct error *e)
+{
+    long n = cfg->dataset.length, share = (n + world - 1) / world; // DistributedSampler pads
+    if (world > n)
+        return error_set(e, "parallel.mode ddp: %d ranks for dataset.length %ld; every rank "
+                            "needs at least one sample", world, n);
+    if (cfg->loader.drop_last && share < cfg->loader.batch_size)
+        return error_set(e, "loader.batch_size: %ld is larger than each rank's %ld samples "
+                            "(dataset.length %ld over %d ranks) with drop_last: true, so an "
+                            "epoch has no batch", cfg->loader.batch_size, share, n, world);
+    return 0;
+}
+
 int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struct error *e)
 {
     const char *engine = cfg->parallel.comm;
@@ -156,11 +169,7 @@ int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struc
     signals_phase(before);
     if (rc)
         return -1;
-    if (c->world > cfg->dataset.length)
-        rc = error_set(e, "parallel.mode ddp: %d ranks for dataset.length %ld; every rank needs "
-                          "at least one sample",
-                       c->world, cfg->dataset.length);
-    else
+    if (!(rc = ddp_check_share(cfg, c->world, e)))
         rc = ddp_check_config(c, cfg, e);
     if (rc) {
         /* rank 0 says it, once, and before MPI_Finalize: the other ranks wait
