@@ -105,8 +105,9 @@ static int prepare(struct app *a, struct backends *bes, size_t *estimate)
     struct config *c = &a->res.cfg;
     struct error e;
     char *made = a->out_made; // the folders report.out made, gone again where the run is refused
-    int rc = EXIT_OK;
-    if (c->report.out[0] && report_check_out(c->report.out, c->name, made, &e))
+    int rc = EXIT_OK, rank;
+    comm_launched_world(&rank); // under mpirun only rank 0 writes: the others make no folder
+    if (c->report.out[0] && rank == 0 && report_check_out(c->report.out, c->name, made, &e))
         rc = EXIT_USAGE, config_error_at(c, &e); // refused before the run, not after it
     else if (ddp_check_launch(c, &e)) // a dp process among mpirun's ranks: refused at once
         rc = EXIT_USAGE;
