@@ -287,13 +287,6 @@ int session_run(struct app *a, const struct session_ops *ops)
     int status = finish(a, ops, &comm, run_status(rc, res, &comm, &e));
     if (comm.rank == 0 && res->cfg.report.out[0]) // no result written (a stop before any
         dirs_unmake(res->cfg.report.out, a->out_made); // epoch): the folders it made go, if empty
-    if (comm.world > 1 && res->interrupted && stop_requested() && comm.stop == COMM_GO) {
-        /* a stop this rank saw alone before any step carried it (the data being made): the
-         * others wait in a collective for it, and MPI_Finalize would wait for them */
-        fflush(stdout);
-        fflush(stderr);
-        comm_abort(&comm, status);
-    }
     comm_close(&comm);
     return status;
 }

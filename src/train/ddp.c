@@ -1,6 +1,7 @@
 #include "ddp.h"
 
 #include "backend.h"
+#include "loader.h"
 #include "signals.h"
 #include "train.h"
 
@@ -145,14 +146,14 @@ int ddp_check_launch(const struct config *cfg, struct error *e)
 
 int ddp_check_share(const struct config *cfg, int world, struct error *e)
 {
-    long n = cfg->dataset.length, share = (n + world - 1) / world; // DistributedSampler pads
+    long n = cfg->dataset.length, share = loader_samples(n, world, cfg->loader.drop_last);
     if (world > n)
         return error_set(e, "parallel.mode ddp: %d ranks for dataset.length %ld; every rank "
                             "needs at least one sample", world, n);
     if (cfg->loader.drop_last && share < cfg->loader.batch_size)
         return error_set(e, "loader.batch_size: %ld is larger than each rank's %ld samples "
-                            "(dataset.length %ld over %d ranks) with drop_last: true, so an "
-                            "epoch has no batch", cfg->loader.batch_size, share, n, world);
+                            "(dataset.length %ld over %d ranks, drop_last: true), so an epoch "
+                            "has no batch", cfg->loader.batch_size, share, n, world);
     return 0;
 }
 
@@ -169,7 +170,11 @@ int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struc
     signals_phase(before);
     if (rc)
         return -1;
-    if (!(rc = ddp_check_share(cfg, c->world, e)))
+    if (c->world > cfg->dataset.length)
+        rc = error_set(e, "parallel.mode ddp: %d ranks for dataset.length %ld; every rank needs "
+                          "at least one sample",
+                       c->world, cfg->dataset.length);
+    else
         rc = ddp_check_config(c, cfg, e);
     if (rc) {
         /* rank 0 says it, once, and before MPI_Finalize: the other ranks wait

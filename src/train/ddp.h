@@ -31,9 +31,10 @@ void ddp_trace(FILE *f, const struct run_result *run, int F, int O);
  * it refuses itself at once, naming parallel.mode, whether the base config
  * or a sweep point asks for dp (exit 2 material). */
 int ddp_check_launch(const struct config *cfg, struct error *e);
-/* Every one of `world` ranks gets a sample of cfg's dataset.length (each
- * rank ceil(N / world), as DistributedSampler pads) and, with drop_last, a
- * whole batch. 0, or -1 with e set. */
+/* Every one of `world` ranks gets a sample of cfg's dataset.length and,
+ * with drop_last, a whole batch of its share (loader_samples: padded to
+ * ceil(N / world), or cut with drop_last, as DistributedSampler does). For
+ * a length the config holds (the random dataset). 0, or -1 with e set. */
 int ddp_check_share(const struct config *cfg, int world, struct error *e);
 
 struct backend;
