@@ -223,7 +223,7 @@ static int finish(struct app *a, const struct session_ops *ops, const struct com
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         res->peak_rss_bytes = (double)ru.ru_maxrss * 1024; // Linux reports KiB
     bool placed = false; // the result files have their names
-    if (res->n_runs > 0) {
+    if (res->n_runs > 0 && comm->rank == 0) { // rank 0 reports (another's runs are not gathered)
         signals_phase("computing the statistics");
         report_summarize(res);
         signals_phase("writing the results");
