@@ -314,6 +314,26 @@ PY
     fi
 done
 
+# ---- a signal to one rank alone while its data is made, before any step could
+# carry it: that rank waits for the others at the end (30 s), then ends the job
+# (it waited in MPI_Finalize and the other in its first step's allreduce, for ever)
+for r in 0 1; do
+    mark=ddp-gen$r-$$
+    "${MPIRUN[@]}" 2 "$BIN" --config configs/ddp.yaml --set name=$mark --set dataset.length=2000000 \
+        --set dataset.features=64 --set train.epochs=1 --set train.warmup_epochs=0 -q \
+        >/dev/null 2>"$TMP/err" &
+    pid=$!
+    wait_busy "name=$mark" 2 50 # making the data (seconds)
+    victim=$(rank_of "name=$mark" $r)
+    [ -n "$victim" ] && kill -INT "$victim"
+    for i in $(seq 600); do [ -z "$(rank_pids "name=$mark")" ] && break; sleep 0.1; done
+    wait_job $pid "name=$mark"
+    if [ -n "$victim" ] && [ -z "$left" ]; then ok
+    else bad "SIGINT to rank $r alone while the data is made: ranks left after 60 s: '$left' (mpirun exit $rc): $(tail -c 400 "$TMP/err")"
+        [ -n "$left" ] && kill -KILL $left 2>/dev/null
+    fi
+done
+
 # ---- each rank's share of the data holds a sample and, with drop_last, a
 # batch (the share cut as DistributedSampler cuts it: 50 over 3 ranks, 16):
 # for every sweep point, not only the base config (0 batches an epoch ran,

@@ -264,6 +264,10 @@ static int finish(struct app *a, const struct session_ops *ops, const struct com
     return status;
 }
 
+/* How long a rank that stopped alone waits for the others at the end (rank 0
+ * writes its results first: the others wait for it meanwhile). */
+static const double TOGETHER_S = 30;
+
 int session_run(struct app *a, const struct session_ops *ops)
 {
     struct results *res = &a->res;
@@ -287,6 +291,17 @@ int session_run(struct app *a, const struct session_ops *ops)
     int status = finish(a, ops, &comm, run_status(rc, res, &comm, &e));
     if (comm.rank == 0 && res->cfg.report.out[0]) // no result written (a stop before any
         dirs_unmake(res->cfg.report.out, a->out_made); // epoch): the folders it made go, if empty
+    /* a stop this rank saw before a step carried it (its data being made): ranks that
+     * stopped with it meet here at once; one held in a step's collective never comes */
+    if (comm.world > 1 && stop_requested() && comm.stop == COMM_GO &&
+        !comm_together(&comm, TOGETHER_S)) {
+        fprintf(stderr, "dpbench: rank %d: interrupted by %s before the other ranks learned of "
+                        "it; they did not stop within %.0f s: ending the job\n", comm.rank,
+                signals_name(train_stop), TOGETHER_S);
+        fflush(stdout);
+        fflush(stderr);
+        comm_abort(&comm, status);
+    }
     comm_close(&comm);
     return status;
 }

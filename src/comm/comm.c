@@ -290,6 +290,12 @@ int comm_max(struct comm *c, long v, long *max, struct error *e)
     return HELD(c->engine->max(c, v, max, e));
 }
 
+bool comm_together(struct comm *c, double timeout_s)
+{
+    return c->world <= 1 || !c->engine || !c->engine->together ||
+           c->engine->together(c, timeout_s);
+}
+
 void comm_abort(struct comm *c, int code)
 {
     if (c->engine)

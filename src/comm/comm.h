@@ -105,6 +105,11 @@ int comm_max(struct comm *c, long v, long *max, struct error *e);
 /* Ends the whole job now (after a rank's failure): never returns when an
  * engine is open. */
 void comm_abort(struct comm *c, int code);
+/* Whether every rank reaches this call within timeout_s (a barrier of its
+ * own, which no other collective can meet): a rank that stopped alone asks
+ * before MPI_Finalize, which would wait for ever on ranks held in a step's
+ * collective. true with one rank, or an engine without it. */
+bool comm_together(struct comm *c, double timeout_s);
 void comm_close(struct comm *c);
 
 /* The engine table an engine file fills. */
@@ -120,6 +125,8 @@ struct comm_engine {
     int (*min)(struct comm *c, double *buf, size_t n, struct error *e); // in place, per element
     void (*abort)(struct comm *c, int code);
     void (*close)(struct comm *c);
+    /* optional: whether every rank reached this call within timeout_s */
+    bool (*together)(struct comm *c, double timeout_s);
     /* optional (comm_bind): the communicator on this rank's device */
     int (*bind)(struct comm *c, int device, struct error *e);
     /* optional (default: host memory): the memory allreduce_sum sums */

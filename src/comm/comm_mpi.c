@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm.h"
 #include "dl.h"
@@ -21,7 +22,7 @@
     X(MPI_Init_thread) X(MPI_Initialized) X(MPI_Finalized) X(MPI_Finalize)                  \
     X(MPI_Comm_rank) X(MPI_Comm_size) X(MPI_Allreduce) X(MPI_Bcast) X(MPI_Gather)           \
     X(MPI_Abort) X(MPI_Get_processor_name) X(MPI_Error_string) X(MPI_Comm_split_type)    \
-    X(MPI_Comm_free)
+    X(MPI_Comm_free) X(MPI_Comm_dup) X(MPI_Ibarrier) X(MPI_Test)
 
 static struct {
     void *lib;
@@ -29,6 +30,7 @@ static struct {
     MPI_CALLS(X)
 #undef X
     MPI_Comm world;
+    MPI_Comm end; // a copy of world for mpi_together's barrier alone: it meets no other call
     MPI_Info info_null;
     MPI_Datatype f32, f64, byte, i64;
     MPI_Op sum, max, min;
@@ -103,6 +105,7 @@ static int mpi_open(struct comm *c, struct error *e)
     MPI_CHECK(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
     MPI_CHECK(MPI_Comm_rank(mpi.world, &c->rank));
     MPI_CHECK(MPI_Comm_size(mpi.world, &c->world));
+    MPI_CHECK(MPI_Comm_dup(mpi.world, &mpi.end));
     if (local_rank(c, e))
         return -1;
     char name[MPI_MAX_PROCESSOR_NAME] = "";
@@ -146,6 +149,22 @@ static int mpi_min(struct comm *c, double *buf, size_t n, struct error *e)
     return 0;
 }
 
+static bool mpi_together(struct comm *c, double timeout_s)
+{
+    (void)c;
+    MPI_Request req;
+    int done = 0;
+    if (mpi.MPI_Ibarrier(mpi.end, &req) != MPI_SUCCESS)
+        return false;
+    for (double t0 = now_seconds(); !done && now_seconds() - t0 < timeout_s;) {
+        if (mpi.MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return false;
+        if (!done)
+            nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    }
+    return done;
+}
+
 static void mpi_abort(struct comm *c, int code)
 {
     (void)c;
@@ -170,4 +189,5 @@ const struct comm_engine comm_mpi = {
     .min = mpi_min,
     .abort = mpi_abort,
     .close = mpi_close,
+    .together = mpi_together,
 };

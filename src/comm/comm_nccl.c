@@ -353,6 +353,10 @@ static int nccl_min(struct comm *c, double *buf, size_t n, struct error *e)
 }
 
 static void nccl_abort(struct comm *c, int code) { comm_mpi.abort(c, code); }
+static bool nccl_together(struct comm *c, double timeout_s)
+{
+    return comm_mpi.together(c, timeout_s); // on MPI, as the stop flag and the gathers
+}
 
 static int nccl_bcast(struct comm *c, void *buf, size_t bytes, struct error *e)
 {
@@ -381,6 +385,7 @@ const struct comm_engine comm_nccl = {
     .min = nccl_min,
     .abort = nccl_abort,
     .close = nccl_close,
+    .together = nccl_together,
     .bind = nccl_bind,
     .buf_alloc = nccl_buf_alloc,
     .buf_free = nccl_buf_free,
