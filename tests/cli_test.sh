@@ -346,6 +346,11 @@ if [ ! -e "$TMP/cx" ] && [ ! -e "$TMP/cx2" ]; then ok; else bad "a refused comma
 expect 0 "table written to $TMP/ab/x/bw-" -- --allreduce-bandwidth --set name=bw --out "$TMP/ab/x"
 if cmp -s "$TMP/out" "$TMP"/ab/x/bw-*.allreduce.txt && grep -q "^# one rank: busbw is 0" "$TMP/out"; then ok
 else bad "--allreduce-bandwidth --out: $(ls -A "$TMP/ab/x")"; fi
+# ... a signal ends it before the next size: exit 130, what was measured, the table says why
+DPBENCH_TEST_SIGNAL_AT="allreduce sizes" "$BIN" --allreduce-bandwidth >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc = 130 ] && grep -q "^# interrupted: a signal stopped the sweep after 0 sizes" "$TMP/out"; then ok
+else bad "--allreduce-bandwidth, SIGINT: exit $rc: $(head -c 300 "$TMP/out")"; fi
 expect 2 "--max-memory: expected bytes" -- --max-memory lots
 for m in 0 0.5 5i 5iB 1Bi; do # under a byte: no limit (0 turned every check off); "i" only after K, M or G
     expect 2 "--max-memory: expected bytes, 1 or more (e.g. 512M, 4G), found '$m'" -- --max-memory $m

@@ -100,6 +100,15 @@ if grep -A2 -m1 '^\[rank 0\]' "$TMP/out" | cmp -s - "$TMP/want" && grep -q '^# s
 if [ "$(grep -c '^ ' "$TMP/out")" -ge 10 ] && awk '/^ / && $NF != 0 {exit 1}' "$TMP/out"; then ok; else
     bad "--allreduce-bandwidth: $(head -c 400 "$TMP/out") $(head -c 200 "$TMP/err")"; fi
 
+# ... a signal to rank 1 alone: every rank stops before the next size (it ran
+# every size to the end), rank 0 says so, the job exits 130
+"${MPIRUN[@]}" 1 "$BIN" --allreduce-bandwidth : -np 1 -x DPBENCH_TEST_SIGNAL_AT="allreduce sizes" \
+    "$BIN" --allreduce-bandwidth >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc = 130 ] && grep -q '^# interrupted: a signal stopped the sweep after 0 sizes' "$TMP/out" &&
+   [ "$(grep -c '^ ' "$TMP/out")" = 0 ]; then ok; else
+    bad "--allreduce-bandwidth, SIGINT to rank 1: exit $rc: $(head -c 400 "$TMP/out")"; fi
+
 # ---- a rank with another config stops every rank, one message naming it
 "${MPIRUN[@]}" 1 "$BIN" --set parallel.mode=ddp : -np 1 "$BIN" --set parallel.mode=ddp \
     --set loader.batch_size=15 >"$TMP/out" 2>"$TMP/err"

@@ -57,7 +57,7 @@ static int allreduce_run(struct app *a)
     if (rc != EXIT_OK)
         return rc;
     struct error e;
-    struct allreduce_table t;
+    struct allreduce_table t = {0};
     rc = comm_bind(&comm, comm_device(&comm, c->parallel.devices, c->parallel.n_devices), NULL,
                    &e); // the rank's device, for a device engine
     rc = rc ? rc : allreduce_bandwidth(&comm, &t, &e);
@@ -68,7 +68,10 @@ static int allreduce_run(struct app *a)
     if (rc && comm.world > 1)
         comm_abort(&comm, EXIT_RUN);
     comm_close(&comm);
-    return rc ? EXIT_RUN : EXIT_OK;
+    if (rc)
+        return EXIT_RUN;
+    // a rank without a signal of its own exits 0: mpirun's status is the signalled rank's
+    return t.interrupted && train_stop ? 128 + train_stop : EXIT_OK;
 }
 
 const struct mode mode_allreduce_bandwidth = {.name = "allreduce-bandwidth",

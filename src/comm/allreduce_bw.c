@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "signals.h"
+
 #define MAX_BYTES ((size_t)32 << 20)
 
 /* Element i of rank r's buffer: small integers, so every sum is exact. */
@@ -37,17 +39,20 @@ static int across(struct comm *c, double *sec, double *wrong, struct error *e)
 }
 
 /* One size: seconds per call and elements off the expected sum, through
- * the engine's buffer buf and the host's h. */
+ * the engine's buffer buf and the host's h; 1 when a rank was asked to stop
+ * (SIGINT, SIGTERM): the ranks agree on it before the size starts. */
 static int one_size(struct comm *c, float *buf, float *h, size_t n, long iters, double *sec,
                     double *wrong, struct error *e)
 {
     double ranks_sum = (double)c->world * (c->world + 1) / 2;
-    long ready = 0;
+    long stop = 0;
     memset(h, 0, n * sizeof(float)); // sums of zeros while timing: the values stay finite
     int rc = comm_buffer_put(c, buf, h, n, e);
     for (int k = 0; k < 5 && !rc; k++)
         rc = comm_sum(c, buf, n, e);
-    rc = rc ? rc : comm_max(c, 0, &ready, e); // all ranks start together
+    rc = rc ? rc : comm_max(c, stop_requested(), &stop, e); // all ranks start together
+    if (!rc && stop)
+        return 1;
     double t0 = now_seconds();
     for (long k = 0; k < iters && !rc; k++)
         rc = comm_sum(c, buf, n, e);
@@ -76,12 +81,15 @@ int allreduce_bandwidth(struct comm *c, struct allreduce_table *t, struct error 
     if (c->device >= 0 && comm_engine_device_memory(c->name))
         snprintf(t->memory, sizeof t->memory, "device memory (GPU %d)", c->device);
     int rc = 0, W = c->world;
+    const char *before = signals_phase("timing the allreduce sizes");
     for (size_t n = 1; n <= max_n && !rc && t->n < ALLREDUCE_MAX_ROWS; n *= 4) {
         size_t bytes = n * sizeof(float);
         long iters = (long)((1 << 24) / bytes);
         iters = iters < 10 ? 10 : iters > 1000 ? 1000 : iters;
         double sec = 0, wrong = 0;
-        if ((rc = one_size(c, buf, h, n, iters, &sec, &wrong, e)))
+        if ((rc = one_size(c, buf, h, n, iters, &sec, &wrong, e)) > 0)
+            t->interrupted = true, rc = 0;
+        if (rc || t->interrupted)
             break;
         double algbw = (double)bytes / sec / 1e9;
         struct allreduce_row *row = &t->rows[t->n++];
@@ -93,6 +101,7 @@ int allreduce_bandwidth(struct comm *c, struct allreduce_table *t, struct error 
             t->best_bytes = bytes;
         }
     }
+    signals_phase(before);
     comm_buffer_free(c, buf);
     free(h);
     return rc;

@@ -27,11 +27,13 @@ struct allreduce_table {
     int n;
     double best_busbw;  // GB/s, and the size it was reached at
     size_t best_bytes;
+    bool interrupted;   // a signal ended the sweep: the rows are the sizes measured before it
 };
 
 /* The sweep over sizes from 4 B to 32 MiB, every rank taking part, in the
  * memory the engine sums (the rank's device bound first: comm_bind); t's
- * times and #wrong are the ranks' on rank 0. */
+ * times and #wrong are the ranks' on rank 0. A stop request on any rank ends
+ * it on all before the next size (t->interrupted). */
 int allreduce_bandwidth(struct comm *c, struct allreduce_table *t, struct error *e);
 
 #endif

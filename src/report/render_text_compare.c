@@ -113,10 +113,13 @@ int report_allreduce_text(FILE *f, const struct allreduce_table *t)
         fprintf(f, " %12zu %12zu %6s %6s %7ld %11.2f %10.3f %10.3f %7.0f\n", r->bytes, r->count,
                 "float", "sum", r->iters, 1e6 * r->seconds, r->algbw, r->busbw, r->wrong);
     }
+    if (t->interrupted)
+        fprintf(f, "# interrupted: a signal stopped the sweep after %d size%s\n", t->n,
+                t->n == 1 ? "" : "s");
     if (t->world == 1) // busbw counts the bytes between ranks: none here
         fprintf(f, "# one rank: busbw is 0 by its definition; the times are the engine's own "
                    "call\n");
-    else
+    else if (t->n)
         fprintf(f, "# best busbw %.3f GB/s at %zu B\n", t->best_busbw, t->best_bytes);
     return 0;
 }
