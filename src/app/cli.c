@@ -218,7 +218,7 @@ static int command_alone(unsigned seen, const int *given, bool swept, struct err
     if (c && c->ch != OPT_EXPORT && swept) // --export writes every point's files
         return error_set(e, "%s cannot be combined with --sweep (%s)", c->flag, c->why);
     for (int k = 0; c && k < N_KEY_FLAGS; k++)
-        for (int i = 0; i < 7 && c->ignored[i]; i++)
+        for (size_t i = 0; i < sizeof c->ignored / sizeof *c->ignored && c->ignored[i]; i++)
             if (key_flags[k].ch == c->ignored[i] && seen & 1u << k)
                 return error_set(e, "%s cannot be combined with %s (%s)", c->flag,
                                  key_flags[k].flag, c->why);
