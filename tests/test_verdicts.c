@@ -379,10 +379,45 @@ static void test_rounds_budget_pace(void **state)
     }
 }
 
+/* A large cap (bench.max_rounds 10000): the first look, at 9 rounds, may
+ * spend next to nothing. erfc underflowed to 0 there, and 0 reads as no
+ * plan (one test at 5%), so the early looks each ran at 5%. */
+struct looked { struct paced p; double alpha; }; // paced first: paced_measure's ctx
+
+static bool first_look(void *ctx, int rounds, double alpha)
+{
+    (void)rounds;
+    ((struct looked *)ctx)->alpha = alpha;
+    return true;
+}
+
+static void test_rounds_large_cap(void **state)
+{
+    (void)state;
+    struct error e;
+    struct looked x = {.p = {.first_s = 1e-3, .round_s = 1e-3, .points = 2}, .alpha = -1};
+    struct rounds_plan plan = {.points = 2, .min_rounds = 9, .max_rounds = 10000};
+    struct rounds_log log;
+    assert_int_equal(rounds_run(&plan, paced_measure, first_look, &x, &log, &e), 0);
+    assert_int_equal(log.rounds, 9);
+    double alpha = x.alpha;
+    assert_true(alpha > 0 && alpha < 1e-300);
+    rounds_log_free(&log);
+    double a[9], b[9]; // A against itself at that level: no interval yet, undecided
+    for (int i = 0; i < 9; i++)
+        a[i] = 1 + 0.001 * i, b[i] = a[i] * (1 + 0.0001 * (i % 3 - 1));
+    struct ratio q;
+    stats_paired(a, b, 9, 0.03, alpha, &q);
+    assert_int_equal(q.verdict, VERDICT_UNDECIDED);
+    stats_paired(a, b, 9, 0.03, 0.05, &q);
+    assert_int_equal(q.verdict, VERDICT_SAME); // at 5% it was decided
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rounds_budget_pace),
+        cmocka_unit_test(test_rounds_large_cap),
         cmocka_unit_test(test_sweep_rates),
         cmocka_unit_test(test_interleaved_compare_rates),
         cmocka_unit_test(test_separate_runs_compare),

@@ -2,6 +2,7 @@
  * measured in that order, and the end: decided, the cap, the budget. */
 #include "rounds.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +98,10 @@ static void finish(struct rounds_log *log)
 static bool look(rounds_done_fn done, void *ctx, struct rounds_log *log)
 {
     double now = fmax(log->spent, spent_by((double)log->rounds / log->last));
-    log->alpha = now - log->spent; // 0 where last grew since (nothing more spent)
+    /* at least the smallest double: a look with next to nothing to spend (an
+     * early one of a large cap, where erfc underflows, or one after `last`
+     * grew) decides nothing; 0 would read as no plan, one test at LEVEL */
+    log->alpha = fmax(now - log->spent, DBL_MIN);
     log->spent = now;
     log->looks++;
     return done && done(ctx, log->rounds, log->alpha);
