@@ -208,6 +208,21 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q "unmatched in B: (base): no measured epoch (the run failed" "$TMP/cmp.txt"; then ok
 else bad "compare with no epochs: exit $rc: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
 rm -f "$TMP/noepochs.json"
+# ... as a run that failed writes it (its round measured nothing: median_ms null), and in
+# compare -c where B fails: exit 1, never a report under A's config with B's run
+"$BIN" -q --set train.lr=1000000 --set dataset.noise=1000000 --format json >"$TMP/failed.json" 2>/dev/null
+"$BIN" compare "$TMP/a.json" "$TMP/failed.json" >"$TMP/cmp.txt" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "unmatched in B: (base): no measured epoch (the run failed" "$TMP/cmp.txt"; then ok
+else bad "compare with a failed run's file: exit $rc: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
+printf 'train: {lr: 1000000}\ndataset: {noise: 1000000}\n' >"$TMP/diverge.yaml"
+"$BIN" compare -c configs/tutorial.yaml -c "$TMP/diverge.yaml" -q --repeat 3 >"$TMP/cmp.txt" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && { grep -q "unmatched in B: .*no measured epoch (the run failed" "$TMP/cmp.txt" ||
+     { grep -q "compare -c: only .*diverge.yaml ran" "$TMP/err" && grep -q "config: .*diverge.yaml.*" "$TMP/cmp.txt" &&
+       grep -q "lr 1e+06" "$TMP/cmp.txt"; }; }; then ok
+else bad "compare -c, B fails: exit $rc: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
+rm -f "$TMP/failed.json" "$TMP/diverge.yaml"
 # files with rounds: the unit is each file's rounds; a verdict under clearly
 # different load is held back; another machine is named
 # (each round measured for 5 s: 40 s a run, long enough to hold the drift between runs)

@@ -188,7 +188,14 @@ static int both_print(FILE *f, struct app *a, const struct renderer *r)
     char *json = a->res.n_runs == 2 ? report_json(&a->res) : NULL;
     cJSON *doc = json ? cJSON_Parse(json) : NULL;
     free(json);
-    if (a->res.n_runs < 2) // a stop before both ran: the run, as it stands
+    if (a->res.n_runs == 1) { // one side failed or stopped first: its run, under its config
+        struct results one = a->res;
+        one.cfg = a->res.runs[0].cfg;
+        fprintf(stderr, "dpbench: compare -c: only %s ran before the run ended; nothing "
+                        "compared\n", a->res.runs[0].label);
+        return r->results(f, &one);
+    }
+    if (a->res.n_runs < 2) // a stop before either ran: the run, as it stands
         return r->results(f, &a->res);
     if (!doc || compare_interleaved(&cr, doc, a->points.label[0], a->points.label[1],
                                     a->res.cfg.bench.threshold, &e)) {

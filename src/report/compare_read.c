@@ -213,6 +213,10 @@ static int run_times(const struct compare_file *f, const cJSON *run, int i,
     cJSON_ArrayForEach(x, rounds)
     {
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(x, "round");
+        const cJSON *ran = cJSON_GetObjectItemCaseSensitive(x, "epochs");
+        if (cJSON_IsNumber(ran) && ran->valuedouble == 0 &&
+            cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(x, "median_ms")))
+            continue; // a round in which the point measured nothing (it failed or stopped)
         if (time_ms(f, cJSON_GetObjectItemCaseSensitive(x, "median_ms"), 1, i, "round",
                     p->n_rounds, &p->round_ms[p->n_rounds], e))
             return -1;
