@@ -366,6 +366,35 @@ for kind in jpg png; do
     else bad "corrupt $kind mid-epoch: exit $rc, $(head -c 400 "$TMP/err")"; fi
 done
 
+# ---- a corrupt image in the eval split (its header sound): exit 1 naming it, every
+# epoch kept and written, the eval not reported (all results were lost)
+cp -r "$G/jpg/val" "$B/cval"
+f=$(ls "$B/cval/class_01/"* | head -1)
+truncate -s $(( $(stat -c %s "$f") * 2 / 3 )) "$f"
+"$BIN" --set dataset.kind=folder --set dataset.path="$G/jpg/train" --set dataset.eval_path="$B/cval" \
+    --set train.epochs=2 --format json --out "$TMP/reseval" >"$TMP/r.json" 2>"$TMP/err" </dev/null
+rc=$?
+if [ $rc -eq 1 ] && grep -qF "evaluation: $f: corrupt" "$TMP/err" && ls "$TMP/reseval"/*.json >/dev/null 2>&1 &&
+    json 'd["runs"][0]["failed"] and len(d["runs"][0]["epochs"]) == 2 and not d["runs"][0]["eval"] and "eval split is not reported" in d["runs"][0]["stopped"]' "$TMP/r.json"; then ok
+else bad "corrupt eval image: exit $rc, $(head -c 400 "$TMP/err")"; fi
+
+# ---- an eval split of as many pixels in another shape (16x16 against 32x8): refused
+"$BIN" --make-dataset folder "$B/s16" --classes 3 --per-class 2 --size 16x16 >/dev/null
+"$BIN" --make-dataset folder "$B/s32" --classes 3 --per-class 2 --size 32x8 >/dev/null
+expect 2 "dataset.eval_path $B/s32/val: its samples are 32x8 (width x height, after the transforms), the training set's 16x16" -- \
+    --set dataset.kind=folder --set dataset.path="$B/s16/train" --set dataset.eval_path="$B/s32/val"
+
+# ---- a chain of folders each linking twice to the next (2^12 folders to walk): refused
+# at once; a folder two links reach is read twice, as in torchvision
+cp -r "$B/s16/train" "$B/chain"
+for i in $(seq 0 12); do mkdir -p "$B/lv/a$i"; done
+for i in $(seq 0 11); do ln -s "../a$((i + 1))" "$B/lv/a$i/x"; ln -s "../a$((i + 1))" "$B/lv/a$i/y"; done
+ln -s "$B/lv/a0" "$B/chain/class_00/deep"
+expect 2 "symlinks reach this folder more than 8 times" -- --set dataset.kind=folder --set dataset.path="$B/chain"
+rm "$B/chain/class_00/deep"
+ln -s "$B/s16/train/class_01" "$B/chain/class_00/l1"; ln -s "$B/s16/train/class_01" "$B/chain/class_00/l2"
+expect 0 "data: 10 x 768 -> 3" -- --set dataset.kind=folder --set dataset.path="$B/chain" --set train.epochs=1
+
 # ---- a sweep point with bad data: transforms that cannot apply are refused before any
 # point runs, whatever the order; a file found bad when its point's data is loaded (a
 # small folder is decoded up front) names the point, and what the points before it

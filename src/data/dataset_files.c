@@ -98,15 +98,15 @@ static int load_split(struct dataset *d, const struct config *c, const char *pat
     int rc = f->kind->load(d, f, path, train, c->transform.resize > 0, e);
     if (rc)
         return -1;
-    int oh, ow;
+    int *oh = &f->oh, *ow = &f->ow;
     if (transform_init(&f->tf, c, f->c, train, e) ||
-        transform_shape(&f->tf, f->h ? f->h : 1, f->w ? f->w : 1, &oh, &ow, e) ||
-        features_check(&f->tf, oh, ow, path, e))
+        transform_shape(&f->tf, f->h ? f->h : 1, f->w ? f->w : 1, oh, ow, e) ||
+        features_check(&f->tf, *oh, *ow, path, e))
         return -1;
     long outputs;
     if (labels_check(d, f, c, train, &outputs, e))
         return -1;
-    d->features = f->c * oh * ow;
+    d->features = f->c * *oh * *ow;
     d->out_features = (int)outputs;
     return 0;
 }
@@ -237,6 +237,9 @@ int dataset_files_load(struct dataset *d, const struct config *c, struct error *
     if (v->features != d->features) {
         rc = error_set(e, "dataset.eval_path %s: its samples have %d features, the training "
                           "set's %d (different image sizes?)", ev, v->features, d->features);
+    } else if (vf->oh != tf->oh || vf->ow != tf->ow) { // as many pixels, another shape
+        rc = error_set(e, "dataset.eval_path %s: its samples are %dx%d (width x height, after the "
+                          "transforms), the training set's %dx%d", ev, vf->ow, vf->oh, tf->ow, tf->oh);
     } else if (tf->class_names) { // classes named by their folders
         bool same = v->classes == d->classes;
         for (int k = 0; same && k < d->classes; k++)

@@ -15,6 +15,7 @@ struct dataset_kind;
 struct file_data {
     const struct dataset_kind *kind;
     int c, h, w;          // stored image shape; folder with resize: h = w = 0 (sizes vary)
+    int oh, ow;           // a sample's height and width after the transforms
     uint8_t *pixels;      // (length, h, w, c) idx and cifar10, in memory
     int32_t *labels;      // (length) class of each sample
     char **paths;         // (length) folder: the image files, each decoded when read

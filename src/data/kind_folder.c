@@ -94,11 +94,15 @@ struct walked {
     int n_files;
 };
 
+#define LINKED_TIMES 8 // a folder symlinks reach more often: refused (walk_link)
+
 struct walk {
     struct walked *dirs; // (n) in the order met; sorted by path afterwards
     int n, cap;
     struct { dev_t dev; ino_t ino; int at; } *up; // (depth) the folders above, for loops
     int depth, up_cap;
+    struct { dev_t dev; ino_t ino; int at, times; } *linked; // (n_linked) folders symlinks reach
+    int n_linked, linked_cap;
 };
 
 static int cmp_walked(const void *a, const void *b)
@@ -114,6 +118,33 @@ static void walk_free(struct walk *w)
     }
     free(w->dirs);
     free(w->up);
+    free(w->linked);
+}
+
+/* Folder path (st), reached by a symlink. Reached again, it is walked
+ * again (its images count twice, as in torchvision); reached more than
+ * LINKED_TIMES times, an error: a chain of links, each folder linking twice
+ * to the next, walks 2^depth folders (minutes, hours). */
+static int walk_link(struct walk *w, const char *path, const struct stat *st, struct error *e)
+{
+    for (int i = 0; i < w->n_linked; i++)
+        if (w->linked[i].dev == st->st_dev && w->linked[i].ino == st->st_ino)
+            return ++w->linked[i].times <= LINKED_TIMES ? 0
+                   : error_set(e, "%s: symlinks reach this folder more than %d times (first as "
+                                  "%s): a chain of links that reach folders over and over",
+                               path, LINKED_TIMES, w->dirs[w->linked[i].at].path);
+    if (w->n_linked == w->linked_cap) {
+        int cap = w->linked_cap ? 2 * w->linked_cap : 16;
+        void *l = realloc(w->linked, (size_t)cap * sizeof *w->linked);
+        if (!l)
+            return error_set(e, "%s: out of memory listing the folder", path);
+        w->linked = l, w->linked_cap = cap;
+    }
+    w->linked[w->n_linked].dev = st->st_dev;
+    w->linked[w->n_linked].ino = st->st_ino;
+    w->linked[w->n_linked].times = 1;
+    w->linked[w->n_linked++].at = w->n; // walk_dir adds it next
+    return 0;
 }
 
 /* Adds dir and the folders below it. A folder that is one of its own
@@ -160,11 +191,13 @@ static int walk_dir(struct walk *w, const char *dir, struct error *e)
             rc = error_set(e, "%s: out of memory listing the folder", dir);
         else if (!rc && strlen(path) >= PATH_MAX)
             rc = error_set(e, "%s/%s: path too long", dir, names[i]);
+        struct stat l;
         if (!rc && stat(path, &s) == 0 && S_ISDIR(s.st_mode)) { // a folder: walked, not a file
             rc = w->depth > FOLDER_MAX_DEPTH
                      ? error_set(e, "%s: folders nested more than %d deep in a class folder "
                                     "(the limit)", path, FOLDER_MAX_DEPTH)
-                     : walk_dir(w, path, e);
+                     : lstat(path, &l) == 0 && S_ISLNK(l.st_mode) && walk_link(w, path, &s, e)
+                     ? -1 : walk_dir(w, path, e);
             free(names[i]);
         } else if (rc) {
             free(names[i]);

@@ -532,13 +532,19 @@ static int train_finish(struct train *t, struct error *e)
     out->interrupted = stopping(t->cm);
     if (step_params(&t->s, out->w, out->b, e))
         return -1;
-    if (t->d->eval && !out->interrupted && evaluate(t->d->eval, t->loss, out->w, out->b, out, e))
-        return -1;
-    if (t->world > 1 && ddp_gather(t->cm, out, e))
-        return -1;
+    /* an eval split that cannot be read fails the run, its epochs complete
+     * and kept (the ranks still meet to gather them) */
+    if (t->d->eval && !out->interrupted && evaluate(t->d->eval, t->loss, out->w, out->b, out, e)) {
+        out->failed = true;
+        snprintf(out->stopped, sizeof out->stopped, "%s; the epochs are complete and kept, the "
+                 "eval split is not reported", e->msg);
+    }
+    struct error ge;
+    if (t->world > 1 && ddp_gather(t->cm, out, &ge))
+        return *e = ge, -1;
     if (t->world > 1 && t->trace && t->cm->rank == 0)
         ddp_trace(t->trace, out, t->F, t->O);
-    return 0;
+    return out->failed ? -1 : 0;
 }
 
 /* A failure mid-run: the measured epochs are kept, as an interrupted run
