@@ -425,6 +425,11 @@ order = d["rounds"]["order"]
 assert d["repeat"] == 8 and d["rounds"]["count"] == 8 and d["rounds"]["end"] == "fixed", d["rounds"]
 assert len(order) == 8 and all(sorted(row) == [0, 1, 2] for row in order), order
 assert len({tuple(row) for row in order}) > 1, order  # shuffled, not one fixed order
+# the first block (6 rounds: a Williams design for 3 points): every point twice in each
+# position, and right after each other point twice
+assert all(sorted(row[k] for row in order[:6]) == [0, 0, 1, 1, 2, 2] for k in range(3)), order
+after = [(row[k - 1], row[k]) for row in order[:6] for k in (1, 2)]
+assert all(after.count((p, q)) == 2 for p in range(3) for q in range(3) if p != q), order
 for i, run in enumerate(d["runs"]):
     assert [(x["round"], x["position"]) for x in run["rounds"]] == \
         [(k, row.index(i)) for k, row in enumerate(order)], (i, run["rounds"])

@@ -1,5 +1,6 @@
-/* The round scheduler (rounds.h): a seeded shuffle per round, the points
- * measured in that order, and the end: decided, the cap, the budget. */
+/* The round scheduler (rounds.h): the seeded, balanced orders (Williams
+ * designs), the points measured in them, and the end: decided, the cap,
+ * the budget. */
 #include "rounds.h"
 
 #include <float.h>
@@ -16,16 +17,31 @@ const char *rounds_end_name(enum rounds_end e)
     return names[e];
 }
 
+static void shuffle(struct rng *g, int *v, int n) // Fisher-Yates
+{
+    for (int i = 0; i < n; i++)
+        v[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)rng_below(g, (uint64_t)i + 1), t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+}
+
 void rounds_order(unsigned long seed, int points, int r, int *order)
 {
+    int n = points, len = n % 2 ? 2 * n : n; // a block: a Williams design's rows
     struct rng g;
-    rng_init(&g, seed, RNG_ROUNDS, (uint64_t)r);
-    for (int i = 0; i < points; i++)
-        order[i] = i;
-    for (int i = points - 1; i > 0; i--) { // Fisher-Yates
-        int j = (int)rng_below(&g, (uint64_t)i + 1), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
+    int perm[n], row[len];
+    rng_init(&g, seed, RNG_ROUNDS, (uint64_t)(r / len));
+    shuffle(&g, perm, n);
+    shuffle(&g, row, len);
+    int i = row[r % len] % n;
+    bool mirror = row[r % len] >= n; // odd n: the rows read backwards, too
+    for (int k = 0; k < n; k++) {
+        int j = mirror ? n - 1 - k : k;
+        int w = j % 2 ? (j + 1) / 2 : (n - j / 2) % n; // 0, 1, n-1, 2, n-2, ...
+        order[k] = perm[(w + i) % n];
     }
 }
 

@@ -1,5 +1,6 @@
 /* Interleaved rounds: when several points are measured, each round runs
- * every point once, in an order shuffled per round from the seed, and rounds
+ * every point once, in an order drawn from the seed and balanced over each
+ * block of rounds (rounds_order), and rounds
  * repeat until the caller's decision is made, the round cap is reached or
  * the time budget would be passed. Machine state that drifts (another
  * process, the clock, the page cache) then falls on every point alike, and
@@ -72,7 +73,14 @@ struct rounds_log {
 int rounds_run(const struct rounds_plan *plan, rounds_measure_fn measure, rounds_done_fn done,
                void *ctx, struct rounds_log *log, struct error *e);
 void rounds_log_free(struct rounds_log *log);
-/* Round r's order for a plan's seed and points (what rounds_run uses). */
+/* Round r's order for a plan's seed and points (what rounds_run uses). The
+ * rounds come in blocks, each a Williams design drawn from the seed (its
+ * points and its rows shuffled): n rounds for n points, 2n where n is odd.
+ * In a block every point runs once in each position and right after every
+ * other point equally often, so an effect of the position (the first run
+ * of a round) or of the point run just before (its caches, its heat) falls
+ * on every point alike after each block, in every run, not only on average
+ * over runs that share a seed; each round's order alone is still uniform. */
 void rounds_order(unsigned long seed, int points, int r, int *order);
 
 #endif
