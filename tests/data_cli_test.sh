@@ -395,6 +395,21 @@ rm "$B/chain/class_00/deep"
 ln -s "$B/s16/train/class_01" "$B/chain/class_00/l1"; ln -s "$B/s16/train/class_01" "$B/chain/class_00/l2"
 expect 0 "data: 10 x 768 -> 3" -- --set dataset.kind=folder --set dataset.path="$B/chain" --set train.epochs=1
 
+# ---- an image file far larger than its pixels can need (data after its end, read whole
+# for every sample): refused up front (a 3 GB one took 3 GB a sample past --max-memory)
+cp -r "$B/s16/train" "$B/trail"
+f=$(ls "$B/trail/class_00/"* | head -1)
+truncate -s 100M "$f"
+expect 2 "$f: 104857600 bytes, more than a 16x16 image can need (67112960): data after the image's end?" -- \
+    --set dataset.kind=folder --set dataset.path="$B/trail"
+rm -rf "$B/trail"
+
+# ---- a note where a dataset's root is given for a split (its classes: train, val, test)
+mkdir -p "$B/s16/test" && cp -r "$B/s16/val/class_00" "$B/s16/test/"
+expect 0 "note: $B/s16's classes are named as a dataset's splits (\"train\", \"test\"): its root?" -- \
+    --set dataset.kind=folder --set dataset.path="$B/s16" --set train.epochs=1
+rm -rf "$B/s16/test"
+
 # ---- a sweep point with bad data: transforms that cannot apply are refused before any
 # point runs, whatever the order; a file found bad when its point's data is loaded (a
 # small folder is decoded up front) names the point, and what the points before it

@@ -212,23 +212,34 @@ static int walk_dir(struct walk *w, const char *dir, struct error *e)
     return rc;
 }
 
-/* Width and height of an image file from its first bytes. */
+/* Width and height of an image file from its first bytes. A file larger
+ * than its image can need (16 bytes a pixel, twice a 16-bit RGBA PNG's raw
+ * size, and 64 MiB of metadata) is refused: each read of a sample reads the
+ * whole file, where PIL stops at the image's end (3 GB after a 16x16 JPEG
+ * took 3 GB a sample, past --max-memory). */
 static int file_header(const char *path, int *w, int *h, struct error *e)
 {
     uint8_t *buf;
     size_t n;
     bool whole;
+    struct stat st;
     if (files_read_plain(path, HEADER_BYTES, &buf, &n, &whole, e))
         return -1;
     int rc = image_header(buf, n, w, h, e);
     free(buf);
-    if (rc && !whole) { // a header longer than the prefix: try the whole file
+    if (rc && !whole && stat(path, &st) == 0 && st.st_size <= 64 << 20) { // a longer header
         if (files_read_plain(path, 0, &buf, &n, NULL, e))
             return -1;
         rc = image_header(buf, n, w, h, e);
         free(buf);
     }
-    return rc ? error_wrap(e, "%s", path) : 0;
+    if (rc)
+        return error_wrap(e, "%s", path);
+    double most = 16.0 * *w * *h + (64 << 20);
+    if (stat(path, &st) == 0 && (double)st.st_size > most)
+        return error_set(e, "%s: %lld bytes, more than a %dx%d image can need (%.0f): data "
+                            "after the image's end?", path, (long long)st.st_size, *w, *h, most);
+    return 0;
 }
 
 /* The images found so far and the first one's size. */
@@ -307,6 +318,23 @@ static int class_walk(const char *dir, struct walk *w, struct error *e)
 
 /* Each class's images are found through the whole tree below its folder,
  * kept when the name has one of torchvision's image extensions. */
+/* Whether the class folders are a dataset's splits: "train" and one to
+ * three of the names a held-out split goes by, and nothing else. */
+static bool split_names(char **classes, int n)
+{
+    static const char *const splits[] = {"train", "val", "valid", "validation", "test"};
+    bool train = false;
+    for (int k = 0; k < n; k++) {
+        size_t i = 0;
+        while (i < sizeof splits / sizeof *splits && strcmp(classes[k], splits[i]))
+            i++;
+        if (i == sizeof splits / sizeof *splits)
+            return false;
+        train |= i == 0;
+    }
+    return train && n >= 2 && n <= 4;
+}
+
 static int folder_load(struct dataset *d, struct file_data *f, const char *root, bool train,
                        bool resize, struct error *e)
 {
@@ -319,6 +347,11 @@ static int folder_load(struct dataset *d, struct file_data *f, const char *root,
     f->class_names = classes;
     d->classes = n_classes;
     f->c = 3;
+    if (split_names(classes, n_classes))
+        fprintf(stderr, "dpbench: note: %s's classes are named as a dataset's splits (\"train\", "
+                        "\"%s\"): its root? (a split's folder, %s/train, holds the class "
+                        "folders)\n", root, strcmp(classes[0], "train") ? classes[0] : classes[1],
+                root);
     for (int k = 0; k < n_classes; k++) {
         char dir[PATH_MAX];
         struct walk w;
