@@ -223,11 +223,13 @@ static int file_header(const char *path, int *w, int *h, struct error *e)
     size_t n;
     bool whole;
     struct stat st;
+    if (stat(path, &st) != 0) // files_read_plain says why
+        st.st_size = 0;
     if (files_read_plain(path, HEADER_BYTES, &buf, &n, &whole, e))
         return -1;
     int rc = image_header(buf, n, w, h, e);
     free(buf);
-    if (rc && !whole && stat(path, &st) == 0 && st.st_size <= 64 << 20) { // a longer header
+    if (rc && !whole && st.st_size <= 64 << 20) { // a longer header
         if (files_read_plain(path, 0, &buf, &n, NULL, e))
             return -1;
         rc = image_header(buf, n, w, h, e);
@@ -236,7 +238,7 @@ static int file_header(const char *path, int *w, int *h, struct error *e)
     if (rc)
         return error_wrap(e, "%s", path);
     double most = 16.0 * *w * *h + (64 << 20);
-    if (stat(path, &st) == 0 && (double)st.st_size > most)
+    if ((double)st.st_size > most)
         return error_set(e, "%s: %lld bytes, more than a %dx%d image can need (%.0f): data "
                             "after the image's end?", path, (long long)st.st_size, *w, *h, most);
     return 0;
