@@ -265,8 +265,14 @@ static int finish(struct app *a, const struct session_ops *ops, const struct com
 }
 
 /* How long a rank that stopped alone waits for the others at the end (rank 0
- * writes its results first: the others wait for it meanwhile). */
-static const double TOGETHER_S = 30;
+ * writes its results first: the others wait for it meanwhile): 30 s, or
+ * DPBENCH_TEST_TOGETHER_S (a test's, so that it need not wait them out). */
+static double together_s(void)
+{
+    const char *v = getenv("DPBENCH_TEST_TOGETHER_S");
+    double s = v ? strtod(v, NULL) : 0;
+    return s > 0 && s < 30 ? s : 30;
+}
 
 int session_run(struct app *a, const struct session_ops *ops)
 {
@@ -293,11 +299,12 @@ int session_run(struct app *a, const struct session_ops *ops)
         dirs_unmake(res->cfg.report.out, a->out_made); // epoch): the folders it made go, if empty
     /* a stop this rank saw before a step carried it (its data being made): ranks that
      * stopped with it meet here at once; one held in a step's collective never comes */
+    double wait_s = together_s();
     if (comm.world > 1 && stop_requested() && comm.stop == COMM_GO &&
-        !comm_together(&comm, TOGETHER_S)) {
+        !comm_together(&comm, wait_s)) {
         fprintf(stderr, "dpbench: rank %d: interrupted by %s before the other ranks learned of "
                         "it; they did not stop within %.0f s: ending the job\n", comm.rank,
-                signals_name(train_stop), TOGETHER_S);
+                signals_name(train_stop), wait_s);
         fflush(stdout);
         fflush(stderr);
         comm_abort(&comm, status);
