@@ -336,6 +336,12 @@ expect 2 "--export cannot be combined with --allreduce-bandwidth" -- --export "$
 expect 2 "--allreduce-bandwidth cannot be combined with --format" -- --allreduce-bandwidth --format json
 expect 2 "--export cannot be combined with --out" -- --export "$TMP/cx" --out "$TMP/cx2"
 expect 2 "--export cannot be combined with --format" -- --export "$TMP/cx" --format csv
+# ... the same key through --set: a note (scripts pass one --set to every command), nothing written there
+expect 0 "note: --export does not use report.out (--export writes its files" -- --export "$TMP/cx-set" \
+    --set report.out="$TMP/cx-out"
+if [ ! -e "$TMP/cx-out" ] && [ -s "$TMP/cx-set/export.json" ]; then ok; else bad "--export --set report.out wrote there"; fi
+expect 0 "note: --tune does not use bench.max_rounds" -- --tune --set bench.max_rounds=5 \
+    --set tune.budget_s=1 --set tune.max_workers=1 -q
 expect 2 "--export given twice" -- --export "$TMP/cx" --export "$TMP/cx2"
 expect 2 "--allreduce-bandwidth cannot be combined with --sweep" -- --allreduce-bandwidth --sweep seed=1,2
 expect 2 "--tune given twice" -- --tune --tune

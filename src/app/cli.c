@@ -154,6 +154,7 @@ static const struct key_flag {
     {'v', "--verbose", "report.verbose", NULL, NULL, NULL, "true"},
 };
 enum { N_KEY_FLAGS = sizeof key_flags / sizeof key_flags[0] };
+_Static_assert(N_KEY_FLAGS <= 16, "parse_flags keeps a --set key2's bit 16 above its key's");
 static const struct option longopts[] = {
     {"config", required_argument, NULL, 'c'},
     {"set", required_argument, NULL, 's'},
@@ -225,12 +226,34 @@ static int command_alone(unsigned seen, const int *given, bool swept, struct err
     return 0;
 }
 
+/* Whether --set's argument sets key ("KEY=VALUE"). */
+static bool sets_key(const char *arg, const char *key)
+{
+    size_t n = key ? strlen(key) : 0;
+    return n && !strncmp(arg, key, n) && arg[n] == '=';
+}
+
+/* A --set of a key the command does not use (one whose flag it refuses): a
+ * note, not an error (a script may pass the same --set to every command). */
+static void note_unused_sets(const int *given, unsigned set_keys)
+{
+    for (int i = 0; i < N_COMMANDS; i++)
+        for (size_t j = 0; given[i] && j < sizeof commands[i].ignored / sizeof (int) &&
+                           commands[i].ignored[j]; j++)
+            for (int k = 0; k < N_KEY_FLAGS; k++)
+                for (int two = 0; two < 2; two++) // key, key2
+                    if (key_flags[k].ch == commands[i].ignored[j] && set_keys >> (k + 16 * two) & 1)
+                        fprintf(stderr, "dpbench: note: %s does not use %s (%s)\n",
+                                commands[i].flag, two ? key_flags[k].key2 : key_flags[k].key,
+                                commands[i].why);
+}
+
 /* The first pass over argv: every flag but the config overrides. -1 with e
  * set on bad usage, 1 when a help or version text was printed. */
 static int parse_flags(int argc, char **argv, struct options *opts, struct error *e)
 {
     int ch;
-    unsigned seen = 0; // the key flags given so far, a bit each
+    unsigned seen = 0, set_keys = 0; // the key flags given so far, and the keys --set sets, a bit each
     int given[N_COMMANDS] = {0};
     bool swept = false;
     opterr = 0;
@@ -262,6 +285,11 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
                 return error_set(e, "--repeat: expected a whole number from 1 to 1000, found '%s'",
                                  optarg);
             break;
+        case 's':
+            for (int k = 0; k < N_KEY_FLAGS; k++) // key2's bit 16 above key's
+                set_keys |= (unsigned)sets_key(optarg, key_flags[k].key) << k |
+                            (unsigned)sets_key(optarg, key_flags[k].key2) << (k + 16);
+            break;
         case 'q': opts->quiet = true; break;
         case OPT_NO_SWEEP: opts->no_sweep = true; break;
         case 'h': usage(stdout); return 1;
@@ -285,7 +313,12 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
     if (optind < argc)
         return error_set(e, "unexpected argument '%s' (the config goes after --config)",
                          argv[optind]);
-    return opts->compare_side ? 0 : command_alone(seen, given, swept, e);
+    if (opts->compare_side)
+        return 0;
+    int rc = command_alone(seen, given, swept, e);
+    if (rc == 0)
+        note_unused_sets(given, set_keys);
+    return rc;
 }
 
 /* One key flag's value into the config. */
