@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dataset.h"
@@ -81,9 +82,23 @@ static int idx_labels_check(const char *images, uint32_t count, const char *labe
     return 0;
 }
 
+/* Whether images is a plain file shorter than `want` bytes (truncated, then,
+ * whatever its header declares: reading it costs only what it holds). */
+static bool plain_and_shorter(const char *images, unsigned long long want)
+{
+    uint8_t *b = NULL;
+    size_t n = 0;
+    bool whole, gz = files_read_plain(images, 2, &b, &n, &whole, &(struct error){{0}}) ||
+                     (n == 2 && b[0] == 0x1f && b[1] == 0x8b);
+    struct stat st;
+    free(b);
+    return !gz && stat(images, &st) == 0 && (unsigned long long)st.st_size < want;
+}
+
 /* The images file and its labels (whose path goes to labels) into *ib and
  * *lb: the header first, then no more content than it declares (plus one
- * byte to tell a longer file), and never more than this machine's memory.
+ * byte to tell a longer file), and never more than this machine's memory
+ * (a plain file shorter than its header declares is read: it is truncated).
  * The caller frees both, whatever the result. */
 static int idx_read(const char *images, char *labels, size_t labels_n, uint8_t **ib, size_t *in,
                     uint8_t **lb, size_t *ln, struct error *e)
@@ -98,7 +113,7 @@ static int idx_read(const char *images, char *labels, size_t labels_n, uint8_t *
     unsigned long long want = 16ULL + (unsigned long long)n * rows * cols,
                        mem = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
                              (unsigned long long)sysconf(_SC_PAGESIZE);
-    if (want > mem)
+    if (want > mem && !plain_and_shorter(images, want))
         return error_set(e, "%s: declares %u images of %ux%u (%llu bytes), more than this "
                             "machine's memory", images, n, rows, cols, want);
     free(*ib);
