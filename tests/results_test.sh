@@ -151,7 +151,7 @@ if "$BIN" compare "$TMP/a.json" "$TMP/torch.json" >"$TMP/cmp.txt" 2>"$TMP/err" &
     grep -q '^# B: torch-1.13.1' "$TMP/cmp.txt" && grep -q 'slower within run noise; not interleaved$' "$TMP/cmp.txt" &&
     ! grep -q 'settings differ' "$TMP/cmp.txt"; then ok
 else bad "compare with a PyTorch result: $(cat "$TMP/cmp.txt" "$TMP/err")"; fi
-# unusable input: exit 2 and one line that says why
+# unusable input: exit 2 and one line that says why (a /proc file, whose size reads 0, is read to its end)
 echo '{"runs": []}' >"$TMP/empty.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["runs"][0]["epochs"][1]["seconds"]; json.dump(d, open(sys.argv[2], "w"))' \
     "$TMP/a.json" "$TMP/noseconds.json"
@@ -162,6 +162,7 @@ head -c 300 "$TMP/a.json" >"$TMP/cut.json"
 for c in "configs/tutorial.yaml:not valid JSON" "$TMP/empty.json:not a dpbench result" \
          "$TMP/twice.json:more after the JSON document" "$TMP/zero.json:an empty file" \
          "$TMP/nul.json:more after the JSON document" \
+         "/proc/self/status:1: not valid JSON" \
          "$TMP/cut.json:$(wc -l <"$TMP/cut.json" | awk '{print $1 + 1}'): not valid JSON" \
          "$TMP/nowhere.json:cannot read" "$TMP/noseconds.json:epoch 2: not a time dpbench measured"; do
     "$BIN" compare "$TMP/a.json" "${c%%:*}" >/dev/null 2>"$TMP/err"

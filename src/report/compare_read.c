@@ -267,7 +267,7 @@ static int read_point(struct compare_file *f, const cJSON *runs, const cJSON *ru
 
 /* The whole file as a string (caller frees): a regular file (not a FIFO, a
  * device or a directory, whose reading could block or never end) of at most
- * MAX_FILE_BYTES, checked before it is read. */
+ * MAX_FILE_BYTES, checked before it is read and as it is read. */
 static char *slurp(const char *path, size_t *len, struct error *e)
 {
     struct stat st;
@@ -280,19 +280,34 @@ static char *slurp(const char *path, size_t *len, struct error *e)
                   path);
     } else if (st.st_size > MAX_FILE_BYTES) {
         error_set(e, "%s: larger than 1 GiB: not a result file", path);
-    } else if (!(buf = malloc((size_t)st.st_size + 1))) {
+    } else if (!(buf = malloc((size_t)st.st_size + 4096))) {
         error_set(e, "%s: out of memory", path);
     } else {
-        ssize_t got = 0, r = 1;
-        while (got < st.st_size && (r = read(fd, buf + got, (size_t)(st.st_size - got))) > 0)
-            got += r;
-        if (r < 0) {
-            error_set(e, "%s: cannot read: %s", path, strerror(errno));
+        /* to its end, whatever st_size said (0 for a /proc file; a file may grow) */
+        size_t cap = (size_t)st.st_size + 4096, got = 0;
+        ssize_t r = 1;
+        while (r > 0 && got <= (size_t)MAX_FILE_BYTES) {
+            char *more = got + 1 < cap ? buf : realloc(buf, cap *= 2);
+            if (!more) {
+                r = -2;
+                break;
+            }
+            buf = more;
+            if ((r = read(fd, buf + got, cap - 1 - got)) > 0)
+                got += (size_t)r;
+        }
+        if (r < 0 || got > (size_t)MAX_FILE_BYTES) {
+            if (r == -2)
+                error_set(e, "%s: out of memory", path);
+            else if (r < 0)
+                error_set(e, "%s: cannot read: %s", path, strerror(errno));
+            else
+                error_set(e, "%s: larger than 1 GiB: not a result file", path);
             free(buf);
             buf = NULL;
         } else {
             buf[got] = '\0';
-            *len = (size_t)got;
+            *len = got;
         }
     }
     if (fd >= 0)
