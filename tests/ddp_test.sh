@@ -392,6 +392,29 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ -z "$left" ] &&
    grep -q "^dpbench: rank 1 ($(hostname)): train-images-idx3-ubyte: " "$TMP/err"; then ok; else
     bad "a rank without its data -> exit $rc after $ms ms, left '$left': $(head -c 400 "$TMP/err")"; fi
 
+# ---- the eval split is rank 0's to evaluate, as its results are to report: a
+# corrupt image in another rank's copy alone (a relative path in another
+# working directory) changes nothing; in rank 0's, the job fails as one
+# process does, its epochs kept (rank 1 evaluated too, failing alone: mpirun
+# exited 1 while rank 0's files said the run had not failed)
+"$BIN" --make-dataset folder "$TMP/ev0" --classes 2 --per-class 6 --eval-per-class 3 --size 36x28 >/dev/null ||
+    bad "--make-dataset folder"
+cp -r "$TMP/ev0" "$TMP/ev1"
+EV=(--set parallel.mode=ddp --set dataset.kind=folder --set dataset.path=train --set dataset.eval_path=val
+    --set loader.batch_size=3 --set train.epochs=2 --format json)
+for bad_rank in 1 0; do
+    f=$(ls "$TMP/ev$bad_rank"/val/class_01/* | head -1) # not the first image: its shape is read up front
+    truncate -s $(( $(stat -c %s "$f") * 2 / 3 )) "$f"
+    timeout 60 "${MPIRUN[@]}" 1 -wdir "$TMP/ev0" "$BIN" "${EV[@]}" : -np 1 -wdir "$TMP/ev1" "$BIN" "${EV[@]}" \
+        >"$TMP/ev.json" 2>"$TMP/err"
+    rc=$?
+    if [ $bad_rank = 1 ] && [ $rc -eq 0 ] &&
+       python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; assert r["eval"]["samples"] == 6 and not r["failed"]' "$TMP/ev.json"; then ok
+    elif [ $bad_rank = 0 ] && [ $rc -eq 1 ] && grep -qF "evaluation: val/" "$TMP/err" &&
+       python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; assert r["failed"] and len(r["epochs"]) == 2 and not r["eval"]' "$TMP/ev.json"; then ok
+    else bad "a corrupt eval image in rank $bad_rank's copy alone: exit $rc: $(head -c 400 "$TMP/err")"; fi
+done
+
 # ---- labelled data (cross-entropy): W ranks x B == 1 process x W*B; the
 # job's accuracy (every rank's samples) and eval; CSV's ddp columns
 IDX=(--set dataset.kind=idx --set dataset.path="$TMP/idx/train-images-idx3-ubyte" --set model.loss=cross_entropy

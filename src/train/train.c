@@ -532,16 +532,28 @@ static int train_finish(struct train *t, struct error *e)
     out->interrupted = stopping(t->cm);
     if (step_params(&t->s, out->w, out->b, e))
         return -1;
-    /* an eval split that cannot be read fails the run, its epochs complete
-     * and kept (the ranks still meet to gather them) */
-    if (t->d->eval && !out->interrupted && evaluate(t->d->eval, t->loss, out->w, out->b, out, e)) {
+    /* the eval split is rank 0's, as the report is (ddp: the parameters are
+     * the same on every rank); one that cannot be read fails the run, its
+     * epochs complete and kept (the ranks still meet to gather them) */
+    bool reports = t->world == 1 || t->cm->rank == 0;
+    if (t->d->eval && reports && !out->interrupted &&
+        evaluate(t->d->eval, t->loss, out->w, out->b, out, e)) {
         out->failed = true;
         snprintf(out->stopped, sizeof out->stopped, "%s; the epochs are complete and kept, the "
                  "eval split is not reported", e->msg);
     }
     struct error ge;
+    long failed = out->failed; // ddp: every rank fails with rank 0's eval, in step
+    if (t->world > 1 && comm_max(t->cm, failed, &failed, &ge))
+        return *e = ge, -1;
+    if (failed && !out->failed) {
+        out->failed = true;
+        error_set(e, "rank 0 could not evaluate the eval split");
+        snprintf(out->stopped, sizeof out->stopped, "%s", e->msg);
+    }
     if (t->world > 1 && ddp_gather(t->cm, out, &ge))
         return *e = ge, -1;
+    out->together = out->failed && t->world > 1;
     if (t->world > 1 && t->trace && t->cm->rank == 0)
         ddp_trace(t->trace, out, t->F, t->O);
     return out->failed ? -1 : 0;
