@@ -227,6 +227,9 @@ mkdir -p "$B/cifar0" && cp "$G/cifar"/* "$B/cifar0/" && : >"$B/cifar0/data_batch
 expect 2 "cifar0/data_batch_2.bin: empty file (0 bytes), expected CIFAR-10 records" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar0"
 mkdir -p "$B/cifar1" && cp "$G/cifar"/* "$B/cifar1/" && truncate -s 3100 "$B/cifar1/data_batch_3.bin"
 expect 2 "cifar1/data_batch_3.bin: 3100 bytes is not a multiple of 3073 (1 label byte + 3072 pixel bytes per record): truncated, its last record has 27 of its 3073 bytes" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar1"
+# a batch file given for the folder: named as such, no make-dataset hint (a file is there)
+expect 2 "data_batch_1.bin: a file, where cifar10 reads the folder that holds data_batch_1.bin to data_batch_5.bin and test_batch.bin: set the path to its folder ($G/cifar)" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar/data_batch_1.bin"
+if ! grep -q "make-dataset" "$TMP/err"; then ok; else bad "a cifar10 batch file given as dataset.path got a make-dataset hint"; fi
 for k in jpg png; do
     cp -r "$G/$k/train" "$B/e$k" && f=$(ls "$B/e$k/class_01/"* | head -1) && : >"$f"
     expect 2 "$f: empty file (0 bytes), expected a JPEG or PNG image" -- --set dataset.kind=folder --set dataset.path="$B/e$k"

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -164,7 +165,9 @@ static bool made_dir(const struct config *c, char *dir, size_t n)
 static void make_dataset_hint(const struct config *c, struct error *e)
 {
     char dir[PATH_MAX];
-    if (dataset_present(c) || strstr(e->msg, "apt-get install"))
+    struct stat st;
+    if (dataset_present(c) || strstr(e->msg, "apt-get install") ||
+        (stat(c->dataset.path, &st) == 0 && S_ISREG(st.st_mode))) // a file is there: the msg says
         return;
     bool here = made_dir(c, dir, sizeof dir);
     const char *path = c->dataset.path;
