@@ -416,6 +416,11 @@ mkdir -p "$B/s16/test" && cp -r "$B/s16/val/class_00" "$B/s16/test/"
 expect 0 "note: $B/s16's classes are named as a dataset's splits (\"train\", \"test\"): its root?" -- \
     --set dataset.kind=folder --set dataset.path="$B/s16" --set train.epochs=1
 rm -rf "$B/s16/test"
+# ... and where the training split has one class (torchvision takes it: every label 0)
+mkdir -p "$B/one" && cp -r "$B/s16/train/class_00" "$B/one/"
+expect 0 "note: $B/one has one class folder ('class_00'): every sample is class 0" -- \
+    --set dataset.kind=folder --set dataset.path="$B/one" --set train.epochs=1
+rm -rf "$B/one"
 
 # ---- a sweep point with bad data: transforms that cannot apply are refused before any
 # point runs, whatever the order; a file found bad when its point's data is loaded (a

@@ -340,7 +340,6 @@ static bool split_names(char **classes, int n)
 static int folder_load(struct dataset *d, struct file_data *f, const char *root, bool train,
                        bool resize, struct error *e)
 {
-    (void)train;
     char **classes = NULL;
     int n_classes = 0;
     struct folder_scan sc = {.resize = resize};
@@ -354,6 +353,10 @@ static int folder_load(struct dataset *d, struct file_data *f, const char *root,
                         "\"%s\"): its root? (a split's folder, %s/train, holds the class "
                         "folders)\n", root, strcmp(classes[0], "train") ? classes[0] : classes[1],
                 root);
+    if (train && n_classes == 1) // torchvision takes it too
+        fprintf(stderr, "dpbench: note: %s has one class folder ('%s'): every sample is class 0, "
+                        "so a classifier has nothing to learn (the epochs' times are still "
+                        "the pipeline's)\n", root, classes[0]);
     for (int k = 0; k < n_classes; k++) {
         char dir[PATH_MAX];
         struct walk w;
