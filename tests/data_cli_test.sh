@@ -268,6 +268,10 @@ expect 2 "more than 7856 bytes, expected 7856" -- --set dataset.kind=idx --set d
 if /usr/bin/time -f %M -o "$TMP/rss" "$BIN" --set dataset.kind=idx --set dataset.path="$B/bomb/train-images-idx3-ubyte.gz" >/dev/null 2>&1; [ "$(tail -n 1 "$TMP/rss")" -lt 200000 ]; then ok; else bad "the idx gzip bomb took $(tail -n 1 "$TMP/rss") KiB"; fi
 printf '\x00\x00\x08\x03\xff\xff\xff\xff\x00\x00\x10\x00\x00\x00\x10\x00' >"$B/bomb/big-images-idx3-ubyte" && cp "$B/bomb/train-labels-idx1-ubyte" "$B/bomb/big-labels-idx1-ubyte"
 expect 2 "big-images-idx3-ubyte: truncated: 16 bytes, expected 72057594021150736 for the 4294967295 images of 4096x4096" -- --set dataset.kind=idx --set dataset.path="$B/bomb/big-images-idx3-ubyte"
+# (the memory estimate too: 2000 images of 4096x4096 declared, 16 bytes held)
+printf '\x00\x00\x08\x03\x00\x00\x07\xd0\x00\x00\x10\x00\x00\x00\x10\x00' >"$B/bomb/mid-images-idx3-ubyte"
+{ printf '\x00\x00\x08\x01\x00\x00\x07\xd0'; head -c 2000 /dev/zero; } >"$B/bomb/mid-labels-idx1-ubyte"
+expect 2 "mid-images-idx3-ubyte: truncated: 16 bytes, expected 33554432016 for the 2000 images of 4096x4096" -- --set dataset.kind=idx --set dataset.path="$B/bomb/mid-images-idx3-ubyte"
 gzip -c "$B/bomb/big-images-idx3-ubyte" >"$B/bomb/bigz-images-idx3-ubyte.gz" && cp "$B/bomb/train-labels-idx1-ubyte" "$B/bomb/bigz-labels-idx1-ubyte"
 expect 2 "bigz-images-idx3-ubyte.gz: declares 4294967295 images of 4096x4096 (72057594021150736 bytes), more than this machine's memory" -- --set dataset.kind=idx --set dataset.path="$B/bomb/bigz-images-idx3-ubyte.gz"
 # the memory estimate counts the arrays idx and cifar10 load, from the headers

@@ -234,10 +234,13 @@ static bool sets_key(const char *arg, const char *key)
 }
 
 /* A --set of a key the command does not use (one whose flag it refuses): a
- * note, not an error (a script may pass the same --set to every command). */
+ * note, not an error (a script may pass the same --set to every command),
+ * once under mpirun. */
 static void note_unused_sets(const int *given, unsigned set_keys)
 {
-    for (int i = 0; i < N_COMMANDS; i++)
+    int rank = 0;
+    comm_launched_world(&rank); // under mpirun, rank 0 says it
+    for (int i = 0; i < N_COMMANDS && rank == 0; i++)
         for (size_t j = 0; given[i] && j < sizeof commands[i].ignored / sizeof (int) &&
                            commands[i].ignored[j]; j++)
             for (int k = 0; k < N_KEY_FLAGS; k++)

@@ -104,8 +104,8 @@ static int cifar_load(struct dataset *d, struct file_data *f, const char *path, 
     if (train && stat(path, &st) == 0 && S_ISREG(st.st_mode)) // one of the batches, say
         return error_set(e, "%s: a file, where cifar10 reads the folder that holds "
                             "data_batch_1.bin to data_batch_5.bin and test_batch.bin: set the "
-                            "path to its folder (%.*s)", path, slash ? (int)(slash - path) : 1,
-                         slash ? path : ".");
+                            "path to its folder (%.*s)", path,
+                         slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
     int n = cifar_files(path, train, names);
     for (int k = 0; k < n; k++)
         files[k] = names[k];

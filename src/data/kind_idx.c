@@ -208,7 +208,7 @@ static bool idx_size(const char *path, bool train, struct split_size *s)
     size_t px = (size_t)s->length * (size_t)s->h * (size_t)s->w;
     s->kept = px + (size_t)s->length * sizeof(int32_t);
     s->transient = 2 * (16 + px) + 8 + (size_t)s->length;
-    return ok;
+    return ok && !plain_and_shorter(path, 16 + (unsigned long long)px); // truncated: the load says so
 }
 
 /* train*-images-idx3-ubyte[.gz] -> t10k*-images-idx3-ubyte[.gz] */
