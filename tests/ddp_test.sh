@@ -414,6 +414,10 @@ for bad_rank in 1 0; do
        python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; assert r["failed"] and len(r["epochs"]) == 2 and not r["eval"]' "$TMP/ev.json"; then ok
     else bad "a corrupt eval image in rank $bad_rank's copy alone: exit $rc: $(head -c 400 "$TMP/err")"; fi
 done
+# dataset.length is the random data's: a folder's 12 samples serve 2 ranks whatever it says
+if "${MPIRUN[@]}" 2 -wdir "$TMP/ev0" "$BIN" "${EV[@]}" --set dataset.eval_path= --set dataset.length=1 \
+    >"$TMP/ev.json" 2>"$TMP/err"; then ok
+else bad "a folder dataset under 2 ranks with dataset.length 1: $(head -c 400 "$TMP/err")"; fi
 
 # ---- labelled data (cross-entropy): W ranks x B == 1 process x W*B; the
 # job's accuracy (every rank's samples) and eval; CSV's ddp columns

@@ -200,9 +200,42 @@ static const struct command {
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 
+/* Whether --set's argument sets key ("KEY=VALUE"). */
+static bool sets_key(const char *arg, const char *key)
+{
+    size_t n = key ? strlen(key) : 0;
+    return n && !strncmp(arg, key, n) && arg[n] == '=';
+}
+
+/* The key flags whose key (bit k) or key2 (bit k + 16) --set's argument sets. */
+static unsigned set_key_bits(const char *arg)
+{
+    unsigned bits = 0;
+    for (int k = 0; k < N_KEY_FLAGS; k++)
+        bits |= (unsigned)sets_key(arg, key_flags[k].key) << k |
+                (unsigned)sets_key(arg, key_flags[k].key2) << (k + 16);
+    return bits;
+}
+
+/* A --set of a key command c does not use (one whose flag it refuses): a
+ * note, not an error (a script may pass the same --set to every command),
+ * once under mpirun. */
+static void note_unused_sets(const struct command *c, unsigned set_keys)
+{
+    int rank = 0;
+    comm_launched_world(&rank); // under mpirun, rank 0 says it
+    for (size_t j = 0; rank == 0 && j < sizeof c->ignored / sizeof *c->ignored && c->ignored[j]; j++)
+        for (int k = 0; k < N_KEY_FLAGS; k++)
+            for (int two = 0; two < 2; two++) // key, key2
+                if (key_flags[k].ch == c->ignored[j] && set_keys >> (k + 16 * two) & 1)
+                    fprintf(stderr, "dpbench: note: %s does not use %s (%s)\n", c->flag,
+                            two ? key_flags[k].key2 : key_flags[k].key, c->why);
+}
+
 /* At most one command, once, without a flag it would ignore (seen: the key
  * flags given, a bit each; given: each command's count). */
-static int command_alone(unsigned seen, const int *given, bool swept, struct error *e)
+static int command_alone(unsigned seen, const int *given, bool swept, unsigned set_keys,
+                         struct error *e)
 {
     const struct command *c = NULL;
     for (int i = 0; i < N_COMMANDS; i++) {
@@ -223,32 +256,9 @@ static int command_alone(unsigned seen, const int *given, bool swept, struct err
             if (key_flags[k].ch == c->ignored[i] && seen & 1u << k)
                 return error_set(e, "%s cannot be combined with %s (%s)", c->flag,
                                  key_flags[k].flag, c->why);
+    if (c)
+        note_unused_sets(c, set_keys);
     return 0;
-}
-
-/* Whether --set's argument sets key ("KEY=VALUE"). */
-static bool sets_key(const char *arg, const char *key)
-{
-    size_t n = key ? strlen(key) : 0;
-    return n && !strncmp(arg, key, n) && arg[n] == '=';
-}
-
-/* A --set of a key the command does not use (one whose flag it refuses): a
- * note, not an error (a script may pass the same --set to every command),
- * once under mpirun. */
-static void note_unused_sets(const int *given, unsigned set_keys)
-{
-    int rank = 0;
-    comm_launched_world(&rank); // under mpirun, rank 0 says it
-    for (int i = 0; i < N_COMMANDS && rank == 0; i++)
-        for (size_t j = 0; given[i] && j < sizeof commands[i].ignored / sizeof (int) &&
-                           commands[i].ignored[j]; j++)
-            for (int k = 0; k < N_KEY_FLAGS; k++)
-                for (int two = 0; two < 2; two++) // key, key2
-                    if (key_flags[k].ch == commands[i].ignored[j] && set_keys >> (k + 16 * two) & 1)
-                        fprintf(stderr, "dpbench: note: %s does not use %s (%s)\n",
-                                commands[i].flag, two ? key_flags[k].key2 : key_flags[k].key,
-                                commands[i].why);
 }
 
 /* The first pass over argv: every flag but the config overrides. -1 with e
@@ -288,11 +298,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
                 return error_set(e, "--repeat: expected a whole number from 1 to 1000, found '%s'",
                                  optarg);
             break;
-        case 's':
-            for (int k = 0; k < N_KEY_FLAGS; k++) // key2's bit 16 above key's
-                set_keys |= (unsigned)sets_key(optarg, key_flags[k].key) << k |
-                            (unsigned)sets_key(optarg, key_flags[k].key2) << (k + 16);
-            break;
+        case 's': set_keys |= set_key_bits(optarg); break;
         case 'q': opts->quiet = true; break;
         case OPT_NO_SWEEP: opts->no_sweep = true; break;
         case 'h': usage(stdout); return 1;
@@ -316,12 +322,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
     if (optind < argc)
         return error_set(e, "unexpected argument '%s' (the config goes after --config)",
                          argv[optind]);
-    if (opts->compare_side)
-        return 0;
-    int rc = command_alone(seen, given, swept, e);
-    if (rc == 0)
-        note_unused_sets(given, set_keys);
-    return rc;
+    return opts->compare_side ? 0 : command_alone(seen, given, swept, set_keys, e);
 }
 
 /* One key flag's value into the config. */

@@ -1,6 +1,7 @@
 #include "ddp.h"
 
 #include "backend.h"
+#include "dataset_kind.h"
 #include "loader.h"
 #include "signals.h"
 #include "train.h"
@@ -170,7 +171,7 @@ int ddp_open(struct comm *c, struct config *cfg, const struct backend *be, struc
     signals_phase(before);
     if (rc)
         return -1;
-    if (c->world > cfg->dataset.length)
+    if (!dataset_kind_of(cfg)->labelled && c->world > cfg->dataset.length) // a file's: when read
         rc = error_set(e, "parallel.mode ddp: %d ranks for dataset.length %ld; every rank needs "
                           "at least one sample",
                        c->world, cfg->dataset.length);
