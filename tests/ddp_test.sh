@@ -414,6 +414,19 @@ for bad_rank in 1 0; do
        python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; assert r["failed"] and len(r["epochs"]) == 2 and not r["eval"]' "$TMP/ev.json"; then ok
     else bad "a corrupt eval image in rank $bad_rank's copy alone: exit $rc: $(head -c 400 "$TMP/err")"; fi
 done
+# ... in a sweep, where the failed point is not the last run: the same (all ranks
+# aborted, no result, when only the last run's failure counted as in step);
+# seed 1's first round runs val, then valbad
+"$BIN" --make-dataset folder "$TMP/ev2" --classes 2 --per-class 6 --eval-per-class 3 --size 36x28 >/dev/null &&
+    cp -r "$TMP/ev2/val" "$TMP/ev2/valbad" || bad "--make-dataset folder"
+f=$(ls "$TMP/ev2"/valbad/class_01/* | head -1)
+truncate -s $(( $(stat -c %s "$f") * 2 / 3 )) "$f"
+timeout 60 "${MPIRUN[@]}" 2 -wdir "$TMP/ev2" "$BIN" "${EV[@]}" --sweep dataset.eval_path=valbad,val --set seed=1 \
+    >"$TMP/ev.json" 2>"$TMP/err"
+rc=$?
+if [ $rc -eq 1 ] && ! grep -q MPI_ABORT "$TMP/err" &&
+   python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"]; assert [(x["failed"], bool(x["eval"]), len(x["epochs"])) for x in r] == [(True, False, 2), (False, True, 2)], r' "$TMP/ev.json"; then ok
+else bad "a sweep whose first point's eval split is corrupt, 2 ranks: exit $rc: $(head -c 400 "$TMP/err")"; fi
 # dataset.length is the random data's: a folder's 12 samples serve 2 ranks whatever it says
 if "${MPIRUN[@]}" 2 -wdir "$TMP/ev0" "$BIN" "${EV[@]}" --set dataset.eval_path= --set dataset.length=1 \
     >"$TMP/ev.json" 2>"$TMP/err"; then ok

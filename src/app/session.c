@@ -201,7 +201,9 @@ static void results_begin(struct results *res, const struct options *opts, size_
 static int run_status(int rc, const struct results *res, struct comm *comm,
                       const struct error *e)
 {
-    bool together = rc && res->n_runs > 0 && res->runs[res->n_runs - 1].together;
+    bool together = false; // the failed run's ranks are in step (a failure ends the rounds)
+    for (int i = 0; rc && i < res->n_runs; i++)
+        together |= res->runs[i].failed && res->runs[i].together;
     if (rc && comm->world > 1 && !together) {
         fprintf(stderr, "dpbench: rank %d (%s): %s\n", comm->rank, comm->host, e->msg);
         fflush(stderr);
