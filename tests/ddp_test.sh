@@ -345,6 +345,23 @@ for r in 0 1; do
     fi
 done
 
+# ---- a signal one rank alone sees after its last step (rank 0 while it writes
+# the results; rank 1 between two sweep points, before the next one's data)
+# ends the job at once: every rank meets at the end (they waited 30 s, then
+# the job was ended, as a stop seen while the data is made still is)
+for c in "0|writing the results|" "1|finishing the run|--sweep seed=1,2"; do
+    IFS='|' read -r who phase sweep <<<"$c"
+    A=(-np 1) B=(-np 1)
+    if [ "$who" = 0 ]; then A+=(-x "DPBENCH_TEST_SIGNAL_AT=$phase"); else B+=(-x "DPBENCH_TEST_SIGNAL_AT=$phase"); fi
+    rm -rf "$TMP/late"
+    t0=$(date +%s%N)
+    timeout 60 mpirun --oversubscribe --mca btl self,vader "${A[@]}" "$BIN" --config configs/ddp.yaml $sweep -q \
+        --out "$TMP/late" : "${B[@]}" "$BIN" --config configs/ddp.yaml $sweep -q --out "$TMP/late" >/dev/null 2>"$TMP/err"
+    rc=$? ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    if [ $rc -eq 130 ] && [ $ms -lt 20000 ] && ! grep -q "ending the job" "$TMP/err"; then ok
+    else bad "SIGINT to rank $who alone at '$phase': exit $rc after $ms ms: $(head -c 400 "$TMP/err")"; fi
+done
+
 # ---- each rank's share of the data holds a sample and, with drop_last, a
 # batch (the share cut as DistributedSampler cuts it: 50 over 3 ranks, 16):
 # for every sweep point, not only the base config (0 batches an epoch ran,

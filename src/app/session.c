@@ -4,6 +4,7 @@
 #include "session.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,11 +300,13 @@ int session_run(struct app *a, const struct session_ops *ops)
     int status = finish(a, ops, &comm, run_status(rc, res, &comm, &e));
     if (comm.rank == 0 && res->cfg.report.out[0]) // no result written (a stop before any
         dirs_unmake(res->cfg.report.out, a->out_made); // epoch): the folders it made go, if empty
-    /* a stop this rank saw before a step carried it (its data being made): ranks that
-     * stopped with it meet here at once; one held in a step's collective never comes */
-    double wait_s = together_s();
-    if (comm.world > 1 && stop_requested() && comm.stop == COMM_GO &&
-        !comm_together(&comm, wait_s)) {
+    /* every rank meets here before MPI_Finalize, at once where they ended together
+     * (a stop after the last step too, while rank 0 writes); a rank that saw a stop
+     * no step carried (its data being made) waits for the others only so long: a
+     * step's collective may hold them for ever */
+    bool alone = stop_requested() && comm.stop == COMM_GO;
+    double wait_s = alone ? together_s() : INFINITY;
+    if (comm.world > 1 && !comm_together(&comm, wait_s) && alone) {
         fprintf(stderr, "dpbench: rank %d: interrupted by %s before the other ranks learned of "
                         "it; they did not stop within %.0f s: ending the job\n", comm.rank,
                 signals_name(train_stop), wait_s);
