@@ -226,10 +226,12 @@ static void note_unused_sets(const struct command *c, unsigned set_keys)
     comm_launched_world(&rank); // under mpirun, rank 0 says it
     for (size_t j = 0; rank == 0 && j < sizeof c->ignored / sizeof *c->ignored && c->ignored[j]; j++)
         for (int k = 0; k < N_KEY_FLAGS; k++)
-            for (int two = 0; two < 2; two++) // key, key2
-                if (key_flags[k].ch == c->ignored[j] && set_keys >> (k + 16 * two) & 1)
-                    fprintf(stderr, "dpbench: note: %s does not use %s (%s)\n", c->flag,
-                            two ? key_flags[k].key2 : key_flags[k].key, c->why);
+            for (int two = 0; two < 2; two++) { // key, key2
+                const char *key = two ? key_flags[k].key2 : key_flags[k].key;
+                if (key && key_flags[k].ch == c->ignored[j] && set_keys >> (k + 16 * two) & 1)
+                    fprintf(stderr, "dpbench: note: %s does not use %s (%s)\n", c->flag, key,
+                            c->why);
+            }
 }
 
 /* At most one command, once, without a flag it would ignore (seen: the key
