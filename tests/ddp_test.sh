@@ -409,11 +409,12 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ -z "$left" ] &&
    grep -q "^dpbench: rank 1 ($(hostname)): train-images-idx3-ubyte: " "$TMP/err"; then ok; else
     bad "a rank without its data -> exit $rc after $ms ms, left '$left': $(head -c 400 "$TMP/err")"; fi
 
-# ---- the eval split is rank 0's to evaluate, as its results are to report: a
-# corrupt image in another rank's copy alone (a relative path in another
-# working directory) changes nothing; in rank 0's, the job fails as one
-# process does, its epochs kept (rank 1 evaluated too, failing alone: mpirun
-# exited 1 while rank 0's files said the run had not failed)
+# ---- the eval split, evaluated on every rank: a corrupt image in one rank's copy
+# alone (a relative path in another working directory) fails the job on every
+# rank in step, as one process fails: rank 0's files keep the epochs, marked
+# failed, and name the rank (rank 1 failed alone before: mpirun exited 1 while
+# rank 0's files said the run had not failed; in rank 0's copy the job aborted
+# with no result written)
 "$BIN" --make-dataset folder "$TMP/ev0" --classes 2 --per-class 6 --eval-per-class 3 --size 36x28 >/dev/null ||
     bad "--make-dataset folder"
 cp -r "$TMP/ev0" "$TMP/ev1"
@@ -425,8 +426,8 @@ for bad_rank in 1 0; do
     timeout 60 "${MPIRUN[@]}" 1 -wdir "$TMP/ev0" "$BIN" "${EV[@]}" : -np 1 -wdir "$TMP/ev1" "$BIN" "${EV[@]}" \
         >"$TMP/ev.json" 2>"$TMP/err"
     rc=$?
-    if [ $bad_rank = 1 ] && [ $rc -eq 0 ] &&
-       python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; assert r["eval"]["samples"] == 6 and not r["failed"]' "$TMP/ev.json"; then ok
+    if [ $bad_rank = 1 ] && [ $rc -eq 1 ] && grep -qF "rank 1 ($(hostname)): evaluation: val/" "$TMP/err" &&
+       python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; assert r["failed"] and len(r["epochs"]) == 2 and not r["eval"] and r["stopped"].startswith("rank 1 could not evaluate the eval split"), r["stopped"]' "$TMP/ev.json"; then ok
     elif [ $bad_rank = 0 ] && [ $rc -eq 1 ] && grep -qF "evaluation: val/" "$TMP/err" &&
        python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; assert r["failed"] and len(r["epochs"]) == 2 and not r["eval"]' "$TMP/ev.json"; then ok
     else bad "a corrupt eval image in rank $bad_rank's copy alone: exit $rc: $(head -c 400 "$TMP/err")"; fi

@@ -136,6 +136,8 @@ static int measure_point(void *ctx, int i, int r, int k, struct error *e)
     if (stop && m->cm && m->cm->world > 1)
         return m->cm->stop = COMM_STOP, 1;
     if (!sd->have && sweep_dataset(sd, &pt->cfg, e)) {
+        if (stop_requested() && m->cm) // ddp: the others go on to the first step
+            m->cm->left = m->cm->world > 1;
         if (stop_requested())
             return 1;
         m->rc = -2; // bad data: the points run before stay, the result says it was cut short
@@ -266,6 +268,8 @@ int sweep_run(const struct config *c, const struct points *pts, const struct bac
     rc = rc ? rc : points_begin(&m, bes, e);
     struct rounds_plan plan = plan_of(&m);
     struct rounds_log log = {0};
+    if (cm && cm->world > 1 && rc == 0 && stop_requested()) // the others go on to the rounds
+        cm->left = true;
     if (rc == 0 && m.n_measured > 0 && !stop_requested()) {
         progress_rounds(plan.max_rounds, m.n_measured, plan.min_rounds >= plan.max_rounds,
                         plan.budget_s);

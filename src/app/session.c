@@ -301,14 +301,15 @@ int session_run(struct app *a, const struct session_ops *ops)
     if (comm.rank == 0 && res->cfg.report.out[0]) // no result written (a stop before any
         dirs_unmake(res->cfg.report.out, a->out_made); // epoch): the folders it made go, if empty
     /* every rank meets here before MPI_Finalize, at once where they ended together
-     * (a stop after the last step too, while rank 0 writes); a rank that saw a stop
-     * no step carried (its data being made) waits for the others only so long: a
-     * step's collective may hold them for ever */
-    bool alone = stop_requested() && comm.stop == COMM_GO;
-    double wait_s = alone ? together_s() : INFINITY;
-    if (comm.world > 1 && !comm_together(&comm, wait_s) && alone) {
+     * (a stop after the last step too, while rank 0 writes); a rank that left the
+     * job's collectives on a stop no step carried (its data being made) waits for
+     * the others only so long: a collective may hold them for ever. A rank with a
+     * stop of its own waits 20 times as long (another path it may have left by). */
+    bool own = stop_requested() && comm.stop == COMM_GO;
+    double wait_s = comm.left ? together_s() : own ? 20 * together_s() : INFINITY;
+    if (comm.world > 1 && !comm_together(&comm, wait_s) && (comm.left || own)) {
         fprintf(stderr, "dpbench: rank %d: interrupted by %s before the other ranks learned of "
-                        "it; they did not stop within %.0f s: ending the job\n", comm.rank,
+                        "it; they did not stop within %g s: ending the job\n", comm.rank,
                 signals_name(train_stop), wait_s);
         fflush(stdout);
         fflush(stderr);

@@ -34,6 +34,8 @@ struct comm {
     size_t n_calls, cap_calls;        // comm_allreduce_wait
     int stop;                         // the largest comm_stop any rank asked for, seen by
                                       // every rank at once
+    bool left;                        // this rank left the job's collectives on a stop of
+                                      // its own, before one could carry it (its data made)
     float *scratch;                   // (scratch_n) the allreduce's buffer: payload, stop flags
     size_t scratch_n;
     void *impl;                       // the engine's

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 
 #include "comm.h"
@@ -22,7 +23,7 @@
     X(MPI_Init_thread) X(MPI_Initialized) X(MPI_Finalized) X(MPI_Finalize)                  \
     X(MPI_Comm_rank) X(MPI_Comm_size) X(MPI_Allreduce) X(MPI_Bcast) X(MPI_Gather)           \
     X(MPI_Abort) X(MPI_Get_processor_name) X(MPI_Error_string) X(MPI_Comm_split_type)    \
-    X(MPI_Comm_free) X(MPI_Comm_dup) X(MPI_Ibarrier) X(MPI_Test)
+    X(MPI_Comm_free) X(MPI_Comm_dup) X(MPI_Ibarrier) X(MPI_Test) X(MPI_Wait)
 
 static struct {
     void *lib;
@@ -156,6 +157,8 @@ static bool mpi_together(struct comm *c, double timeout_s)
     int done = 0;
     if (mpi.MPI_Ibarrier(mpi.end, &req) != MPI_SUCCESS)
         return false;
+    if (!isfinite(timeout_s)) // no limit: as MPI_Finalize would wait, without polling
+        return mpi.MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
     for (double t0 = now_seconds(); !done && now_seconds() - t0 < timeout_s;) {
         if (mpi.MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return false;

@@ -532,23 +532,27 @@ static int train_finish(struct train *t, struct error *e)
     out->interrupted = stopping(t->cm);
     if (step_params(&t->s, out->w, out->b, e))
         return -1;
-    /* the eval split is rank 0's, as the report is (ddp: the parameters are
-     * the same on every rank); one that cannot be read fails the run, its
-     * epochs complete and kept (the ranks still meet to gather them) */
-    bool reports = t->world == 1 || t->cm->rank == 0;
-    if (t->d->eval && reports && !out->interrupted &&
-        evaluate(t->d->eval, t->loss, out->w, out->b, out, e)) {
+    /* the eval split, on every rank side by side (a rank waiting in a collective
+     * for another's would be taken for stuck by the watchdog); one that a rank
+     * cannot read fails the run on every rank, in step, its epochs complete and
+     * kept (the ranks still meet to gather them) */
+    if (t->d->eval && !out->interrupted && evaluate(t->d->eval, t->loss, out->w, out->b, out, e)) {
         out->failed = true;
         snprintf(out->stopped, sizeof out->stopped, "%s; the epochs are complete and kept, the "
                  "eval split is not reported", e->msg);
+        if (t->world > 1 && t->cm->rank > 0) // rank 0 reports, and says which rank failed
+            fprintf(stderr, "dpbench: rank %d (%s): %s\n", t->cm->rank, t->cm->host, e->msg);
     }
     struct error ge;
-    long failed = out->failed; // ddp: every rank fails with rank 0's eval, in step
+    long failed = out->failed ? t->cm && t->world > 1 ? t->cm->rank + 1 : 1 : 0; // the last rank
     if (t->world > 1 && comm_max(t->cm, failed, &failed, &ge))
         return *e = ge, -1;
-    if (failed && !out->failed) {
+    if (failed && !out->failed) { // another rank's copy of the eval split
         out->failed = true;
-        error_set(e, "rank 0 could not evaluate the eval split");
+        memset(&out->eval, 0, sizeof out->eval);
+        error_set(e, "rank %ld could not evaluate the eval split (its own copy; its stderr "
+                     "says why); the epochs are complete and kept, the eval split is not "
+                     "reported", failed - 1);
         snprintf(out->stopped, sizeof out->stopped, "%s", e->msg);
     }
     if (t->world > 1 && ddp_gather(t->cm, out, &ge))
