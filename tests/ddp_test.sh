@@ -362,6 +362,14 @@ for c in "0|writing the results|" "1|finishing the run|--sweep seed=1,2"; do
     else bad "SIGINT to rank $who alone at '$phase': exit $rc after $ms ms: $(head -c 400 "$TMP/err")"; fi
 done
 
+# ... and rank 0's text says the job was interrupted, not failed (it read its own
+# signal state: none)
+timeout 60 mpirun --oversubscribe --mca btl self,vader -np 1 "$BIN" --config configs/ddp.yaml --sweep seed=1,2,3 \
+    : -np 1 -x "DPBENCH_TEST_SIGNAL_AT=deciding whether" "$BIN" --config configs/ddp.yaml --sweep seed=1,2,3 \
+    >"$TMP/late.txt" 2>"$TMP/err"
+if grep -q "^# interrupted: [0-9]* of 3 points reported" "$TMP/late.txt"; then ok
+else bad "rank 1 signalled: rank 0's text says $(grep -E '^# (failed|interrupted)' "$TMP/late.txt")"; fi
+
 # ---- each rank's share of the data holds a sample and, with drop_last, a
 # batch (the share cut as DistributedSampler cuts it: 50 over 3 ranks, 16):
 # for every sweep point, not only the base config (0 batches an epoch ran,

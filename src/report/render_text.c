@@ -525,8 +525,12 @@ static void text_footer(FILE *f, const struct results *r)
     }
     text_warnings(f, r);
     fprintf(f, "# peak RSS %.1f MiB\n", r->peak_rss_bytes / (1 << 20));
-    /* partial results: a signal (interrupted) or an error mid-run (failed) */
-    const char *why = stop_requested() ? "interrupted" : "failed";
+    /* partial results: an error mid-run (failed: a run's, or bad data's that ended
+     * the rounds) or a signal (interrupted: this rank's, or another's under ddp) */
+    bool failed = r->rounds_end && strcmp(r->rounds_end, "failed") == 0;
+    for (int i = 0; i < r->n_runs; i++)
+        failed |= r->runs[i].failed;
+    const char *why = failed ? "failed" : "interrupted";
     if (r->interrupted && r->n_points > 1)
         fprintf(f, "# %s: %d of %ld points reported, after %d complete round%s\n", why,
                 r->n_runs, r->n_points, r->rounds, r->rounds == 1 ? "" : "s");
