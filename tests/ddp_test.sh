@@ -362,6 +362,25 @@ for c in "0|writing the results|" "1|finishing the run|--sweep seed=1,2"; do
     else bad "SIGINT to rank $who alone at '$phase': exit $rc after $ms ms: $(head -c 400 "$TMP/err")"; fi
 done
 
+# ---- a signal one rank alone sees after the last step of the job (no step
+# carries it), or while it waits for the others at the end: the exit status is
+# the signal's, and a line says whose and that the results are complete (rank
+# 1's exited 130 with no line; one while waiting exited 0)
+for c in "1|finishing the run|rank 1 was interrupted by SIGINT after its last step; the results are complete" \
+         "1|meeting the other ranks|rank 1: interrupted by SIGINT while it waited for the other ranks at the end; the results are complete" \
+         "0|meeting the other ranks|rank 0: interrupted by SIGINT while it waited for the other ranks at the end; the results are complete"; do
+    IFS='|' read -r who phase says <<<"$c"
+    A=(-np 1) B=(-np 1)
+    if [ "$who" = 0 ]; then A+=(-x "DPBENCH_TEST_SIGNAL_AT=$phase"); else B+=(-x "DPBENCH_TEST_SIGNAL_AT=$phase"); fi
+    rm -rf "$TMP/late"
+    timeout 60 mpirun --oversubscribe --mca btl self,vader "${A[@]}" "$BIN" --config configs/ddp.yaml -q \
+        --out "$TMP/late" : "${B[@]}" "$BIN" --config configs/ddp.yaml -q --out "$TMP/late" >/dev/null 2>"$TMP/err"
+    rc=$?
+    if [ $rc -eq 130 ] && grep -qF "$says" "$TMP/err" && ls "$TMP"/late/*.json >/dev/null 2>&1 &&
+       ! grep -q "ending the job" "$TMP/err"; then ok
+    else bad "SIGINT to rank $who alone at '$phase': exit $rc: $(head -c 600 "$TMP/err")"; fi
+done
+
 # ... and rank 0's text says the job was interrupted, not failed (it read its own
 # signal state: none)
 timeout 60 mpirun --oversubscribe --mca btl self,vader -np 1 "$BIN" --config configs/ddp.yaml --sweep seed=1,2,3 \

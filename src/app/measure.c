@@ -112,14 +112,6 @@ static int points_begin(struct measure *m, const struct backends *bes, struct er
 
 /* ---- one point in one round -------------------------------------------- */
 
-/* The stop the rounds act on: ddp's, agreed at a step (a signal one rank saw
- * after its last step is not: its rounds stay in step with the others', and
- * the next step carries it, or the end of the job), else this process's. */
-static bool stop_agreed(const struct measure *m)
-{
-    return m->cm && m->cm->world > 1 ? m->cm->stop != COMM_GO : stop_requested();
-}
-
 /* Point m (of the measured) as the k-th of round r: its dataset, one
  * train_run, the machine's load meanwhile, folded into its run. 0, 1 (a stop:
  * no more rounds) or -1 (m->rc -2 for bad data). */
@@ -130,11 +122,15 @@ static int measure_point(void *ctx, int i, int r, int k, struct error *e)
     struct point *pt = &m->pts[p];
     struct sweep_data *sd = &m->data[pt->data];
     struct run_result *run = &m->res->runs[p], more;
-    long stop = stop_requested(); // ddp: one rank's stop since its last step, for all (its
-    if (m->cm && m->cm->world > 1 && comm_max(m->cm, stop, &stop, e)) // data's making would
-        return -1;                                                      // act on it alone)
-    if (stop && m->cm && m->cm->world > 1)
-        return m->cm->stop = COMM_STOP, 1;
+    // ddp: a stop any rank saw since its last step acts on every rank here (in
+    // the data's making it would act on that rank alone)
+    if (m->cm && m->cm->world > 1) {
+        long stop;
+        if (comm_max(m->cm, stop_requested(), &stop, e))
+            return -1;
+        if (stop)
+            return m->cm->stop = COMM_STOP, 1;
+    }
     if (!sd->have && sweep_dataset(sd, &pt->cfg, e)) {
         if (stop_requested() && m->cm) // ddp: the others go on to the first step
             m->cm->left = m->cm->world > 1;
@@ -170,7 +166,7 @@ static int measure_point(void *ctx, int i, int r, int k, struct error *e)
         return stop_requested() ? 1 : (run->label[0] ? error_wrap(e, "sweep point %s",
                                                                   run->label) : -1);
     }
-    return stopped || stop_agreed(m) ? 1 : 0;
+    return stopped || comm_stopping(m->cm) ? 1 : 0;
 }
 
 /* After each round from min_rounds: every verdict the result prints decided

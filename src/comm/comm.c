@@ -281,6 +281,11 @@ int comm_gather(struct comm *c, const void *send, size_t bytes, void *recv, stru
     return HELD(c->engine->gather(c, send, bytes, recv, e));
 }
 
+bool comm_stopping(const struct comm *c)
+{
+    return c && c->world > 1 ? c->stop != COMM_GO : stop_requested();
+}
+
 int comm_max(struct comm *c, long v, long *max, struct error *e)
 {
     if (!c->engine) {
@@ -290,10 +295,10 @@ int comm_max(struct comm *c, long v, long *max, struct error *e)
     return HELD(c->engine->max(c, v, max, e));
 }
 
-bool comm_together(struct comm *c, double timeout_s)
+bool comm_together(struct comm *c, long *v, double timeout_s)
 {
     return c->world <= 1 || !c->engine || !c->engine->together ||
-           c->engine->together(c, timeout_s);
+           c->engine->together(c, v, timeout_s);
 }
 
 void comm_abort(struct comm *c, int code)

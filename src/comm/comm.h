@@ -46,6 +46,12 @@ struct comm {
  * finite). Every rank learns the largest over the ranks in the same call. */
 enum comm_stop { COMM_GO, COMM_STOP, COMM_FAIL };
 
+/* Whether to stop: with several ranks, a stop any rank asked for and every
+ * rank learnt in the same collective (c->stop); else this process's signal.
+ * A signal one rank saw after its last allreduce is not one yet: the next
+ * collective carries it, or the end of the job. */
+bool comm_stopping(const struct comm *c);
+
 /* comm.c's table of engines, the only list of them. */
 /* Space-separated engines compiled in ("mpi", "mpi nccl", "" for none). */
 const char *comm_engines(void);
@@ -107,11 +113,13 @@ int comm_max(struct comm *c, long v, long *max, struct error *e);
 /* Ends the whole job now (after a rank's failure): never returns when an
  * engine is open. */
 void comm_abort(struct comm *c, int code);
-/* Whether every rank reaches this call within timeout_s (a barrier of its
- * own, which no other collective can meet): a rank that stopped alone asks
- * before MPI_Finalize, which would wait for ever on ranks held in a step's
- * collective. true with one rank, or an engine without it. */
-bool comm_together(struct comm *c, double timeout_s);
+/* Whether every rank reaches this call within timeout_s (a collective of its
+ * own, which no other can meet): a rank that stopped alone asks before
+ * MPI_Finalize, which would wait for ever on ranks held in a step's
+ * collective. *v: this rank's value, then the largest over the ranks (left
+ * as it was where they did not meet). true with one rank, or an engine
+ * without it. */
+bool comm_together(struct comm *c, long *v, double timeout_s);
 void comm_close(struct comm *c);
 
 /* The engine table an engine file fills. */
@@ -128,7 +136,7 @@ struct comm_engine {
     void (*abort)(struct comm *c, int code);
     void (*close)(struct comm *c);
     /* optional: whether every rank reached this call within timeout_s */
-    bool (*together)(struct comm *c, double timeout_s);
+    bool (*together)(struct comm *c, long *v, double timeout_s);
     /* optional (comm_bind): the communicator on this rank's device */
     int (*bind)(struct comm *c, int device, struct error *e);
     /* optional (default: host memory): the memory allreduce_sum sums */

@@ -23,7 +23,7 @@
     X(MPI_Init_thread) X(MPI_Initialized) X(MPI_Finalized) X(MPI_Finalize)                  \
     X(MPI_Comm_rank) X(MPI_Comm_size) X(MPI_Allreduce) X(MPI_Bcast) X(MPI_Gather)           \
     X(MPI_Abort) X(MPI_Get_processor_name) X(MPI_Error_string) X(MPI_Comm_split_type)    \
-    X(MPI_Comm_free) X(MPI_Comm_dup) X(MPI_Ibarrier) X(MPI_Test) X(MPI_Wait)
+    X(MPI_Comm_free) X(MPI_Comm_dup) X(MPI_Iallreduce) X(MPI_Test) X(MPI_Wait)
 
 static struct {
     void *lib;
@@ -31,7 +31,7 @@ static struct {
     MPI_CALLS(X)
 #undef X
     MPI_Comm world;
-    MPI_Comm end; // a copy of world for mpi_together's barrier alone: it meets no other call
+    MPI_Comm end; // a copy of world for mpi_together's collective alone: it meets no other call
     MPI_Info info_null;
     MPI_Datatype f32, f64, byte, i64;
     MPI_Op sum, max, min;
@@ -150,21 +150,24 @@ static int mpi_min(struct comm *c, double *buf, size_t n, struct error *e)
     return 0;
 }
 
-static bool mpi_together(struct comm *c, double timeout_s)
+static bool mpi_together(struct comm *c, long *v, double timeout_s)
 {
     (void)c;
     MPI_Request req;
     int done = 0;
-    if (mpi.MPI_Ibarrier(mpi.end, &req) != MPI_SUCCESS)
+    static long mine, max; // the collective may still use them after a timeout
+    mine = *v;
+    if (mpi.MPI_Iallreduce(&mine, &max, 1, mpi.i64, mpi.max, mpi.end, &req) != MPI_SUCCESS)
         return false;
     if (!isfinite(timeout_s)) // no limit: as MPI_Finalize would wait, without polling
-        return mpi.MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        done = mpi.MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, timeout_s = 0;
     for (double t0 = now_seconds(); !done && now_seconds() - t0 < timeout_s;) {
         if (mpi.MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return false;
         if (!done)
             nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
     }
+    *v = done ? max : *v;
     return done;
 }
 

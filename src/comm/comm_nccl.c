@@ -353,9 +353,9 @@ static int nccl_min(struct comm *c, double *buf, size_t n, struct error *e)
 }
 
 static void nccl_abort(struct comm *c, int code) { comm_mpi.abort(c, code); }
-static bool nccl_together(struct comm *c, double timeout_s)
+static bool nccl_together(struct comm *c, long *v, double timeout_s)
 {
-    return comm_mpi.together(c, timeout_s); // on MPI, as the stop flag and the gathers
+    return comm_mpi.together(c, v, timeout_s); // on MPI, as the stop flag and the gathers
 }
 
 static int nccl_bcast(struct comm *c, void *buf, size_t bytes, struct error *e)

@@ -47,13 +47,6 @@ static int grad_allreduce(void *arg, float *buf, size_t n, struct error *e)
     return o->upload(g->s->ctx, 0, buf, g->host, n, e);
 }
 
-/* Whether to stop after this batch: a signal here, or (several ranks) one
- * any rank saw, which every rank learns in the same step's allreduce. */
-static bool stopping(const struct comm *cm)
-{
-    return cm && cm->world > 1 ? cm->stop : stop_requested();
-}
-
 /* Progress after batch k of epoch ep (progress.c says how and how often); `done` clears it. */
 static void progress(long ep, long epochs, long k, long batches, bool done)
 {
@@ -492,7 +485,7 @@ static int train_epoch(struct train *t, long ep, struct error *e)
             got = -1;
             break;
         }
-        if ((agreed = stopping(cm)))
+        if ((agreed = comm_stopping(cm)))
             break;
     }
     bool cancelled = abort_requested() || (t->world == 1 && stop_requested());
@@ -529,7 +522,7 @@ static int train_finish(struct train *t, struct error *e)
     struct run_result *out = t->out;
     if (train_progress)
         progress(0, 0, 0, 0, true);
-    out->interrupted = stopping(t->cm);
+    out->interrupted = comm_stopping(t->cm);
     if (step_params(&t->s, out->w, out->b, e))
         return -1;
     /* the eval split, on every rank side by side (a rank waiting in a collective
@@ -626,7 +619,7 @@ static int train_epochs(struct train *t, long until, struct error *e)
         if (t->ep == 0 || t->ep == t->c->train.warmup_epochs)
             signals_phase(t->ep < t->c->train.warmup_epochs ? "running the warmup epochs"
                                                             : "running the epochs");
-        if (stopping(t->cm))
+        if (comm_stopping(t->cm))
             return EPOCH_STOP;
         epoch = train_epoch(t, t->ep, e);
     }
