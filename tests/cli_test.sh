@@ -457,7 +457,7 @@ def run(*sets):
     return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
 base = run()["peak_rss_bytes"]
 grid = [  # features, out_features, length, batch, replicas, workers
-    (16384, 4096, 1, 1, 1, 0), (4096, 1, 25000, 25000, 1, 0), (4096, 2048, 8, 8, 4, 0),
+    (8192, 4096, 1, 1, 1, 0), (4096, 1, 12500, 12500, 1, 0), (4096, 2048, 8, 8, 4, 0),
     (256, 16, 200000, 256, 2, 2), (1024, 64, 20000, 4096, 3, 2), (64, 4096, 1000, 1000, 2, 0),
     (5, 2, 100, 30, 8, 0)]
 def check(shape):
