@@ -159,18 +159,21 @@ cat "$TMP/a.json" "$TMP/a.json" >"$TMP/twice.json" # two results appended: not r
 { cat "$TMP/a.json"; printf '\0\0'; } >"$TMP/nul.json"
 : >"$TMP/zero.json"
 head -c 300 "$TMP/a.json" >"$TMP/cut.json"
+# a key twice in one object: cJSON keeps the first, Python's json the last
+sed '0,/"median_seconds":/s//"median_seconds": 1e9, "median_seconds":/' "$TMP/a.json" >"$TMP/dup.json"
 for c in "configs/tutorial.yaml:not valid JSON" "$TMP/empty.json:not a dpbench result" \
          "$TMP/twice.json:more after the JSON document" "$TMP/zero.json:an empty file" \
          "$TMP/nul.json:more after the JSON document" \
          "/proc/self/status:1: not valid JSON" \
          "$TMP/cut.json:$(wc -l <"$TMP/cut.json" | awk '{print $1 + 1}'): not valid JSON" \
-         "$TMP/nowhere.json:cannot read" "$TMP/noseconds.json:epoch 2: not a time dpbench measured"; do
+         "$TMP/nowhere.json:cannot read" "$TMP/noseconds.json:epoch 2: not a time dpbench measured" \
+         "$TMP/dup.json:the key runs[0].summary.median_seconds is given twice in one object"; do
     "$BIN" compare "$TMP/a.json" "${c%%:*}" >/dev/null 2>"$TMP/err"
     rc=$?
     if [ $rc -eq 2 ] && grep -qF -- "${c#*:}" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok
     else bad "compare with ${c%%:*}: exit $rc: $(cat "$TMP/err")"; fi
 done
-rm "$TMP/noseconds.json" "$TMP/twice.json" "$TMP/zero.json" "$TMP/cut.json" "$TMP/nul.json" # not results: kept out of the schema check below
+rm "$TMP/noseconds.json" "$TMP/twice.json" "$TMP/zero.json" "$TMP/cut.json" "$TMP/nul.json" "$TMP/dup.json" # not results: kept out of the schema check below
 # every class of malformed compare input: exit 2, one line naming the file and
 # what is wrong, before anything is compared (and never a verdict on it)
 mkfifo "$TMP/fifo"

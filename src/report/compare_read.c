@@ -410,6 +410,26 @@ static void scrub(cJSON *j)
     }
 }
 
+/* Whether an object in o (o itself too) names a key twice, the first such
+ * key's path ("runs[2].summary.median_seconds") then in path: JSON readers
+ * keep one or the other (cJSON the first, Python's json the last), so
+ * compare and a script would read different results. */
+static bool named_twice(const cJSON *o, char *path, size_t n, size_t at)
+{
+    int i = 0;
+    for (const cJSON *a = o->child; a; a = a->next, i++) {
+        int w = cJSON_IsArray(o) ? snprintf(path + at, n - at, "[%d]", i)
+                                 : snprintf(path + at, n - at, "%s%s", at ? "." : "", a->string);
+        size_t to = at + (size_t)w < n ? at + (size_t)w : n - 1;
+        for (const cJSON *b = o->child; cJSON_IsObject(o) && b != a; b = b->next)
+            if (!strcmp(a->string, b->string))
+                return true;
+        if (named_twice(a, path, n, to))
+            return true;
+    }
+    return false;
+}
+
 int compare_file_read(struct compare_file *f, const char *path, struct error *e)
 {
     *f = (struct compare_file){.path = path};
@@ -435,6 +455,10 @@ int compare_file_read(struct compare_file *f, const char *path, struct error *e)
         return error_set(e, "%s:%d: more after the JSON document (two results in one file?)",
                          path, line);
     scrub(f->doc);
+    char key[256];
+    if (named_twice(f->doc, key, sizeof key, 0))
+        return error_set(e, "%s: the key %s is given twice in one object (JSON readers keep one "
+                            "or the other: not a file dpbench wrote)", path, key);
     return compare_file_from(f, f->doc, path, -1, e);
 }
 
