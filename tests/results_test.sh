@@ -173,7 +173,12 @@ for c in "configs/tutorial.yaml:not valid JSON" "$TMP/empty.json:not a dpbench r
     if [ $rc -eq 2 ] && grep -qF -- "${c#*:}" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then ok
     else bad "compare with ${c%%:*}: exit $rc: $(cat "$TMP/err")"; fi
 done
-rm "$TMP/noseconds.json" "$TMP/twice.json" "$TMP/zero.json" "$TMP/cut.json" "$TMP/nul.json" "$TMP/dup.json" # not results: kept out of the schema check below
+# ... but two keys that differ only in control bytes (printed as '?') are two keys
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["runs"][0].update({"x\x01": 1, "x\x02": 2}); json.dump(d, open(sys.argv[2], "w"))' \
+    "$TMP/a.json" "$TMP/ctl.json"
+if "$BIN" compare "$TMP/a.json" "$TMP/ctl.json" >/dev/null 2>"$TMP/err"; then ok
+else bad "compare with keys x\\u0001 and x\\u0002: $(cat "$TMP/err")"; fi
+rm "$TMP/ctl.json" "$TMP/noseconds.json" "$TMP/twice.json" "$TMP/zero.json" "$TMP/cut.json" "$TMP/nul.json" "$TMP/dup.json" # not results: kept out of the schema check below
 # every class of malformed compare input: exit 2, one line naming the file and
 # what is wrong, before anything is compared (and never a verdict on it)
 mkfifo "$TMP/fifo"

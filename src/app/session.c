@@ -306,30 +306,34 @@ int session_run(struct app *a, const struct session_ops *ops)
      * the others only so long: a collective may hold them for ever. A rank with a
      * stop of its own waits 20 times as long (another path it may have left by).
      * The meeting carries such a stop (its signal and rank) for rank 0 to name. */
-    bool own = stop_requested() && comm.stop == COMM_GO;
-    int sig = train_stop;
-    long late = own && !comm.left ? (long)train_stop << 16 | comm.rank : 0;
+    int sig = train_stop; // read once: a signal may come at any moment
+    bool own = sig && comm.stop == COMM_GO;
+    long late = own && !comm.left ? (long)sig << 32 | comm.rank : 0;
     double wait_s = comm.left ? together_s() : own ? 20 * together_s() : INFINITY;
     if (comm.world > 1)
         signals_phase("meeting the other ranks at the end of the job");
     if (comm.world > 1 && !comm_together(&comm, &late, wait_s) && (comm.left || own)) {
         fprintf(stderr, "dpbench: rank %d: interrupted by %s before the other ranks learned of "
                         "it; they did not stop within %g s: ending the job\n", comm.rank,
-                signals_name(train_stop), wait_s);
+                signals_name(sig), wait_s);
         fflush(stdout);
         fflush(stderr);
         comm_abort(&comm, status);
     }
-    if (comm.rank == 0 && late && !own && status == EXIT_OK) { // another rank's late stop
-        fprintf(stderr, "dpbench: rank %ld was interrupted by %s after its last step; the results "
-                        "are complete\n", late & 0xffff, signals_name((int)(late >> 16)));
-        status = 128 + (int)(late >> 16); // that rank's exit status, which mpirun reports
-    }
-    if (comm.world > 1 && train_stop && !sig && status == EXIT_OK) { // one while it waited here
-        fprintf(stderr, "dpbench: rank %d: interrupted by %s while it waited for the other ranks "
-                        "at the end; the results are complete\n", comm.rank,
-                signals_name(train_stop));
-        status = 128 + train_stop;
+    /* a stop after the last step that finish() did not report: this rank's
+     * (it came later), or another's, which rank 0 names; the exit status is
+     * a signalled process's, as mpirun reports that rank's */
+    int now = train_stop;
+    if (comm.world > 1 && status == EXIT_OK && (now || (comm.rank == 0 && late))) {
+        const char *kept = res->interrupted ? "only what completed is reported"
+                                            : "the results are complete";
+        if (now)
+            fprintf(stderr, "dpbench: rank %d: interrupted by %s at the end of the job, after its "
+                            "last step; %s\n", comm.rank, signals_name(now), kept);
+        else
+            fprintf(stderr, "dpbench: rank %ld was interrupted by %s after its last step; %s\n",
+                    late & 0xffffffff, signals_name((int)(late >> 32)), kept);
+        status = 128 + (now ? now : (int)(late >> 32));
     }
     comm_close(&comm);
     return status;

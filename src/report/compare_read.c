@@ -395,39 +395,78 @@ int compare_file_from(struct compare_file *f, const cJSON *doc, const char *path
     return 0;
 }
 
-/* Every string and key of a document without control bytes (C0, DEL, C1 in
- * UTF-8: '?'): a file's text is printed to a terminal. */
+/* Text without control bytes (C0, DEL, C1 in UTF-8: '?'): a file's text is
+ * printed to a terminal. */
+static void scrub_text(char *text)
+{
+    for (unsigned char *c = (unsigned char *)text; c && *c; c++)
+        if (*c < ' ' || *c == 0x7f)
+            *c = '?';
+        else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f)
+            c[0] = c[1] = '?';
+}
+
+/* Every string and key of a document, scrubbed. */
 static void scrub(cJSON *j)
 {
     for (; j; j = j->next) {
-        for (int k = 0; k < 2; k++)
-            for (unsigned char *c = (unsigned char *)(k ? j->string : j->valuestring); c && *c; c++)
-                if (*c < ' ' || *c == 0x7f)
-                    *c = '?';
-                else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f)
-                    c[0] = c[1] = '?';
+        scrub_text(j->string);
+        scrub_text(j->valuestring);
         scrub(j->child); // as deep as cJSON parses: CJSON_NESTING_LIMIT
     }
 }
 
-/* Whether an object in o (o itself too) names a key twice, the first such
- * key's path ("runs[2].summary.median_seconds") then in path: JSON readers
- * keep one or the other (cJSON the first, Python's json the last), so
- * compare and a script would read different results. */
-static bool named_twice(const cJSON *o, char *path, size_t n, size_t at)
+static int by_name(const void *a, const void *b)
 {
-    int i = 0;
-    for (const cJSON *a = o->child; a; a = a->next, i++) {
-        int w = cJSON_IsArray(o) ? snprintf(path + at, n - at, "[%d]", i)
-                                 : snprintf(path + at, n - at, "%s%s", at ? "." : "", a->string);
-        size_t to = at + (size_t)w < n ? at + (size_t)w : n - 1;
-        for (const cJSON *b = o->child; cJSON_IsObject(o) && b != a; b = b->next)
-            if (!strcmp(a->string, b->string))
-                return true;
-        if (named_twice(a, path, n, to))
-            return true;
+    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+/* seg added to the path in path[0..at) of a buffer of n: its new end, or n
+ * where it did not fit (then "..." ends it, cut between characters). */
+static size_t path_add(char *path, size_t n, size_t at, const char *seg)
+{
+    size_t len = strlen(seg), k;
+    if (at >= n)
+        return n;
+    if (at + len + 4 <= n) {
+        memcpy(path + at, seg, len + 1);
+        return at + len;
     }
-    return false;
+    for (k = n - 4 > at ? n - 4 - at : 0; k > 0 && (seg[k] & 0xc0) == 0x80;) // a UTF-8
+        k--;                                                                    // continuation
+    memcpy(path + at, seg, k);
+    memcpy(path + at + k, "...", 4);
+    return n;
+}
+
+/* Whether an object in o (o itself too) names a key twice: JSON readers keep
+ * one or the other (cJSON the first, Python's json the last), so compare and
+ * a script would read different results. Its path then in path
+ * ("runs[2].summary.median_seconds"); -1: out of memory. */
+static int named_twice(const cJSON *o, char *path, size_t n, size_t at)
+{
+    int size = cJSON_GetArraySize(o), i = 0, rc = 0;
+    if (cJSON_IsObject(o) && size > 1) { // sorted, equal names meet (a file may hold many)
+        const cJSON **keys = malloc((size_t)size * sizeof *keys);
+        if (!keys)
+            return -1;
+        for (const cJSON *a = o->child; a; a = a->next)
+            keys[i++] = a;
+        qsort(keys, (size_t)size, sizeof *keys, by_name);
+        for (i = 1; i < size && !rc; i++)
+            if (!strcmp(keys[i - 1]->string, keys[i]->string))
+                rc = 1, path_add(path, n, path_add(path, n, at, at ? "." : ""), keys[i]->string);
+        free(keys);
+    }
+    i = 0;
+    for (const cJSON *a = o->child; a && !rc; a = a->next, i++) {
+        char index[24];
+        snprintf(index, sizeof index, "[%d]", i);
+        size_t to = cJSON_IsArray(o) ? path_add(path, n, at, index)
+                                     : path_add(path, n, path_add(path, n, at, at ? "." : ""), a->string);
+        rc = named_twice(a, path, n, to);
+    }
+    return rc;
 }
 
 int compare_file_read(struct compare_file *f, const char *path, struct error *e)
@@ -454,9 +493,13 @@ int compare_file_read(struct compare_file *f, const char *path, struct error *e)
     if (rest < len)
         return error_set(e, "%s:%d: more after the JSON document (two results in one file?)",
                          path, line);
+    char key[256] = "";
+    int twice = named_twice(f->doc, key, sizeof key, 0); // before scrub: "a\u0001" is not "a\u0002"
     scrub(f->doc);
-    char key[256];
-    if (named_twice(f->doc, key, sizeof key, 0))
+    scrub_text(key);
+    if (twice < 0)
+        return error_set(e, "%s: out of memory", path);
+    if (twice)
         return error_set(e, "%s: the key %s is given twice in one object (JSON readers keep one "
                             "or the other: not a file dpbench wrote)", path, key);
     return compare_file_from(f, f->doc, path, -1, e);
