@@ -367,25 +367,28 @@ done
 # the signal's, and a line says whose and what was kept (rank 1's exited 130
 # with no line; one while waiting exited 0). The last case: rank 1's signal
 # stopped both ranks (carried by the next point's agreement), then rank 0 got
-# one at the end: what completed is reported, not "complete".
+# one at the end: what completed is reported, not "complete"; and a rank
+# other than 0 does not say what rank 0's results kept (it cannot know).
 R="at the end of the job, after its last step"
-for c in "1|finishing the run||rank 1 was interrupted by SIGINT after its last step; the results are complete" \
-         "1|meeting the other ranks||rank 1: interrupted by SIGINT $R; the results are complete" \
-         "0|meeting the other ranks||rank 0: interrupted by SIGINT $R; the results are complete" \
-         "0|meeting the other ranks|finishing the run|rank 0: interrupted by SIGINT $R; only what completed is reported"; do
-    IFS='|' read -r who phase phase1 says <<<"$c"
-    A=(-np 1) B=(-np 1) sweep=()
-    if [ "$who" = 0 ]; then A+=(-x "DPBENCH_TEST_SIGNAL_AT=$phase"); else B+=(-x "DPBENCH_TEST_SIGNAL_AT=$phase"); fi
-    if [ -n "$phase1" ]; then B+=(-x "DPBENCH_TEST_SIGNAL_AT=$phase1") sweep=(--sweep seed=1,2); fi
+for c in "|finishing the run||rank 1 was interrupted by SIGINT after its last step; the results are complete" \
+         "|meeting the other ranks||rank 1: interrupted by SIGINT $R; rank 0 reports the results" \
+         "meeting the other ranks|||rank 0: interrupted by SIGINT $R; the results are complete" \
+         "meeting the other ranks|finishing the run|--sweep seed=1,2|rank 0: interrupted by SIGINT $R; only what completed is reported" \
+         "finishing the run|meeting the other ranks||rank 1: interrupted by SIGINT $R; rank 0 reports the results"; do
+    IFS='|' read -r phase0 phase1 sweep says <<<"$c"
+    A=(-np 1) B=(-np 1)
+    [ -n "$phase0" ] && A+=(-x "DPBENCH_TEST_SIGNAL_AT=$phase0")
+    [ -n "$phase1" ] && B+=(-x "DPBENCH_TEST_SIGNAL_AT=$phase1")
     rm -rf "$TMP/late"
+    # shellcheck disable=SC2086
     timeout 60 mpirun --oversubscribe --mca btl self,vader "${A[@]}" "$BIN" --config configs/ddp.yaml -q \
-        "${sweep[@]}" --out "$TMP/late" : "${B[@]}" "$BIN" --config configs/ddp.yaml -q "${sweep[@]}" \
+        $sweep --out "$TMP/late" : "${B[@]}" "$BIN" --config configs/ddp.yaml -q $sweep \
         --out "$TMP/late" >/dev/null 2>"$TMP/err"
     rc=$?
     if [ $rc -eq 130 ] && grep -qF "$says" "$TMP/err" && ls "$TMP"/late/*.json >/dev/null 2>&1 &&
        ! grep -q "ending the job" "$TMP/err" &&
        [ "$(grep -c "results are complete" "$TMP/err")" -eq "$(grep -c "results are complete" <<<"$says")" ]; then ok
-    else bad "SIGINT to rank $who alone at '$phase' (rank 1: '$phase1'): exit $rc: $(head -c 600 "$TMP/err")"; fi
+    else bad "SIGINT at rank 0: '$phase0', rank 1: '$phase1': exit $rc: $(head -c 600 "$TMP/err")"; fi
 done
 
 # ... and rank 0's text says the job was interrupted, not failed (it read its own

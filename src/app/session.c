@@ -321,18 +321,22 @@ int session_run(struct app *a, const struct session_ops *ops)
         comm_abort(&comm, status);
     }
     /* a stop after the last step that finish() did not report: this rank's
-     * (it came later), or another's, which rank 0 names; the exit status is
-     * a signalled process's, as mpirun reports that rank's */
+     * own (it came later; before the meeting, rank 0 names it), or another
+     * rank's, which rank 0 names; the exit status is a signalled process's,
+     * as mpirun reports that rank's. Rank 0 alone knows what its results kept. */
     int now = train_stop;
-    if (comm.world > 1 && status == EXIT_OK && (now || (comm.rank == 0 && late))) {
-        const char *kept = res->interrupted ? "only what completed is reported"
-                                            : "the results are complete";
-        if (now)
+    long who = late & 0xffffffff;
+    bool mine = now && (!sig || comm.rank == 0), named = comm.rank == 0 && late && who != 0;
+    if (comm.world > 1 && status == EXIT_OK && (mine || named || now)) {
+        const char *kept = comm.rank > 0 ? "rank 0 reports the results"
+                           : res->interrupted ? "only what completed is reported"
+                                              : "the results are complete";
+        if (mine)
             fprintf(stderr, "dpbench: rank %d: interrupted by %s at the end of the job, after its "
                             "last step; %s\n", comm.rank, signals_name(now), kept);
-        else
+        if (named)
             fprintf(stderr, "dpbench: rank %ld was interrupted by %s after its last step; %s\n",
-                    late & 0xffffffff, signals_name((int)(late >> 32)), kept);
+                    who, signals_name((int)(late >> 32)), kept);
         status = 128 + (now ? now : (int)(late >> 32));
     }
     comm_close(&comm);
