@@ -277,6 +277,51 @@ static double together_s(void)
     return s > 0 && s < 30 ? s : 30;
 }
 
+/* Every rank meets here before MPI_Finalize, at once where they ended
+ * together (a stop after the last step too, while rank 0 writes); a rank that
+ * left the job's collectives on a stop no step carried (its data being made)
+ * waits for the others only so long: a collective may hold them for ever. A
+ * rank with a stop of its own waits 20 times as long (another path it may
+ * have left by). The meeting carries such a stop (its signal and rank) for
+ * rank 0 to name. The exit status, after a stop finish() did not report. */
+static int meet_at_end(const struct results *res, struct comm *comm, int status)
+{
+    if (comm->world <= 1)
+        return status;
+    int sig = train_stop; // read once: a signal may come at any moment
+    bool own = sig && comm->stop == COMM_GO;
+    long late = own && !comm->left ? (long)sig << 32 | comm->rank : 0;
+    double wait_s = comm->left ? together_s() : own ? 20 * together_s() : INFINITY;
+    signals_phase("meeting the other ranks at the end of the job");
+    if (!comm_together(comm, &late, wait_s) && (comm->left || own)) {
+        fprintf(stderr, "dpbench: rank %d: interrupted by %s before the other ranks learned of "
+                        "it; they did not stop within %g s: ending the job\n", comm->rank,
+                signals_name(sig), wait_s);
+        fflush(stdout);
+        fflush(stderr);
+        comm_abort(comm, status);
+    }
+    /* a stop after the last step that finish() did not report: this rank's
+     * own (it came later; before the meeting, rank 0 names it), or another
+     * rank's, which rank 0 names; the exit status is a signalled process's,
+     * as mpirun reports that rank's. Rank 0 alone knows what its results kept. */
+    int now = train_stop;
+    long who = late & 0xffffffff;
+    bool mine = now && (!sig || comm->rank == 0), named = comm->rank == 0 && late && who != 0;
+    if (status != EXIT_OK || !(now || named))
+        return status;
+    const char *kept = comm->rank > 0 ? "rank 0 reports the results"
+                       : res->interrupted ? "only what completed is reported"
+                                          : "the results are complete";
+    if (mine)
+        fprintf(stderr, "dpbench: rank %d: interrupted by %s at the end of the job, after its "
+                        "last step; %s\n", comm->rank, signals_name(now), kept);
+    if (named)
+        fprintf(stderr, "dpbench: rank %ld was interrupted by %s after its last step; %s\n", who,
+                signals_name((int)(late >> 32)), kept);
+    return 128 + (now ? now : (int)(late >> 32));
+}
+
 int session_run(struct app *a, const struct session_ops *ops)
 {
     struct results *res = &a->res;
@@ -300,45 +345,7 @@ int session_run(struct app *a, const struct session_ops *ops)
     int status = finish(a, ops, &comm, run_status(rc, res, &comm, &e));
     if (comm.rank == 0 && res->cfg.report.out[0]) // no result written (a stop before any
         dirs_unmake(res->cfg.report.out, a->out_made); // epoch): the folders it made go, if empty
-    /* every rank meets here before MPI_Finalize, at once where they ended together
-     * (a stop after the last step too, while rank 0 writes); a rank that left the
-     * job's collectives on a stop no step carried (its data being made) waits for
-     * the others only so long: a collective may hold them for ever. A rank with a
-     * stop of its own waits 20 times as long (another path it may have left by).
-     * The meeting carries such a stop (its signal and rank) for rank 0 to name. */
-    int sig = train_stop; // read once: a signal may come at any moment
-    bool own = sig && comm.stop == COMM_GO;
-    long late = own && !comm.left ? (long)sig << 32 | comm.rank : 0;
-    double wait_s = comm.left ? together_s() : own ? 20 * together_s() : INFINITY;
-    if (comm.world > 1)
-        signals_phase("meeting the other ranks at the end of the job");
-    if (comm.world > 1 && !comm_together(&comm, &late, wait_s) && (comm.left || own)) {
-        fprintf(stderr, "dpbench: rank %d: interrupted by %s before the other ranks learned of "
-                        "it; they did not stop within %g s: ending the job\n", comm.rank,
-                signals_name(sig), wait_s);
-        fflush(stdout);
-        fflush(stderr);
-        comm_abort(&comm, status);
-    }
-    /* a stop after the last step that finish() did not report: this rank's
-     * own (it came later; before the meeting, rank 0 names it), or another
-     * rank's, which rank 0 names; the exit status is a signalled process's,
-     * as mpirun reports that rank's. Rank 0 alone knows what its results kept. */
-    int now = train_stop;
-    long who = late & 0xffffffff;
-    bool mine = now && (!sig || comm.rank == 0), named = comm.rank == 0 && late && who != 0;
-    if (comm.world > 1 && status == EXIT_OK && (mine || named || now)) {
-        const char *kept = comm.rank > 0 ? "rank 0 reports the results"
-                           : res->interrupted ? "only what completed is reported"
-                                              : "the results are complete";
-        if (mine)
-            fprintf(stderr, "dpbench: rank %d: interrupted by %s at the end of the job, after its "
-                            "last step; %s\n", comm.rank, signals_name(now), kept);
-        if (named)
-            fprintf(stderr, "dpbench: rank %ld was interrupted by %s after its last step; %s\n",
-                    who, signals_name((int)(late >> 32)), kept);
-        status = 128 + (now ? now : (int)(late >> 32));
-    }
+    status = meet_at_end(res, &comm, status);
     comm_close(&comm);
     return status;
 }
