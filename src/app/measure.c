@@ -132,10 +132,11 @@ static int measure_point(void *ctx, int i, int r, int k, struct error *e)
             return m->cm->stop = COMM_STOP, 1;
     }
     if (!sd->have && sweep_dataset(sd, &pt->cfg, e)) {
-        if (stop_requested() && m->cm) // ddp: the others go on to the first step
-            m->cm->left = m->cm->world > 1;
-        if (stop_requested())
+        if (stop_requested()) {
+            if (m->cm) // ddp: the others go on to the first step
+                m->cm->left = m->cm->world > 1;
             return 1;
+        }
         m->rc = -2; // bad data: the points run before stay, the result says it was cut short
         m->res->interrupted = true;
         return run->label[0] ? error_wrap(e, "sweep point %s", run->label) : -1;

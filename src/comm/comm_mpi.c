@@ -9,10 +9,10 @@
  * DPBENCH_LIBMPI names another file to open instead of libmpi.so.40. */
 #include <dlfcn.h>
 #include <mpi.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
 #include <time.h>
 
 #include "comm.h"

@@ -439,6 +439,12 @@ static size_t path_add(char *path, size_t n, size_t at, const char *seg)
     return n;
 }
 
+/* An object's key added to the path (".name", or "name" at its start). */
+static size_t key_add(char *path, size_t n, size_t at, const char *name)
+{
+    return path_add(path, n, path_add(path, n, at, at ? "." : ""), name);
+}
+
 /* Whether an object in o (o itself too) names a key twice: JSON readers keep
  * one or the other (cJSON the first, Python's json the last), so compare and
  * a script would read different results. Its path then in path
@@ -455,16 +461,15 @@ static int named_twice(const cJSON *o, char *path, size_t n, size_t at)
         qsort(keys, (size_t)size, sizeof *keys, by_name);
         for (i = 1; i < size && !rc; i++)
             if (!strcmp(keys[i - 1]->string, keys[i]->string))
-                rc = 1, path_add(path, n, path_add(path, n, at, at ? "." : ""), keys[i]->string);
+                rc = 1, key_add(path, n, at, keys[i]->string);
         free(keys);
     }
     i = 0;
     for (const cJSON *a = o->child; a && !rc; a = a->next, i++) {
         char index[24];
         snprintf(index, sizeof index, "[%d]", i);
-        size_t to = cJSON_IsArray(o) ? path_add(path, n, at, index)
-                                     : path_add(path, n, path_add(path, n, at, at ? "." : ""), a->string);
-        rc = named_twice(a, path, n, to);
+        rc = named_twice(a, path, n, cJSON_IsArray(o) ? path_add(path, n, at, index)
+                                                      : key_add(path, n, at, a->string));
     }
     return rc;
 }
