@@ -381,15 +381,20 @@ static void test_png_pixels_as_pil(void **state)
 }
 
 /* Images in the modes PIL reads differently (a CMYK and a YCCK JPEG, a grey JPEG,
- * palettes of 8 and 2 bits, one with a transparent entry, 1-bit, grey +
- * alpha, 16-bit grey), each decoded to exactly the bytes of PIL's
+ * palettes of 8 and 2 bits, one with a transparent entry, one with indices
+ * past its PLTE, 1-bit, grey + alpha, 16-bit grey) and damaged PNGs PIL
+ * reads (bad CRCs from the image data on, no IEND, an unknown critical
+ * chunk), each decoded to exactly the bytes of PIL's
  * Image.open(f).convert("RGB") written beside it (tests/images/make_images.py,
- * Pillow 9.4). Run from the repository root, as make does. */
+ * Pillow 9.4); and the one it refuses, refused. Run from the repository
+ * root, as make does. */
 static void test_modes_as_pil(void **state)
 {
     (void)state;
-    const char *names[] = {"cmyk.jpg", "ycck.jpg", "gray.jpg", "palette.png", "palette2.png",
-                           "palette-trns.png", "bilevel.png", "la.png", "gray16.png"};
+    const char *names[] = {"cmyk.jpg",     "ycck.jpg",          "gray.jpg",     "palette.png",
+                           "palette2.png", "palette-trns.png",  "bilevel.png",  "la.png",
+                           "gray16.png",   "palette-short.png", "crc-idat.png", "crc-iend.png",
+                           "no-iend.png",  "unknown-critical.png"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char path[256], want_path[256];
         snprintf(path, sizeof path, "tests/images/%s", names[i]);
@@ -413,6 +418,15 @@ static void test_modes_as_pil(void **state)
         if (worst)
             fail_msg("%s: differs from PIL by up to %d", names[i], worst);
     }
+    uint8_t buf[4096], *rgb;
+    FILE *f = fopen("tests/images/crc-text.png", "rb");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    int w, h;
+    struct error e = {0};
+    assert_int_not_equal(image_decode(buf, n, &rgb, &w, &h, &e), 0);
+    assert_string_equal(e.msg, "corrupt PNG: tEXt: CRC error");
 }
 
 /* The resize is PIL's Image.resize(BILINEAR) to the pixel (values from PIL

@@ -198,7 +198,13 @@ static int jpeg_encode(const uint8_t *rgb, int w, int h, int quality, unsigned c
  * would apply gAMA chunks, treat 16-bit samples as linear light and composite
  * transparent pixels onto black, none of which PIL's convert("RGB") does. PIL
  * keeps the stored colour of a transparent pixel, ignores gamma, takes the
- * high byte of 16-bit RGB, and clips 16-bit grey (its mode "I") to 255. */
+ * high byte of 16-bit RGB, and clips 16-bit grey (its mode "I") to 255. A
+ * palette index past the PLTE entries is grey (i, i, i) in PIL (its palette
+ * starts as a grey ramp), black in libpng. And the files PIL reads: it checks
+ * every chunk's CRC before the image data (an ancillary chunk's too, which
+ * libpng would drop with a warning), skips chunks it does not know (libpng
+ * refuses an unknown critical one), and checks nothing from the image data
+ * on: not the IDAT CRCs, nor what follows (a missing IEND, a damaged chunk). */
 struct png_src {
     const unsigned char *buf;
     size_t n, at;
@@ -214,6 +220,8 @@ static void png_fail(png_structp p, png_const_charp msg)
 }
 
 static void png_warn(png_structp p, png_const_charp msg) { (void)p, (void)msg; }
+
+static int png_skip_chunk(png_structp p, png_unknown_chunkp chunk) { return (void)p, (void)chunk, 1; }
 
 static void png_from_memory(png_structp p, png_bytep out, size_t len)
 {
@@ -260,6 +268,8 @@ static int png_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, i
         return error_set(e, "corrupt PNG: %s", src.msg);
     }
     png_set_read_fn(p, &src, png_from_memory);
+    png_set_read_user_chunk_fn(p, NULL, png_skip_chunk);
+    png_set_crc_action(p, PNG_CRC_DEFAULT, PNG_CRC_ERROR_QUIT);
     png_read_info(p, info);
     png_uint_32 width = png_get_image_width(p, info), height = png_get_image_height(p, info);
     int depth = png_get_bit_depth(p, info), type = png_get_color_type(p, info);
@@ -273,8 +283,8 @@ static int png_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, i
         png_destroy_read_struct(&p, &info, NULL);
         return 0;
     }
-    if (type == PNG_COLOR_TYPE_PALETTE)
-        png_set_palette_to_rgb(p);
+    if (type == PNG_COLOR_TYPE_PALETTE && depth < 8)
+        png_set_packing(p); // an index a byte, unscaled
     if (type == PNG_COLOR_TYPE_GRAY && depth < 8)
         png_set_expand_gray_1_2_4_to_8(p);
     if (type & PNG_COLOR_MASK_ALPHA)
@@ -290,10 +300,16 @@ static int png_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, i
         png_error(p, "out of memory");
     for (png_uint_32 y = 0; y < height; y++)
         row_ptrs[y] = rows + y * stride;
-    png_read_image(p, row_ptrs);
-    png_read_end(p, NULL);
+    png_set_crc_action(p, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
+    png_read_image(p, row_ptrs); // and no png_read_end
     png_to_rgb(rows, stride, channels, depth_out, type == PNG_COLOR_TYPE_GRAY && depth_out == 16,
                width, height, out);
+    png_colorp pal = NULL;
+    int n_pal = 0;
+    if (type == PNG_COLOR_TYPE_PALETTE && png_get_PLTE(p, info, &pal, &n_pal))
+        for (size_t i = 0, px = (size_t)width * height; i < px; i++) // (i, i, i) past the PLTE
+            if (out[3 * i] < n_pal)
+                memcpy(out + 3 * i, &pal[out[3 * i]], 3);
     png_destroy_read_struct(&p, &info, NULL);
     free(rows);
     free(row_ptrs);

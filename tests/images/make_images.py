@@ -8,9 +8,13 @@ what torchvision's ImageFolder loader hands to its transforms.
 
 Run with Debian's python3-pil; the committed files came from Pillow 9.4.
 ycck.jpg (YCCK, which PIL cannot write) comes from write_ycck.c; this script
-writes its .rgb when the file is there."""
+writes its .rgb when the file is there. The PNGs written chunk by chunk
+(crafted()) are the ones whose reading PIL and libpng decide differently;
+the one PIL refuses (crc-text.png) gets no .rgb."""
 import os
+import struct
 import sys
+import zlib
 
 import numpy as np
 from PIL import Image
@@ -25,6 +29,34 @@ def pattern(channels, seed):
     planes = [(x * (17 + 5 * k) + y * (29 - 3 * k) + 40 * k) % 256 for k in range(channels)]
     a = np.stack(planes, -1).astype(np.int32) + rng.integers(-12, 13, (H, W, channels))
     return np.clip(a, 0, 255).astype(np.uint8)
+
+
+def chunk(tag, data, bad_crc=False):
+    crc = zlib.crc32(tag + data) ^ (1 if bad_crc else 0)
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", crc)
+
+
+def crafted():
+    """PNG files as bytes: a 4-bit palette whose indices run past its 5
+    PLTE entries; RGB files with a bad IDAT CRC, a bad IEND CRC, no IEND, an
+    unknown critical chunk before the image data, and a tEXt chunk with a
+    bad CRC before it (refused)."""
+    rows = pattern(3, 9)
+    rgb = b"".join(b"\0" + rows[y].tobytes() for y in range(H))
+    idx = b"".join(b"\0" + bytes(((2 * x + y) % 16) << 4 | ((2 * x + 1 + y) % 16)
+                                  for x in range((W + 1) // 2)) for y in range(H))
+    ihdr = lambda depth, kind: chunk(b"IHDR", struct.pack(">IIBBBBB", W, H, depth, kind, 0, 0, 0))
+    sig, z, end = b"\x89PNG\r\n\x1a\n", zlib.compress(rgb), chunk(b"IEND", b"")
+    head = sig + ihdr(8, 2)
+    return {
+        "palette-short.png": sig + ihdr(4, 3) + chunk(b"PLTE", bytes(range(10, 25)))
+        + chunk(b"IDAT", zlib.compress(idx)) + end,
+        "crc-idat.png": head + chunk(b"IDAT", z[:20], True) + chunk(b"IDAT", z[20:]) + end,
+        "crc-iend.png": head + chunk(b"IDAT", z) + chunk(b"IEND", b"", True),
+        "no-iend.png": head + chunk(b"IDAT", z),
+        "unknown-critical.png": head + chunk(b"XCRT", b"data") + chunk(b"IDAT", z) + end,
+        "crc-text.png": head + chunk(b"tEXt", b"Comment\0x", True) + chunk(b"IDAT", z) + end,
+    }
 
 
 def main(out):
@@ -45,9 +77,20 @@ def main(out):
     images["palette-trns.png"] = (trns, dict(transparency=2))
     for name, (im, opts) in images.items():
         im.save(os.path.join(out, name), **opts)
-    names = list(images) + (["ycck.jpg"] if os.path.exists(os.path.join(out, "ycck.jpg")) else [])
+    for name, data in crafted().items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    names = list(images) + list(crafted())
+    names += ["ycck.jpg"] if os.path.exists(os.path.join(out, "ycck.jpg")) else []
     for name in names:
         path = os.path.join(out, name)
+        if name == "crc-text.png":
+            try:
+                Image.open(path).convert("RGB")
+                sys.exit("%s: PIL read it" % name)
+            except OSError as e:
+                print("%s: refused (%s)" % (name, e))
+            continue
         with Image.open(path) as f:
             rgb = np.asarray(f.convert("RGB"))
         assert rgb.shape == (H, W, 3), (name, rgb.shape)
