@@ -382,19 +382,20 @@ static void test_png_pixels_as_pil(void **state)
 
 /* Images in the modes PIL reads differently (a CMYK and a YCCK JPEG, a grey JPEG,
  * palettes of 8 and 2 bits, one with a transparent entry, one with indices
- * past its PLTE, 1-bit, grey + alpha, 16-bit grey) and damaged PNGs PIL
- * reads (bad CRCs from the image data on, no IEND, an unknown critical
- * chunk), each decoded to exactly the bytes of PIL's
- * Image.open(f).convert("RGB") written beside it (tests/images/make_images.py,
- * Pillow 9.4); and the one it refuses, refused. Run from the repository
- * root, as make does. */
+ * past its PLTE, 1-bit, grey + alpha, 16-bit grey) and damaged files PIL
+ * reads (PNGs with bad CRCs from the image data on, no IEND, an unknown
+ * critical chunk; a JPEG with extraneous bytes and a stray restart marker),
+ * each decoded to exactly the bytes of PIL's Image.open(f).convert("RGB")
+ * written beside it (tests/images/make_images.py, Pillow 9.4); and the ones
+ * it refuses (a bad tEXt CRC before the image data, a JPEG cut short),
+ * refused. Run from the repository root, as make does. */
 static void test_modes_as_pil(void **state)
 {
     (void)state;
     const char *names[] = {"cmyk.jpg",     "ycck.jpg",          "gray.jpg",     "palette.png",
                            "palette2.png", "palette-trns.png",  "bilevel.png",  "la.png",
                            "gray16.png",   "palette-short.png", "crc-idat.png", "crc-iend.png",
-                           "no-iend.png",  "unknown-critical.png"};
+                           "no-iend.png",  "unknown-critical.png", "jpeg-junk.jpg"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char path[256], want_path[256];
         snprintf(path, sizeof path, "tests/images/%s", names[i]);
@@ -418,15 +419,21 @@ static void test_modes_as_pil(void **state)
         if (worst)
             fail_msg("%s: differs from PIL by up to %d", names[i], worst);
     }
-    uint8_t buf[4096], *rgb;
-    FILE *f = fopen("tests/images/crc-text.png", "rb");
-    assert_non_null(f);
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    int w, h;
-    struct error e = {0};
-    assert_int_not_equal(image_decode(buf, n, &rgb, &w, &h, &e), 0);
-    assert_string_equal(e.msg, "corrupt PNG: tEXt: CRC error");
+    const char *refused[][2] = {{"crc-text.png", "corrupt PNG: tEXt: CRC error"},
+                                {"jpeg-junk.jpg", "corrupt JPEG: truncated (Premature end of JPEG file)"}};
+    for (int i = 0; i < 2; i++) {
+        char path[256];
+        uint8_t buf[4096], *rgb;
+        snprintf(path, sizeof path, "tests/images/%s", refused[i][0]);
+        FILE *f = fopen(path, "rb");
+        assert_non_null(f);
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        int w, h;
+        struct error e = {0};
+        assert_int_not_equal(image_decode(buf, i ? n / 2 : n, &rgb, &w, &h, &e), 0); // the JPEG cut
+        assert_string_equal(e.msg, refused[i][1]);
+    }
 }
 
 /* The resize is PIL's Image.resize(BILINEAR) to the pixel (values from PIL

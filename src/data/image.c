@@ -1,7 +1,9 @@
 /* JPEG and PNG decoding and encoding. libjpeg reports errors through
- * error_exit, which must not return: ours longjmps back to the call. Its
- * warnings (e.g. "Premature end of JPEG file", after which it would hand back
- * grey rows) take the same way, so a damaged file is never half-decoded. */
+ * error_exit, which must not return: ours longjmps back to the call. Of its
+ * warnings, "Premature end of JPEG file" (after which it would hand back grey
+ * rows) takes the same way, as PIL refuses a truncated file; the others
+ * (corrupt entropy data, extraneous bytes before a marker) PIL ignores and
+ * decodes what libjpeg makes of the data, and so do we. */
 #include "image.h"
 
 #include <errno.h>
@@ -54,10 +56,11 @@ static void jpeg_fail(j_common_ptr cinfo)
     longjmp(je->jump, 1);
 }
 
-/* Warnings (level -1) are corrupt data: fail. Trace messages are ignored. */
+/* The end of the data, a warning (level -1), fails; other warnings and
+ * trace messages are ignored. */
 static void jpeg_message(j_common_ptr cinfo, int level)
 {
-    if (level < 0)
+    if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF)
         jpeg_fail(cinfo);
 }
 

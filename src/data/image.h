@@ -1,7 +1,7 @@
 /* Image files in memory: JPEG through libjpeg-turbo, PNG through libpng's
  * low-level API, always to 8-bit RGB (h, w, 3) as torchvision's loader (PIL's
- * convert("RGB")) converts them. Every decoder error and warning (a truncated file, corrupt
- * data) is an error here: nothing is printed, nothing exits. */
+ * convert("RGB")) converts them, and only the damaged files PIL reads (image.c says
+ * which): a truncated file is an error; nothing is printed, nothing exits. */
 #ifndef DPBENCH_IMAGE_H
 #define DPBENCH_IMAGE_H
 

@@ -8,9 +8,10 @@ what torchvision's ImageFolder loader hands to its transforms.
 
 Run with Debian's python3-pil; the committed files came from Pillow 9.4.
 ycck.jpg (YCCK, which PIL cannot write) comes from write_ycck.c; this script
-writes its .rgb when the file is there. The PNGs written chunk by chunk
-(crafted()) are the ones whose reading PIL and libpng decide differently;
-the one PIL refuses (crc-text.png) gets no .rgb."""
+writes its .rgb when the file is there. The files written byte by byte
+(crafted()) are damaged ones that PIL and libjpeg or libpng left to their
+defaults decide differently; the one PIL refuses (crc-text.png) gets no .rgb."""
+import io
 import os
 import struct
 import sys
@@ -37,7 +38,9 @@ def chunk(tag, data, bad_crc=False):
 
 
 def crafted():
-    """PNG files as bytes: a 4-bit palette whose indices run past its 5
+    """Files as bytes: a JPEG with 2 extraneous bytes before its scan and a
+    restart marker in the middle of its data (libjpeg warns, PIL reads what
+    it decodes); a 4-bit palette whose indices run past its 5
     PLTE entries; RGB files with a bad IDAT CRC, a bad IEND CRC, no IEND, an
     unknown critical chunk before the image data, and a tEXt chunk with a
     bad CRC before it (refused)."""
@@ -48,7 +51,13 @@ def crafted():
     ihdr = lambda depth, kind: chunk(b"IHDR", struct.pack(">IIBBBBB", W, H, depth, kind, 0, 0, 0))
     sig, z, end = b"\x89PNG\r\n\x1a\n", zlib.compress(rgb), chunk(b"IEND", b"")
     head = sig + ihdr(8, 2)
+    jpeg = io.BytesIO()
+    Image.fromarray(pattern(3, 10)).save(jpeg, "JPEG", quality=90)
+    j = jpeg.getvalue()
+    sos, eoi = j.index(b"\xff\xda"), j.rindex(b"\xff\xd9")
+    mid = (sos + eoi) // 2
     return {
+        "jpeg-junk.jpg": j[:sos] + b"\x00\x01" + j[sos:mid] + b"\xff\xd3" + j[mid + 2:],
         "palette-short.png": sig + ihdr(4, 3) + chunk(b"PLTE", bytes(range(10, 25)))
         + chunk(b"IDAT", zlib.compress(idx)) + end,
         "crc-idat.png": head + chunk(b"IDAT", z[:20], True) + chunk(b"IDAT", z[20:]) + end,
