@@ -286,6 +286,21 @@ for k in 1 2 3 4 5; do truncate -s $((10000 * 3073)) "$B/est-cifar/data_batch_$k
 expect 2 "GiB of host memory (dataset 0.29," -- --set dataset.kind=cifar10 --set dataset.path="$B/est-cifar" --max-memory 256M
 head -c 40 "$G/idx/train-images-idx3-ubyte.gz" >"$B/bomb/cut-images-idx3-ubyte.gz" && cp "$B/bomb/train-labels-idx1-ubyte" "$B/bomb/cut-labels-idx1-ubyte"
 expect 2 "cut-images-idx3-ubyte.gz: truncated gzip data" -- --set dataset.kind=idx --set dataset.path="$B/bomb/cut-images-idx3-ubyte.gz"
+# gzip as Python's gzip module reads it: members one after another and zero
+# bytes after one are the same data; anything else after the data is refused
+# (zlib's gzread ignored it), and so is a bad CRC
+gzv() { mkdir -p "$B/gz$1" && cp "$G/idx/train-labels-idx1-ubyte.gz" "$B/gz$1/"; echo "$B/gz$1/train-images-idx3-ubyte.gz"; }
+zcat "$G/idx/train-images-idx3-ubyte.gz" >"$TMP/raw.idx"
+{ head -c 1000 "$TMP/raw.idx" | gzip; head -c 9 /dev/zero; tail -c +1001 "$TMP/raw.idx" | gzip; head -c 3 /dev/zero; } >"$(gzv multi)"
+{ cat "$G/idx/train-images-idx3-ubyte.gz"; printf 'junk'; } >"$(gzv junk)"
+cp "$G/idx/train-images-idx3-ubyte.gz" "$(gzv crc)" && printf 'ÿ' | dd of="$(gzv crc)" bs=1 seek=$(($(stat -c %s "$(gzv crc)") - 8)) conv=notrunc 2>/dev/null
+loss() { "$BIN" --set dataset.kind=idx --set dataset.path="$1" --set train.epochs=2 --format json 2>"$TMP/err" </dev/null |
+    /usr/bin/python3 -c "import json,sys; print([e['loss'] for e in json.load(sys.stdin)['runs'][0]['epochs']])"; }
+if [ "$(loss "$(gzv multi)")" = "$(loss "$G/idx/train-images-idx3-ubyte.gz")" ]; then ok
+else bad "a two-member gzip file with zero padding: $(head -c 300 "$TMP/err")"; fi
+n=$(stat -c %s "$G/idx/train-images-idx3-ubyte.gz")
+expect 2 "gzjunk/train-images-idx3-ubyte.gz: trailing garbage after the gzip data (4 bytes from byte $n; Python's gzip module refuses it too)" -- --set dataset.kind=idx --set dataset.path="$(gzv junk)"
+expect 2 "gzcrc/train-images-idx3-ubyte.gz: corrupt gzip data: incorrect data check" -- --set dataset.kind=idx --set dataset.path="$(gzv crc)"
 # --export over an earlier export: bad data exits 2 as training does, and the
 # earlier export stays whole (the new one was being written beside it)
 "$BIN" --export "$TMP/reex" --sweep seed=1,2 2>/dev/null

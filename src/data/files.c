@@ -24,59 +24,76 @@ int files_add_source(struct file_data *f, const char *path, struct error *e)
     return 0;
 }
 
-/* Reads a file (gzip-compressed or plain: zlib reads both), at most `max`
- * bytes of its content, so that a small gzip file cannot expand without
- * bound (*n = max + 1 flags more). A truncated gzip stream is an error. */
+/* gzip data in[0..n) inflated, at most max + 1 bytes of it, as Python's gzip
+ * module reads it: members one after another, zero bytes allowed after
+ * one; anything else after one (trailing garbage) is an error. */
+static int gunzip(const char *path, const uint8_t *in, size_t n, size_t max, uint8_t **buf,
+                  size_t *len, struct error *e)
+{
+    z_stream z = {0};
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+        return error_set(e, "%s: out of memory", path);
+    size_t at = 0, cap = 0, got = 0, most = 1u << 30; // at: the input handed to zlib
+    uint8_t *b = NULL;
+    int rc = 0;
+    while (got <= max && rc == 0) {
+        if (got == cap) {
+            size_t more = cap < (1u << 20) ? 1u << 20 : 2 * cap;
+            uint8_t *nb = realloc(b, cap = more < max + 1 ? more : max + 1);
+            rc = nb ? 0 : error_set(e, "%s: out of memory", path);
+            b = nb ? nb : b;
+            continue;
+        }
+        if (z.avail_in == 0 && at < n)
+            z.next_in = (Bytef *)in + at, z.avail_in = (uInt)(n - at < most ? n - at : most),
+            at += z.avail_in;
+        z.next_out = b + got;
+        z.avail_out = (uInt)(cap - got < most ? cap - got : most);
+        uInt room = z.avail_out;
+        int zr = inflate(&z, Z_NO_FLUSH);
+        got += room - z.avail_out;
+        size_t next = at - z.avail_in; // after the member, when it ended
+        while (zr == Z_STREAM_END && next < n && in[next] == 0)
+            next++;
+        if (zr == Z_STREAM_END && next == n)
+            break;
+        if (zr == Z_STREAM_END && (n - next < 2 || in[next] != 0x1f || in[next + 1] != 0x8b))
+            rc = error_set(e, "%s: trailing garbage after the gzip data (%zu byte%s from byte "
+                              "%zu; Python's gzip module refuses it too)", path, n - next,
+                           n - next == 1 ? "" : "s", next);
+        else if (zr == Z_STREAM_END) // another member
+            inflateReset(&z), z.avail_in = 0, at = next;
+        else if (zr == Z_BUF_ERROR && z.avail_in == 0 && at == n)
+            rc = error_set(e, "%s: truncated gzip data", path);
+        else if (zr != Z_OK && zr != Z_BUF_ERROR)
+            rc = error_set(e, "%s: corrupt gzip data: %s", path, z.msg ? z.msg : "zlib error");
+    }
+    inflateEnd(&z);
+    if (rc)
+        free(b);
+    else
+        *buf = b, *len = got;
+    return rc;
+}
+
+/* Reads a file, gzip-compressed (gunzip) or plain, at most `max` bytes of
+ * its content, so that a small gzip file cannot expand without bound (*n =
+ * max + 1 flags more). */
 int files_read_all(const char *path, size_t max, uint8_t **buf, size_t *n, struct error *e)
 {
-    int fd = file_open_regular(path, NULL, e);
-    if (fd < 0)
+    uint8_t *raw;
+    size_t n_raw;
+    if (files_read_plain(path, 2, &raw, &n_raw, NULL, e))
         return -1;
-    gzFile g = gzdopen(fd, "rb");
-    if (!g) {
-        close(fd);
-        return error_set(e, "%s: cannot open: out of memory", path);
-    }
-    size_t cap = 1 << 20, len = 0;
-    uint8_t *b = malloc(cap);
-    for (;;) {
-        if (!b) {
-            gzclose(g);
-            return error_set(e, "%s: out of memory", path);
-        }
-        size_t room = (max + 1 < cap ? max + 1 : cap) - len;
-        unsigned want = (unsigned)(room > (1u << 30) ? (1u << 30) : room);
-        int got = gzread(g, b + len, want);
-        if (got < 0) {
-            int zerr;
-            const char *msg = gzerror(g, &zerr);
-            char why[256];
-            snprintf(why, sizeof why, "%s", zerr == Z_ERRNO ? strerror(errno) : msg);
-            free(b);
-            gzclose(g);
-            return error_set(e, "%s: cannot read: %s", path, why);
-        }
-        len += (size_t)got;
-        if (got == 0 || len > max)
-            break;
-        if (len == cap) {
-            uint8_t *nb = realloc(b, cap * 2);
-            if (!nb)
-                free(b);
-            b = nb;
-            cap *= 2;
-        }
-    }
-    int zerr;
-    gzerror(g, &zerr);
-    gzclose(g);
-    if (zerr == Z_BUF_ERROR) {
-        free(b);
-        return error_set(e, "%s: truncated gzip data", path);
-    }
-    *buf = b;
-    *n = len;
-    return 0;
+    bool gz = n_raw == 2 && raw[0] == 0x1f && raw[1] == 0x8b;
+    free(raw);
+    if (!gz)
+        return files_read_plain(path, max + 1, buf, n, NULL, e);
+    if (files_read_plain(path, 0, &raw, &n_raw, NULL, e))
+        return -1;
+    int rc = gunzip(path, raw, n_raw, max, buf, n, e);
+    free(raw);
+    return rc;
 }
 
 /* Reads at most `max` bytes of a plain file (all of it when max is 0). */

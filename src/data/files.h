@@ -26,9 +26,11 @@ struct file_data {
 };
 
 int files_add_source(struct file_data *f, const char *path, struct error *e);
-/* Reads a file (gzip-compressed or plain: zlib reads both), at most `max`
- * bytes of its content, so that a small gzip file cannot expand without
- * bound (*n = max + 1 flags more). A truncated gzip stream is an error. */
+/* Reads a file (gzip-compressed or plain), at most `max` bytes of its
+ * content, so that a small gzip file cannot expand without bound (*n = max
+ * + 1 flags more). gzip as Python's gzip module reads it: members one after
+ * another, zero bytes after one; truncated data or trailing garbage is an
+ * error. */
 int files_read_all(const char *path, size_t max, uint8_t **buf, size_t *n, struct error *e);
 /* Reads at most `max` bytes of a plain file (all of it when max is 0). */
 int files_read_plain(const char *path, size_t max, uint8_t **buf, size_t *n, bool *whole,
