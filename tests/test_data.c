@@ -383,19 +383,21 @@ static void test_png_pixels_as_pil(void **state)
 /* Images in the modes PIL reads differently (a CMYK and a YCCK JPEG, a grey JPEG,
  * palettes of 8 and 2 bits, one with a transparent entry, one with indices
  * past its PLTE, 1-bit, grey + alpha, 16-bit grey) and damaged files PIL
- * reads (PNGs with bad CRCs from the image data on, no IEND, an unknown
- * critical chunk; a JPEG with extraneous bytes and a stray restart marker),
- * each decoded to exactly the bytes of PIL's Image.open(f).convert("RGB")
- * written beside it (tests/images/make_images.py, Pillow 9.4); and the ones
- * it refuses (a bad tEXt CRC before the image data, a JPEG cut short),
- * refused. Run from the repository root, as make does. */
+ * reads (PNGs with bad CRCs from the image data on, the IDAT's CRC cut, no
+ * IEND, an unknown critical chunk; a JPEG with extraneous bytes and a stray
+ * restart marker, one without its EOI), each decoded to exactly the bytes of
+ * PIL's Image.open(f).convert("RGB") written beside it
+ * (tests/images/make_images.py, Pillow 9.4); and the ones it refuses (a bad
+ * tEXt CRC before the image data, a chunk cut short after it, a JPEG cut
+ * before its last row), refused. Run from the repository root, as make does. */
 static void test_modes_as_pil(void **state)
 {
     (void)state;
     const char *names[] = {"cmyk.jpg",     "ycck.jpg",          "gray.jpg",     "palette.png",
                            "palette2.png", "palette-trns.png",  "bilevel.png",  "la.png",
                            "gray16.png",   "palette-short.png", "crc-idat.png", "crc-iend.png",
-                           "no-iend.png",  "unknown-critical.png", "jpeg-junk.jpg"};
+                           "no-iend.png",  "unknown-critical.png", "jpeg-junk.jpg",
+                           "crc-cut.png",  "jpeg-no-eoi.jpg"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char path[256], want_path[256];
         snprintf(path, sizeof path, "tests/images/%s", names[i]);
@@ -419,9 +421,11 @@ static void test_modes_as_pil(void **state)
         if (worst)
             fail_msg("%s: differs from PIL by up to %d", names[i], worst);
     }
-    const char *refused[][2] = {{"crc-text.png", "corrupt PNG: tEXt: CRC error"},
-                                {"jpeg-junk.jpg", "corrupt JPEG: truncated (Premature end of JPEG file)"}};
-    for (int i = 0; i < 2; i++) {
+    const char *refused[][2] = {
+        {"crc-text.png", "corrupt PNG: tEXt: CRC error"},
+        {"tail-cut.png", "corrupt PNG: truncated file (a chunk after the image data)"},
+        {"jpeg-junk.jpg", "corrupt JPEG: truncated (Premature end of JPEG file)"}}; // cut in half
+    for (int i = 0; i < 3; i++) {
         char path[256];
         uint8_t buf[4096], *rgb;
         snprintf(path, sizeof path, "tests/images/%s", refused[i][0]);
@@ -431,7 +435,7 @@ static void test_modes_as_pil(void **state)
         fclose(f);
         int w, h;
         struct error e = {0};
-        assert_int_not_equal(image_decode(buf, i ? n / 2 : n, &rgb, &w, &h, &e), 0); // the JPEG cut
+        assert_int_not_equal(image_decode(buf, i == 2 ? n / 2 : n, &rgb, &w, &h, &e), 0);
         assert_string_equal(e.msg, refused[i][1]);
     }
 }

@@ -46,6 +46,7 @@ static int too_big(long w, long h, struct error *e)
 struct jpeg_err {
     struct jpeg_error_mgr mgr;
     jmp_buf jump;
+    bool finishing; // every row out: the end of the data is no error (PIL stops there too)
     char msg[JMSG_LENGTH_MAX];
 };
 
@@ -56,11 +57,11 @@ static void jpeg_fail(j_common_ptr cinfo)
     longjmp(je->jump, 1);
 }
 
-/* The end of the data, a warning (level -1), fails; other warnings and
- * trace messages are ignored. */
+/* The end of the data before every row is out, a warning (level -1),
+ * fails; other warnings and trace messages are ignored. */
 static void jpeg_message(j_common_ptr cinfo, int level)
 {
-    if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF)
+    if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF && !((struct jpeg_err *)cinfo->err)->finishing)
         jpeg_fail(cinfo);
 }
 
@@ -115,6 +116,7 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
     je.mgr.error_exit = jpeg_fail;
     je.mgr.emit_message = jpeg_message;
     je.mgr.output_message = jpeg_quiet;
+    je.finishing = false;
     if (setjmp(je.jump)) {
         jpeg_destroy_decompress(&cinfo);
         free(out);
@@ -153,6 +155,7 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
     jpeg_rows(&cinfo, out, line, stride);
     free(line);
     line = NULL;
+    je.finishing = true; // a missing EOI
     jpeg_finish_decompress(&cinfo);
     jpeg_destroy_decompress(&cinfo);
     *rgb = out;
@@ -169,6 +172,7 @@ static int jpeg_encode(const uint8_t *rgb, int w, int h, int quality, unsigned c
     cinfo.err = jpeg_std_error(&je.mgr);
     je.mgr.error_exit = jpeg_fail;
     je.mgr.output_message = jpeg_quiet;
+    je.finishing = false;
     *out = NULL;
     *n = 0;
     if (setjmp(je.jump)) {
@@ -206,12 +210,19 @@ static int jpeg_encode(const uint8_t *rgb, int w, int h, int quality, unsigned c
  * starts as a grey ramp), black in libpng. And the files PIL reads: it checks
  * every chunk's CRC before the image data (an ancillary chunk's too, which
  * libpng would drop with a warning), skips chunks it does not know (libpng
- * refuses an unknown critical one), and checks nothing from the image data
- * on: not the IDAT CRCs, nor what follows (a missing IEND, a damaged chunk). */
+ * refuses an unknown critical one), checks no IDAT CRC, stops reading the
+ * image data once every row is out (libpng wants the rest of the zlib
+ * stream and the IDAT's CRC), and then wants every chunk up to IEND whole
+ * (png_tail_whole), its CRC unchecked. */
 struct png_src {
     const unsigned char *buf;
     size_t n, at;
-    jmp_buf jump;
+    int type;                // the colour type as stored
+    png_uint_32 height;
+    bool reading, rows_out;  // in png_read_image; every row decoded (an error after that
+                             // is past what PIL reads)
+    uint8_t *rows, *out;     // the decoded rows, the RGB image
+    png_bytep *ptrs;         // each row's start
     char msg[200];
 };
 
@@ -219,6 +230,8 @@ static void png_fail(png_structp p, png_const_charp msg)
 {
     struct png_src *s = png_get_error_ptr(p);
     snprintf(s->msg, sizeof s->msg, "%s", msg);
+    s->rows_out = s->reading && (png_get_current_pass_number(p) >= 7 || // an interlaced one's
+                                 png_get_current_row_number(p) >= s->height); // last row is out
     png_longjmp(p, 1);
 }
 
@@ -251,73 +264,100 @@ static void png_to_rgb(const uint8_t *rows, size_t stride, size_t channels, int 
     }
 }
 
+/* Whether the chunks after the image data are whole, as PIL's load_end
+ * reads them up to IEND: each one's data in the file (its CRC unread); a
+ * short header or a name not of four letters, digits or '_' ends the walk.
+ * They start at `at`, where libpng stopped after the image data; 0: where
+ * it stopped is not known (an error after the last row), after the IDATs. */
+static bool png_tail_whole(const unsigned char *b, size_t n, size_t at)
+{
+    bool idat = false, tail = at > 0; // an IDAT met; a chunk after the image data
+    for (at = at ? at : 8; at + 8 <= n;) {
+        const unsigned char *tag = b + at + 4;
+        uint32_t len = (uint32_t)b[at] << 24 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at + 2] << 8 | b[at + 3];
+        bool name = true;
+        for (int i = 0; i < 4; i++)
+            name &= (tag[i] >= 'a' && tag[i] <= 'z') || (tag[i] >= 'A' && tag[i] <= 'Z') ||
+                    (tag[i] >= '0' && tag[i] <= '9') || tag[i] == '_';
+        if (!name || !memcmp(tag, "IEND", 4))
+            return true;
+        tail |= idat && memcmp(tag, "IDAT", 4) != 0;
+        idat |= !memcmp(tag, "IDAT", 4);
+        if (tail && n - at - 8 < len)
+            return false;
+        at += 12 + (size_t)len;
+    }
+    return true;
+}
+
+/* The header, then (pixels) every row into s->rows. libpng's errors jump
+ * back to png_read's setjmp. */
+static int png_rows(png_structp p, png_infop info, struct png_src *s, bool pixels, struct error *e)
+{
+    png_set_read_fn(p, s, png_from_memory);
+    png_set_read_user_chunk_fn(p, NULL, png_skip_chunk);
+    png_set_user_limits(p, PNG_UINT_31_MAX, PNG_UINT_31_MAX); // too_big's bound, not libpng's 1e6
+    png_set_crc_action(p, PNG_CRC_DEFAULT, PNG_CRC_ERROR_QUIT);
+    png_read_info(p, info);
+    png_uint_32 width = png_get_image_width(p, info);
+    int depth = png_get_bit_depth(p, info);
+    s->height = png_get_image_height(p, info);
+    s->type = png_get_color_type(p, info);
+    if (too_big(width, s->height, e) || !pixels)
+        return too_big(width, s->height, e);
+    if (s->type == PNG_COLOR_TYPE_PALETTE && depth < 8)
+        png_set_packing(p); // an index a byte, unscaled
+    if (s->type == PNG_COLOR_TYPE_GRAY && depth < 8)
+        png_set_expand_gray_1_2_4_to_8(p);
+    if (s->type & PNG_COLOR_MASK_ALPHA)
+        png_set_strip_alpha(p);
+    png_set_interlace_handling(p);
+    png_read_update_info(p, info);
+    size_t stride = png_get_rowbytes(p, info);
+    s->rows = malloc(stride * s->height);
+    s->ptrs = malloc(s->height * sizeof *s->ptrs);
+    s->out = malloc((size_t)width * s->height * 3);
+    if (!s->rows || !s->ptrs || !s->out)
+        png_error(p, "out of memory");
+    for (png_uint_32 y = 0; y < s->height; y++)
+        s->ptrs[y] = s->rows + y * stride;
+    png_set_crc_action(p, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
+    s->reading = true;
+    png_read_image(p, s->ptrs); // and no png_read_end: png_tail_whole reads what PIL reads
+    return 0;
+}
+
 static int png_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, int *h,
                     struct error *e)
 {
     struct png_src src = {.buf = buf, .n = n};
     png_structp p = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_fail, png_warn);
     png_infop info = p ? png_create_info_struct(p) : NULL;
-    uint8_t *volatile rows = NULL, *volatile out = NULL;
-    png_bytep *volatile row_ptrs = NULL;
-    if (!info) {
-        png_destroy_read_struct(p ? &p : NULL, NULL, NULL);
-        return error_set(e, "out of memory reading a PNG");
+    int rc = info ? 0 : error_set(e, "out of memory reading a PNG");
+    if (info && setjmp(png_jmpbuf(p))) // after every row, an error is past PIL's read
+        rc = src.rows_out ? 0 : error_set(e, "corrupt PNG: %s", src.msg);
+    else if (info)
+        rc = png_rows(p, info, &src, rgb != NULL, e);
+    *w = info ? (int)png_get_image_width(p, info) : 0;
+    *h = (int)src.height;
+    if (rc == 0 && rgb && !png_tail_whole(buf, n, src.rows_out ? 0 : src.at))
+        rc = error_set(e, "corrupt PNG: truncated file (a chunk after the image data)");
+    if (rc == 0 && rgb) {
+        png_colorp pal = NULL;
+        int n_pal = 0, depth = png_get_bit_depth(p, info);
+        png_to_rgb(src.rows, png_get_rowbytes(p, info), png_get_channels(p, info), depth,
+                   src.type == PNG_COLOR_TYPE_GRAY && depth == 16, (size_t)*w, src.height, src.out);
+        if (src.type == PNG_COLOR_TYPE_PALETTE && png_get_PLTE(p, info, &pal, &n_pal))
+            for (size_t i = 0, px = (size_t)*w * src.height; i < px; i++) // (i, i, i) past PLTE
+                if (src.out[3 * i] < n_pal)
+                    memcpy(src.out + 3 * i, &pal[src.out[3 * i]], 3);
+        *rgb = src.out, src.out = NULL;
     }
-    if (setjmp(png_jmpbuf(p))) {
-        png_destroy_read_struct(&p, &info, NULL);
-        free(rows);
-        free(out);
-        free(row_ptrs);
-        return error_set(e, "corrupt PNG: %s", src.msg);
-    }
-    png_set_read_fn(p, &src, png_from_memory);
-    png_set_read_user_chunk_fn(p, NULL, png_skip_chunk);
-    png_set_crc_action(p, PNG_CRC_DEFAULT, PNG_CRC_ERROR_QUIT);
-    png_read_info(p, info);
-    png_uint_32 width = png_get_image_width(p, info), height = png_get_image_height(p, info);
-    int depth = png_get_bit_depth(p, info), type = png_get_color_type(p, info);
-    *w = (int)width;
-    *h = (int)height;
-    if (too_big(*w, *h, e)) {
-        png_destroy_read_struct(&p, &info, NULL);
-        return -1;
-    }
-    if (!rgb) {
-        png_destroy_read_struct(&p, &info, NULL);
-        return 0;
-    }
-    if (type == PNG_COLOR_TYPE_PALETTE && depth < 8)
-        png_set_packing(p); // an index a byte, unscaled
-    if (type == PNG_COLOR_TYPE_GRAY && depth < 8)
-        png_set_expand_gray_1_2_4_to_8(p);
-    if (type & PNG_COLOR_MASK_ALPHA)
-        png_set_strip_alpha(p);
-    png_set_interlace_handling(p);
-    png_read_update_info(p, info);
-    size_t stride = png_get_rowbytes(p, info), channels = png_get_channels(p, info);
-    int depth_out = png_get_bit_depth(p, info);
-    rows = malloc(stride * height);
-    row_ptrs = malloc(height * sizeof *row_ptrs);
-    out = malloc((size_t)width * height * 3);
-    if (!rows || !row_ptrs || !out)
-        png_error(p, "out of memory");
-    for (png_uint_32 y = 0; y < height; y++)
-        row_ptrs[y] = rows + y * stride;
-    png_set_crc_action(p, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
-    png_read_image(p, row_ptrs); // and no png_read_end
-    png_to_rgb(rows, stride, channels, depth_out, type == PNG_COLOR_TYPE_GRAY && depth_out == 16,
-               width, height, out);
-    png_colorp pal = NULL;
-    int n_pal = 0;
-    if (type == PNG_COLOR_TYPE_PALETTE && png_get_PLTE(p, info, &pal, &n_pal))
-        for (size_t i = 0, px = (size_t)width * height; i < px; i++) // (i, i, i) past the PLTE
-            if (out[3 * i] < n_pal)
-                memcpy(out + 3 * i, &pal[out[3 * i]], 3);
-    png_destroy_read_struct(&p, &info, NULL);
-    free(rows);
-    free(row_ptrs);
-    *rgb = out;
-    return 0;
+    png_destroy_read_struct(p ? &p : NULL, info ? &info : NULL, NULL);
+    free(src.rows);
+    free(src.ptrs);
+    free(src.out);
+    return rc;
 }
 
 /* ---- dispatch ---------------------------------------------------------------- */
