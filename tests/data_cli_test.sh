@@ -301,6 +301,12 @@ else bad "a two-member gzip file with zero padding: $(head -c 300 "$TMP/err")"; 
 n=$(stat -c %s "$G/idx/train-images-idx3-ubyte.gz")
 expect 2 "gzjunk/train-images-idx3-ubyte.gz: trailing garbage after the gzip data (4 bytes from byte $n; Python's gzip module refuses it too)" -- --set dataset.kind=idx --set dataset.path="$(gzv junk)"
 expect 2 "gzcrc/train-images-idx3-ubyte.gz: corrupt gzip data: incorrect data check" -- --set dataset.kind=idx --set dataset.path="$(gzv crc)"
+# the file streams through a buffer: 512 MiB of zero padding (sparse) is read, not held
+cp "$G/idx/train-images-idx3-ubyte.gz" "$(gzv pad)" && truncate -s +512M "$(gzv pad)"
+if /usr/bin/time -f %M -o "$TMP/rss" "$BIN" --set dataset.kind=idx --set dataset.path="$(gzv pad)" --set train.epochs=1 >/dev/null 2>"$TMP/err" &&
+    [ "$(tail -n 1 "$TMP/rss")" -lt 200000 ]; then ok
+else bad "a gzip file with 512 MiB of zero padding: $(tail -n 1 "$TMP/rss") KiB, $(head -c 300 "$TMP/err")"; fi
+rm -f "$(gzv pad)"
 # --export over an earlier export: bad data exits 2 as training does, and the
 # earlier export stays whole (the new one was being written beside it)
 "$BIN" --export "$TMP/reex" --sweep seed=1,2 2>/dev/null

@@ -24,19 +24,86 @@ int files_add_source(struct file_data *f, const char *path, struct error *e)
     return 0;
 }
 
-/* gzip data in[0..n) inflated, at most max + 1 bytes of it, as Python's gzip
- * module reads it: members one after another, zero bytes allowed after
- * one; anything else after one (trailing garbage) is an error. */
-static int gunzip(const char *path, const uint8_t *in, size_t n, size_t max, uint8_t **buf,
-                  size_t *len, struct error *e)
+/* Up to n bytes more of fd into b: what was read (0 at its end), -1 (errno). */
+static ssize_t read_some(int fd, uint8_t *b, size_t n)
 {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, b + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -1 : (ssize_t)got;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+struct gz_in {
+    int fd;
+    uint8_t b[1 << 16];
+    size_t at;  // the file offset of b[0]
+    bool end;   // the file is all read
+};
+
+/* z's input topped up from the file: what zlib has not taken moved to the
+ * front, the rest of the buffer read. 0, -1 (errno). */
+static int gz_fill(struct gz_in *in, z_stream *z)
+{
+    in->at += (size_t)(z->next_in - in->b);
+    memmove(in->b, z->next_in, z->avail_in);
+    ssize_t r = read_some(in->fd, in->b + z->avail_in, sizeof in->b - z->avail_in);
+    if (r < 0)
+        return -1;
+    in->end = (size_t)r < sizeof in->b - z->avail_in;
+    z->next_in = in->b;
+    z->avail_in += (uInt)r;
+    return 0;
+}
+
+/* After a member: zero bytes skipped; whether another member follows (1),
+ * the file ends (0), or -1 (errno; garbage: e set). */
+static int gz_next(const char *path, struct gz_in *in, z_stream *z, struct error *e)
+{
+    for (;;) {
+        while (z->avail_in && *z->next_in == 0)
+            z->next_in++, z->avail_in--;
+        if (z->avail_in >= 2 || in->end)
+            break;
+        if (gz_fill(in, z))
+            return error_set(e, "%s: cannot read: %s", path, strerror(errno));
+    }
+    if (z->avail_in == 0)
+        return 0;
+    if (z->avail_in >= 2 && z->next_in[0] == 0x1f && z->next_in[1] == 0x8b)
+        return 1;
+    struct stat st;
+    size_t from = in->at + (size_t)(z->next_in - in->b);
+    size_t size = fstat(in->fd, &st) == 0 ? (size_t)st.st_size : from + z->avail_in;
+    return error_set(e, "%s: trailing garbage after the gzip data (%zu byte%s from byte %zu; "
+                        "Python's gzip module refuses it too)", path, size - from,
+                     size - from == 1 ? "" : "s", from);
+}
+
+/* The gzip file open on fd inflated, at most max + 1 bytes of it, as
+ * Python's gzip module reads it: members one after another, zero bytes
+ * allowed after one; anything else after one (trailing garbage) is an
+ * error. The file streams through a buffer. */
+static int gunzip(int fd, const char *path, size_t max, uint8_t **buf, size_t *len,
+                  struct error *e)
+{
+    struct gz_in *in = malloc(sizeof *in);
     z_stream z = {0};
-    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+    if (!in || inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+        free(in);
         return error_set(e, "%s: out of memory", path);
-    size_t at = 0, cap = 0, got = 0, most = 1u << 30; // at: the input handed to zlib
+    }
+    *in = (struct gz_in){.fd = fd};
+    z.next_in = in->b;
+    size_t cap = 0, got = 0, most = 1u << 30;
     uint8_t *b = NULL;
     int rc = 0;
-    while (got <= max && rc == 0) {
+    while (rc == 0 && got <= max) {
         if (got == cap) {
             size_t more = cap < (1u << 20) ? 1u << 20 : 2 * cap;
             uint8_t *nb = realloc(b, cap = more < max + 1 ? more : max + 1);
@@ -44,31 +111,28 @@ static int gunzip(const char *path, const uint8_t *in, size_t n, size_t max, uin
             b = nb ? nb : b;
             continue;
         }
-        if (z.avail_in == 0 && at < n)
-            z.next_in = (Bytef *)in + at, z.avail_in = (uInt)(n - at < most ? n - at : most),
-            at += z.avail_in;
+        if (z.avail_in == 0 && !in->end && gz_fill(in, &z)) {
+            rc = error_set(e, "%s: cannot read: %s", path, strerror(errno));
+            break;
+        }
         z.next_out = b + got;
         z.avail_out = (uInt)(cap - got < most ? cap - got : most);
         uInt room = z.avail_out;
-        int zr = inflate(&z, Z_NO_FLUSH);
+        int zr = inflate(&z, Z_NO_FLUSH), next;
         got += room - z.avail_out;
-        size_t next = at - z.avail_in; // after the member, when it ended
-        while (zr == Z_STREAM_END && next < n && in[next] == 0)
-            next++;
-        if (zr == Z_STREAM_END && next == n)
+        if (zr == Z_STREAM_END && (next = gz_next(path, in, &z, e)) <= 0) {
+            rc = next; // the end of the file (0), or an error
             break;
-        if (zr == Z_STREAM_END && (n - next < 2 || in[next] != 0x1f || in[next + 1] != 0x8b))
-            rc = error_set(e, "%s: trailing garbage after the gzip data (%zu byte%s from byte "
-                              "%zu; Python's gzip module refuses it too)", path, n - next,
-                           n - next == 1 ? "" : "s", next);
-        else if (zr == Z_STREAM_END) // another member
-            inflateReset(&z), z.avail_in = 0, at = next;
-        else if (zr == Z_BUF_ERROR && z.avail_in == 0 && at == n)
+        }
+        if (zr == Z_STREAM_END)
+            inflateReset(&z);
+        else if (zr == Z_BUF_ERROR && z.avail_in == 0 && in->end)
             rc = error_set(e, "%s: truncated gzip data", path);
         else if (zr != Z_OK && zr != Z_BUF_ERROR)
             rc = error_set(e, "%s: corrupt gzip data: %s", path, z.msg ? z.msg : "zlib error");
     }
     inflateEnd(&z);
+    free(in);
     if (rc)
         free(b);
     else
@@ -81,18 +145,19 @@ static int gunzip(const char *path, const uint8_t *in, size_t n, size_t max, uin
  * max + 1 flags more). */
 int files_read_all(const char *path, size_t max, uint8_t **buf, size_t *n, struct error *e)
 {
-    uint8_t *raw;
-    size_t n_raw;
-    if (files_read_plain(path, 2, &raw, &n_raw, NULL, e))
+    uint8_t *magic;
+    size_t n_magic;
+    if (files_read_plain(path, 2, &magic, &n_magic, NULL, e))
         return -1;
-    bool gz = n_raw == 2 && raw[0] == 0x1f && raw[1] == 0x8b;
-    free(raw);
+    bool gz = n_magic == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    free(magic);
     if (!gz)
         return files_read_plain(path, max + 1, buf, n, NULL, e);
-    if (files_read_plain(path, 0, &raw, &n_raw, NULL, e))
+    int fd = file_open_regular(path, NULL, e);
+    if (fd < 0)
         return -1;
-    int rc = gunzip(path, raw, n_raw, max, buf, n, e);
-    free(raw);
+    int rc = gunzip(fd, path, max, buf, n, e);
+    close(fd);
     return rc;
 }
 
