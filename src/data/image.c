@@ -303,8 +303,10 @@ static int png_rows(png_structp p, png_infop info, struct png_src *s, bool pixel
     int depth = png_get_bit_depth(p, info);
     s->height = png_get_image_height(p, info);
     s->type = png_get_color_type(p, info);
-    if (too_big(width, s->height, e) || !pixels)
-        return too_big(width, s->height, e);
+    if (too_big(width, s->height, e))
+        return -1;
+    if (!pixels)
+        return 0;
     if (s->type == PNG_COLOR_TYPE_PALETTE && depth < 8)
         png_set_packing(p); // an index a byte, unscaled
     if (s->type == PNG_COLOR_TYPE_GRAY && depth < 8)
