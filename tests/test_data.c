@@ -385,10 +385,12 @@ static void test_png_pixels_as_pil(void **state)
  * past its PLTE, 1-bit, grey + alpha, 16-bit grey) and damaged files PIL
  * reads (PNGs with bad CRCs from the image data on, the IDAT's CRC cut, no
  * IEND, an unknown critical chunk; a JPEG with extraneous bytes and a stray
- * restart marker, one without its EOI), each decoded to exactly the bytes of
+ * restart marker, one without its EOI, one ending inside a marker after its
+ * scan), each decoded to exactly the bytes of
  * PIL's Image.open(f).convert("RGB") written beside it
  * (tests/images/make_images.py, Pillow 9.4); and the ones it refuses (a bad
- * tEXt CRC before the image data, a chunk cut short after it, a JPEG cut
+ * tEXt CRC before the image data, a chunk cut short after it, an IDAT cut
+ * short after the one where the rows end, a JPEG cut
  * before its last row), refused. Run from the repository root, as make does. */
 static void test_modes_as_pil(void **state)
 {
@@ -397,7 +399,7 @@ static void test_modes_as_pil(void **state)
                            "palette2.png", "palette-trns.png",  "bilevel.png",  "la.png",
                            "gray16.png",   "palette-short.png", "crc-idat.png", "crc-iend.png",
                            "no-iend.png",  "unknown-critical.png", "jpeg-junk.jpg",
-                           "crc-cut.png",  "jpeg-no-eoi.jpg"};
+                           "crc-cut.png",  "jpeg-no-eoi.jpg",   "jpeg-cut-marker.jpg"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char path[256], want_path[256];
         snprintf(path, sizeof path, "tests/images/%s", names[i]);
@@ -424,8 +426,9 @@ static void test_modes_as_pil(void **state)
     const char *refused[][2] = {
         {"crc-text.png", "corrupt PNG: tEXt: CRC error"},
         {"tail-cut.png", "corrupt PNG: truncated file (a chunk after the image data)"},
-        {"jpeg-junk.jpg", "corrupt JPEG: truncated (Premature end of JPEG file)"}}; // cut in half
-    for (int i = 0; i < 3; i++) {
+        {"idat-cut.png", "corrupt PNG: truncated file (a chunk after the image data)"},
+        {"jpeg-junk.jpg", "corrupt JPEG: truncated (Premature end of JPEG file)"}};
+    for (int i = 0; i < 4; i++) { // the last one cut in half
         char path[256];
         uint8_t buf[4096], *rgb;
         snprintf(path, sizeof path, "tests/images/%s", refused[i][0]);
@@ -435,7 +438,7 @@ static void test_modes_as_pil(void **state)
         fclose(f);
         int w, h;
         struct error e = {0};
-        assert_int_not_equal(image_decode(buf, i == 2 ? n / 2 : n, &rgb, &w, &h, &e), 0);
+        assert_int_not_equal(image_decode(buf, i == 3 ? n / 2 : n, &rgb, &w, &h, &e), 0);
         assert_string_equal(e.msg, refused[i][1]);
     }
 }

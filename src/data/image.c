@@ -46,7 +46,7 @@ static int too_big(long w, long h, struct error *e)
 struct jpeg_err {
     struct jpeg_error_mgr mgr;
     jmp_buf jump;
-    bool finishing; // every row out: the end of the data is no error (PIL stops there too)
+    volatile bool finishing; // every row out: the end of the data ends the read (as PIL's)
     char msg[JMSG_LENGTH_MAX];
 };
 
@@ -57,11 +57,12 @@ static void jpeg_fail(j_common_ptr cinfo)
     longjmp(je->jump, 1);
 }
 
-/* The end of the data before every row is out, a warning (level -1),
- * fails; other warnings and trace messages are ignored. */
+/* The end of the data, a warning (level -1), jumps back: an error before
+ * every row is out, the end of the read after; other warnings and trace
+ * messages are ignored. */
 static void jpeg_message(j_common_ptr cinfo, int level)
 {
-    if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF && !((struct jpeg_err *)cinfo->err)->finishing)
+    if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF)
         jpeg_fail(cinfo);
 }
 
@@ -118,9 +119,12 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
     je.mgr.output_message = jpeg_quiet;
     je.finishing = false;
     if (setjmp(je.jump)) {
+        bool rows_out = je.finishing && cinfo.err->msg_code == JWRN_JPEG_EOF; // a missing EOI
         jpeg_destroy_decompress(&cinfo);
-        free(out);
         free(line);
+        if (rows_out)
+            return *rgb = out, 0;
+        free(out);
         return error_set(e, "corrupt JPEG: %s%s%s", // the end of data: say truncated
                          cinfo.err->msg_code == JWRN_JPEG_EOF ? "truncated (" : "", je.msg,
                          cinfo.err->msg_code == JWRN_JPEG_EOF ? ")" : "");
@@ -155,7 +159,7 @@ static int jpeg_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, 
     jpeg_rows(&cinfo, out, line, stride);
     free(line);
     line = NULL;
-    je.finishing = true; // a missing EOI
+    je.finishing = true;
     jpeg_finish_decompress(&cinfo);
     jpeg_destroy_decompress(&cinfo);
     *rgb = out;
@@ -217,6 +221,7 @@ static int jpeg_encode(const uint8_t *rgb, int w, int h, int quality, unsigned c
 struct png_src {
     const unsigned char *buf;
     size_t n, at;
+    size_t row_at;           // at when the last row so far was decoded
     int type;                // the colour type as stored
     png_uint_32 height;
     bool reading, rows_out;  // in png_read_image; every row decoded (an error after that
@@ -238,6 +243,14 @@ static void png_fail(png_structp p, png_const_charp msg)
 static void png_warn(png_structp p, png_const_charp msg) { (void)p, (void)msg; }
 
 static int png_skip_chunk(png_structp p, png_unknown_chunkp chunk) { return (void)p, (void)chunk, 1; }
+
+/* A row decoded (libpng's user transform, which changes nothing). */
+static void png_row_at(png_structp p, png_row_infop row, png_bytep data)
+{
+    struct png_src *s = png_get_io_ptr(p);
+    s->row_at = s->at;
+    (void)row, (void)data;
+}
 
 static void png_from_memory(png_structp p, png_bytep out, size_t len)
 {
@@ -265,27 +278,26 @@ static void png_to_rgb(const uint8_t *rows, size_t stride, size_t channels, int 
 }
 
 /* Whether the chunks after the image data are whole, as PIL's load_end
- * reads them up to IEND: each one's data in the file (its CRC unread); a
- * short header or a name not of four letters, digits or '_' ends the walk.
- * They start at `at`, where libpng stopped after the image data; 0: where
- * it stopped is not known (an error after the last row), after the IDATs. */
+ * reads them up to IEND: from the one after the chunk where the last row's
+ * data ended (at: the offset of the byte after it), each chunk's data in the
+ * file (its CRC unread); a short header or a name not of four letters,
+ * digits or '_' ends the walk. */
 static bool png_tail_whole(const unsigned char *b, size_t n, size_t at)
 {
-    bool idat = false, tail = at > 0; // an IDAT met; a chunk after the image data
-    for (at = at ? at : 8; at + 8 <= n;) {
-        const unsigned char *tag = b + at + 4;
-        uint32_t len = (uint32_t)b[at] << 24 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at + 2] << 8 | b[at + 3];
+    bool tail = false;
+    for (size_t c = 8; c + 8 <= n;) {
+        const unsigned char *tag = b + c + 4;
+        uint32_t len = (uint32_t)b[c] << 24 | (uint32_t)b[c + 1] << 16 | (uint32_t)b[c + 2] << 8 | b[c + 3];
         bool name = true;
         for (int i = 0; i < 4; i++)
             name &= (tag[i] >= 'a' && tag[i] <= 'z') || (tag[i] >= 'A' && tag[i] <= 'Z') ||
                     (tag[i] >= '0' && tag[i] <= '9') || tag[i] == '_';
-        if (!name || !memcmp(tag, "IEND", 4))
+        if (tail && (!name || !memcmp(tag, "IEND", 4)))
             return true;
-        tail |= idat && memcmp(tag, "IDAT", 4) != 0;
-        idat |= !memcmp(tag, "IDAT", 4);
-        if (tail && n - at - 8 < len)
+        if (tail && n - c - 8 < len)
             return false;
-        at += 12 + (size_t)len;
+        tail |= c + 8 + (size_t)len >= at; // the last row's chunk: the tail is what follows
+        c += 12 + (size_t)len;
     }
     return true;
 }
@@ -296,6 +308,7 @@ static int png_rows(png_structp p, png_infop info, struct png_src *s, bool pixel
 {
     png_set_read_fn(p, s, png_from_memory);
     png_set_read_user_chunk_fn(p, NULL, png_skip_chunk);
+    png_set_read_user_transform_fn(p, png_row_at);
     png_set_user_limits(p, PNG_UINT_31_MAX, PNG_UINT_31_MAX); // too_big's bound, not libpng's 1e6
     png_set_crc_action(p, PNG_CRC_DEFAULT, PNG_CRC_ERROR_QUIT);
     png_read_info(p, info);
@@ -342,7 +355,7 @@ static int png_read(const unsigned char *buf, size_t n, uint8_t **rgb, int *w, i
         rc = png_rows(p, info, &src, rgb != NULL, e);
     *w = info ? (int)png_get_image_width(p, info) : 0;
     *h = (int)src.height;
-    if (rc == 0 && rgb && !png_tail_whole(buf, n, src.rows_out ? 0 : src.at))
+    if (rc == 0 && rgb && !png_tail_whole(buf, n, src.row_at))
         rc = error_set(e, "corrupt PNG: truncated file (a chunk after the image data)");
     if (rc == 0 && rgb) {
         png_colorp pal = NULL;

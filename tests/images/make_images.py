@@ -10,7 +10,7 @@ Run with Debian's python3-pil; the committed files came from Pillow 9.4.
 ycck.jpg (YCCK, which PIL cannot write) comes from write_ycck.c; this script
 writes its .rgb when the file is there. The files written byte by byte
 (crafted()) are damaged ones that PIL and libjpeg or libpng left to their
-defaults decide differently; the two PIL refuses get no .rgb."""
+defaults decide differently; the ones PIL refuses get no .rgb."""
 import io
 import os
 import struct
@@ -40,11 +40,13 @@ def chunk(tag, data, bad_crc=False):
 def crafted():
     """Files as bytes: a JPEG with 2 extraneous bytes before its scan and a
     restart marker in the middle of its data (libjpeg warns, PIL reads what
-    it decodes); one whose EOI is missing (junk instead); a 4-bit palette
+    it decodes); one whose EOI is missing (junk instead), one that ends
+    inside a marker after its scan; a 4-bit palette
     whose indices run past its 5 PLTE entries; RGB files with a bad IDAT CRC,
     a bad IEND CRC, no IEND, the IDAT's CRC cut short, an unknown critical
     chunk before the image data; refused: a tEXt chunk with a bad CRC before
-    the image data, one cut short after it."""
+    the image data, one cut short after it, an IDAT after the one where the
+    rows end (holding the zlib checksum) cut short."""
     rows = pattern(3, 9)
     rgb = b"".join(b"\0" + rows[y].tobytes() for y in range(H))
     idx = b"".join(b"\0" + bytes(((2 * x + y) % 16) << 4 | ((2 * x + 1 + y) % 16)
@@ -60,6 +62,7 @@ def crafted():
     return {
         "jpeg-junk.jpg": j[:sos] + b"\x00\x01" + j[sos:mid] + b"\xff\xd3" + j[mid + 2:],
         "jpeg-no-eoi.jpg": j[:eoi] + b"junk" * 4,
+        "jpeg-cut-marker.jpg": j[:eoi] + b"junk" * 4 + b"\xff\xda\x00",
         "palette-short.png": sig + ihdr(4, 3) + chunk(b"PLTE", bytes(range(10, 25)))
         + chunk(b"IDAT", zlib.compress(idx)) + end,
         "crc-idat.png": head + chunk(b"IDAT", z[:20], True) + chunk(b"IDAT", z[20:]) + end,
@@ -67,6 +70,7 @@ def crafted():
         "no-iend.png": head + chunk(b"IDAT", z),
         "crc-cut.png": head + chunk(b"IDAT", z)[:-2],
         "tail-cut.png": head + chunk(b"IDAT", z) + chunk(b"tEXt", b"Comment\0" + b"x" * 40)[:30],
+        "idat-cut.png": head + chunk(b"IDAT", z[:-4]) + chunk(b"IDAT", z[-4:])[:10],
         "unknown-critical.png": head + chunk(b"XCRT", b"data") + chunk(b"IDAT", z) + end,
         "crc-text.png": head + chunk(b"tEXt", b"Comment\0x", True) + chunk(b"IDAT", z) + end,
     }
@@ -97,7 +101,7 @@ def main(out):
     names += ["ycck.jpg"] if os.path.exists(os.path.join(out, "ycck.jpg")) else []
     for name in names:
         path = os.path.join(out, name)
-        if name in ("crc-text.png", "tail-cut.png"):
+        if name in ("crc-text.png", "tail-cut.png", "idat-cut.png"):
             try:
                 Image.open(path).convert("RGB")
                 sys.exit("%s: PIL read it" % name)
