@@ -186,7 +186,9 @@ int dataset_files_make(const struct config *c, struct error *e)
 {
     char dir[PATH_MAX], name[64];
     const struct dataset_kind *made;
-    if (!c->dataset.make[0] || !dataset_kind_of(c)->labelled || dataset_present(c))
+    struct stat st;
+    if (!c->dataset.make[0] || !dataset_kind_of(c)->labelled || dataset_present(c) ||
+        (stat(c->dataset.path, &st) == 0 && S_ISREG(st.st_mode))) // a file: the reader says why
         return 0;
     if (gen_spec_check(c->dataset.make, &made, name, sizeof name, e))
         return error_wrap(e, "dataset.make");
