@@ -287,7 +287,7 @@ static bool png_tail_whole(const unsigned char *b, size_t n, size_t at)
     bool tail = false;
     for (size_t c = 8; c + 8 <= n;) {
         const unsigned char *tag = b + c + 4;
-        uint32_t len = (uint32_t)b[c] << 24 | (uint32_t)b[c + 1] << 16 | (uint32_t)b[c + 2] << 8 | b[c + 3];
+        png_uint_32 len = png_get_uint_32(b + c);
         bool name = true;
         for (int i = 0; i < 4; i++)
             name &= (tag[i] >= 'a' && tag[i] <= 'z') || (tag[i] >= 'A' && tag[i] <= 'Z') ||
