@@ -418,6 +418,22 @@ static void test_target_au(void **state)
     assert_non_null(strstr(T()->trials[T()->best].decision, "reaches 1e-07"));
     assert_int_equal(T()->best, 0); // the config as given, the cheapest: it says so
     assert_non_null(strstr(T()->statement, "the cheapest setting raced whose measured AU"));
+    /* a target reached by a race too short for an interval (the budget ended
+     * it after a round): the recommendation says so, never "[nan, nan]" */
+    setup(&backend_cpu, 3e-3, 1e-3, 4, 5, true);
+    fx.o.target_au = 0.8;
+    run();
+    assert_int_equal(T()->outcome, TUNE_TARGET);
+    fx.res.tune->gain.ci95[0] = fx.res.tune->gain.ci95[1] = NAN, fx.res.tune->gain.units = 1;
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    report_tune_choice(f, &fx.res, "# ", "#   ");
+    fclose(f);
+    assert_null(strstr(text, "nan"));
+    assert_non_null(strstr(text, "(too few rounds for an interval)"));
+    assert_non_null(strstr(text, "paired over 1 round\n"));
+    free(text);
 }
 
 /* Nothing to race, and the statement says why: the model predicts no other
@@ -630,6 +646,16 @@ static void test_memory(void **state)
     run();
     assert_true(knobs(1).num_workers == 3 && knobs(1).pin_memory);
     assert_false(T()->assumed & 1u << TUNE_COST_PINNED);
+    /* room for the config as given alone: nothing raced, and the statement
+     * names the memory, not the model (which predicts workers faster) */
+    setup(&backend_cpu, 10e-3, 1e-3, 4, 1, true);
+    fx.x.batch_bytes = fx.o.est.batch = 100;
+    fx.o.est.loader = 100, fx.o.est.dataset = 1000;
+    fx.o.max_bytes = 1000 + 100 + 50;
+    run();
+    assert_int_equal(fx.res.n_runs, 1);
+    assert_int_equal(T()->outcome, TUNE_KEEP_FASTEST);
+    assert_non_null(strstr(T()->statement, "leaves no room for another setting"));
 }
 
 /* A stop in the race: what was measured stays, no run without an epoch, no

@@ -121,6 +121,28 @@ if [ "$rc" -eq 130 ]; then ok; else bad "interrupted --tune: exit $rc: $(tail -3
 check "t['outcome'] == 'stopped' and t['best'] is None and 'interrupted' in t['statement'] and all(len(r['epochs']) > 0 for r in d['runs']) and d['interrupted']" \
     "$TMP/stop.json" "interrupted --tune"
 
+# the rounds a decision quotes are the ones paired with the config as given's (its vs_given)
+check "all(tr['decision'].startswith('profiled') or tr['decision'].startswith('left') or 'after %d round' % tr['vs_given']['rounds'] in tr['decision'] for tr in t['trials'][1:])" \
+    "$TMP/stop.json" "interrupted --tune: a decision quotes other rounds than its pair"
+
+# ---- no recommendation: an earlier run's NAME-tuned.yaml is removed (a script
+# running DIR/NAME-tuned.yaml would run that earlier choice as this run's), and said
+mkdir -p "$TMP/stale" && echo "# an earlier run's" >"$TMP/stale/tutorial-tuned.yaml"
+"$BIN" --tune -c configs/tutorial.yaml --out "$TMP/stale" >"$TMP/stale.out" 2>"$TMP/stale.err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "no recommendation" "$TMP/stale.out" && [ ! -e "$TMP/stale/tutorial-tuned.yaml" ] &&
+   grep -q "tutorial-tuned.yaml, an earlier run's, removed" "$TMP/stale.err"
+then ok; else bad "no recommendation over an earlier NAME-tuned.yaml: exit $rc: $(ls "$TMP/stale"; cat "$TMP/stale.err")"; fi
+
+# a stop as a trial's run finishes (each trial's phases are named, as a run's are)
+DPBENCH_TEST_SIGNAL_AT="finishing the run" "$BIN" --tune -c configs/tutorial.yaml \
+    --set dataset.length=600 --set dataset.sample_cost_us=100 --set tune.budget_s=10 \
+    --format json >"$TMP/fin.json" 2>"$TMP/fin.err"
+rc=$?
+if [ $rc -eq 130 ]; then ok; else bad "--tune stopped as a trial finishes: exit $rc: $(tail -3 "$TMP/fin.err")"; fi
+check "t['outcome'] == 'stopped' and d['interrupted'] and all(len(r['epochs']) > 0 for r in d['runs'])" \
+    "$TMP/fin.json" "--tune stopped as a trial finishes"
+
 # a stop while the dataset is generated: said, 130, like a run without --tune
 DPBENCH_TEST_SIGNAL_AT="generating the dataset" "$BIN" --tune -c configs/tutorial.yaml \
     --set dataset.length=600 >/dev/null 2>"$TMP/gen.err"
@@ -214,6 +236,11 @@ if rc == 0:
     assert len(got) > W0 + E0 and all(math.isfinite(x) for x in got), got
 else:
     assert tune["tune"]["outcome"] == "stopped" and "--tune trial 0 (num_workers=0): the loss became" in err, err
+    # the failed trial's run says so, as a plain run's does, and so does its decision
+    run0, tr0 = tune["runs"][0], tune["tune"]["trials"][0]
+    assert run0["failed"] and "the loss became" in run0["stopped"], run0.get("stopped")
+    assert tr0["decision"].startswith("failed: the loss became"), tr0["decision"]
+    assert tune["rounds"]["end"] in ("failed", "time budget", "decided", "undecidable", "round cap"), tune["rounds"]
 PY
     then ok; else bad "--tune with train.lr $v: exit $rt (the run's: $rp): $(cat "$TMP/dv.err")"; fi
 done

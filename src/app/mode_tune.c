@@ -22,9 +22,12 @@ static int tune_measure(struct app *a, const struct backends *bes, struct comm *
 static int tune_files(const struct app *a, const char *dir, struct error *e)
 {
     char tuned[4400];
-    if (tune_write_yaml(&a->res, dir, tuned, sizeof tuned, e))
+    int rc = tune_write_yaml(&a->res, dir, tuned, sizeof tuned, e);
+    if (rc < 0)
         return error_wrap(e, "tuned config not written");
-    if (tuned[0])
+    if (rc == 1)
+        fprintf(stderr, "dpbench: no recommendation: %s, an earlier run's, removed\n", tuned);
+    else if (tuned[0])
         fprintf(stderr, "dpbench: tuned config written to %s\n", tuned);
     return 0;
 }

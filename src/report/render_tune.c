@@ -45,11 +45,16 @@ void report_tune_choice(FILE *f, const struct results *r, const char *head, cons
     const struct run_result *b = &r->runs[t->best];
     if (t->best == 0)
         fprintf(f, "%srecommendation: keep the config as given (%s)\n", head, t->statement);
-    else
+    else if (isfinite(g->ci95[0]) && isfinite(g->ci95[1]))
         fprintf(f, "%srecommendation (trial %d): %s\n%s%.2fx the speed of the config as given, "
                 "95%% interval [%.2f, %.2f]: its epoch %.2fx the given's [%.2f, %.2f], paired "
-                "over %d rounds\n", head, t->best, b->label, sub, 1 / g->ratio, 1 / g->ci95[1],
-                1 / g->ci95[0], g->ratio, g->ci95[0], g->ci95[1], g->units);
+                "over %d round%s\n", head, t->best, b->label, sub, 1 / g->ratio, 1 / g->ci95[1],
+                1 / g->ci95[0], g->ratio, g->ci95[0], g->ci95[1], g->units, g->units == 1 ? "" : "s");
+    else // target AU: a choice by its AU, where the race may have had too few rounds
+        fprintf(f, "%srecommendation (trial %d): %s\n%s%.2fx the speed of the config as given "
+                "(too few rounds for an interval): its epoch %.2fx the given's, paired over %d "
+                "round%s\n", head, t->best, b->label, sub, 1 / g->ratio, g->ratio, g->units,
+                g->units == 1 ? "" : "s");
     char in[40] = "of the profile"; // where nothing was raced
     if (b->n_rounds)
         snprintf(in, sizeof in, "in %d round%s", b->n_rounds, b->n_rounds == 1 ? "" : "s");

@@ -219,6 +219,17 @@ int report_check_replace(const char *dir, const char *name, const char *stamp, c
     return 0;
 }
 
+int report_remove_text(const char *dir, const char *name, const char *stamp, const char *ext,
+                       char *path, size_t n, struct error *e)
+{
+    char base[CONFIG_STR + 64];
+    result_base(name, stamp, base, sizeof base);
+    snprintf(path, n, "%s/%s.%s", dir, base, ext);
+    if (unlink(path) == 0)
+        return 1;
+    return errno == ENOENT ? 0 : error_set(e, "%s: cannot remove: %s", path, strerror(errno));
+}
+
 int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,
                       bool replace, const char *text, char *path, size_t n, struct error *e)
 {

@@ -61,8 +61,9 @@ int run_result_add_round(struct run_result *run, struct run_result *more, int r,
         run->interrupted |= more->interrupted;
         run->failed |= more->failed;
         run->together = more->together;
-        if (more->stopped[0])
-            snprintf(run->stopped, sizeof run->stopped, "round %d: %s", r + 1, more->stopped);
+        if (more->stopped[0]) // (--tune's profile turns are in no round)
+            snprintf(run->stopped, sizeof run->stopped, r < 0 ? "%.0d%s" : "round %d: %s", r + 1,
+                     more->stopped);
     }
     run_result_free(more);
     return run_result_mark_round(run, from, r, k, load, e);

@@ -651,7 +651,10 @@ struct train *train_open(const struct config *c, const struct dataset *d,
         return error_set(e, "out of memory"), NULL;
     train_init(t, c, d, be, NULL, out, NULL);
     t->cycle = cycle > 0 ? cycle : t->cycle;
-    if (train_setup(t, e)) {
+    const char *before = signals_phase("setting up the run (the loader, the replicas)");
+    int rc = train_setup(t, e);
+    signals_phase(before);
+    if (rc) {
         train_free(t, -1);
         free(t);
         return NULL;
@@ -667,14 +670,19 @@ int train_more(struct train *t, struct run_result *out, long n, struct error *e)
         return error_set(e, "out of memory");
     out->epochs = ep, t->out = out;
     t->total_epochs = until;
+    const char *before = signals_phase(t->ep < warm ? "running the warmup epochs"
+                                                    : "running the epochs");
     int epoch = train_epochs(t, t->total_epochs, e);
-    return epoch == EPOCH_FAILED ? -1 : epoch == EPOCH_STOP;
+    signals_phase(before);
+    return epoch == EPOCH_FAILED ? train_failed(t, e) : epoch == EPOCH_STOP; // out says why
 }
 
 int train_close(struct train *t, struct run_result *out, struct error *e)
 {
     t->out = out;
+    const char *before = signals_phase("finishing the run (final parameters, the eval split)");
     int rc = train_finish(t, e);
+    signals_phase(before);
     t->out->interrupted = false; // the search's stops are its own
     train_free(t, 0);
     free(t);

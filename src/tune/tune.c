@@ -98,6 +98,7 @@ struct search {
     bool out[TUNE_MAX_TRIALS];      // left the race
     int n_race, epochs[TUNE_MAX_TRIALS]; // the points raced, and each one's epochs a round
     bool undecidable;          // the race ended where its cap could decide nothing open
+    bool no_room;              // a candidate did not fit in memory beside the others
     double t0;
     struct error *e;
 };
@@ -342,7 +343,7 @@ static bool fits_beside(const struct search *s, const int *out, int n, int j)
  * (the profile cannot tell them apart), or the next best where the workers
  * are not searched; target AU: the cheapest predicted to reach it (else the
  * highest AU) and its cheaper and dearer neighbours. */
-static int pick(const struct search *s, int *out)
+static int pick(struct search *s, int *out)
 {
     const struct tune_setting *sp = s->t->space;
     const struct run_result *given = s->res->runs;
@@ -358,7 +359,9 @@ static int pick(const struct search *s, int *out)
                          (pass < 3 && sp[j].k.num_workers != sp[0].k.num_workers + (long[]){0, -1, 1}[pass]);
             for (int i = 0; i < n && !taken; i++)
                 taken = out[i] == j;
-            if (taken || !fits_beside(s, out, n, j))
+            bool fit = !taken && fits_beside(s, out, n, j);
+            s->no_room |= !taken && !fit;
+            if (!fit)
                 continue;
             if (pass == 0 || pass == 3 || sp[j].estimate_s < tie ||
                 pipeline_epoch(&free, &sp[j].k, s->t->batches) < sp[0].estimate_s)
@@ -379,9 +382,12 @@ static int pick(const struct search *s, int *out)
     while (down > 0 && cost_of(&sp[down - 1].k) == cost_of(&sp[down].k))
         down--;
     int around[3] = {down, c, up < m ? up : -1};
-    for (int i = 0; i < 3; i++)
-        if (around[i] >= 0 && n < CANDIDATES && fits_beside(s, out, n, around[i]))
+    for (int i = 0; i < 3; i++) {
+        bool fit = around[i] >= 0 && n < CANDIDATES && fits_beside(s, out, n, around[i]);
+        s->no_room |= around[i] >= 0 && n < CANDIDATES && !fit;
+        if (fit)
             out[n++] = around[i];
+    }
     return n;
 }
 
@@ -394,14 +400,19 @@ static int race_measure(void *search, int p, int r, int k, struct error *e)
     return (void)e, s->out[p] ? 0 : rc;
 }
 
-/* The raced point from `from` on with the lowest median of round medians; -1: none. */
+/* The raced point from `from` on with the lowest time paired with the
+ * config as given's (the table's estimate; the given's own is 1); -1: none. */
 static int leader(const struct search *s, int from)
 {
     int best = -1;
-    for (int p = from; p < s->n_race; p++)
-        if (!s->out[p] && (best < 0 || report_round_median(&s->res->runs[s->race[p]]) <
-                                           report_round_median(&s->res->runs[s->race[best]])))
-            best = p;
+    double lowest = NAN;
+    for (int p = from; p < s->n_race; p++) {
+        struct ratio q = {.ratio = 1};
+        if (!s->out[p] && p > 0)
+            report_pair(s->res, 0, s->race[p], &q);
+        if (!s->out[p] && (best < 0 || q.ratio < lowest || isnan(lowest)))
+            best = p, lowest = q.ratio;
+    }
     return best;
 }
 
@@ -503,14 +514,13 @@ static const char *interval(const struct ratio *q, char buf[40])
  * given (the table's numbers); c's pair returned. */
 static struct ratio quote_race(struct search *s, int c)
 {
-    struct tune_result *t = s->t;
     int lead = leader(s, 0);
     struct ratio g = {.ratio = 1, .ci95 = {1, 1}, .verdict = VERDICT_SLOWER}; // c's
     char ci[40];
     for (int p = 1; p < s->n_race; p++) {
         struct ratio q;
-        int n = t->trials[s->race[p]].rounds;
         report_pair(s->res, 0, s->race[p], &q);
+        int n = q.units; // the rounds paired with the config as given's (a stop may cut one)
         if (!s->out[p] && n > 0) // none yet (a stop in the first round): as profiled
             snprintf(DECISION(s, s->race[p]), "%s after %d round%s: %.2fx the config as given's "
                      "time %s, %s", p == lead ? "leader" : "raced", n, n == 1 ? "" : "s",
@@ -632,6 +642,8 @@ static void finish(struct search *s)
         }
         s->res->runs[n] = s->res->runs[i];
         t->trials[n] = t->trials[i];
+        if (s->res->runs[n].failed)
+            snprintf(DECISION(s, n), "failed: %s", s->res->runs[n].stopped);
         t->best = t->best == i ? n : t->best;
         struct pipeline_knobs k = pipeline_knobs_of(&s->res->runs[n].cfg);
         t->trials[n].predicted_s = t->batches ? pipeline_epoch(&t->costs, &k, t->batches) : NAN;
@@ -671,7 +683,11 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     if (st == STEP_ON && spent(&s))
         st = conclude(&s, TUNE_KEEP_BUDGET, 0, "tune.budget_s (%g s) ran out in the profile: "
                       "nothing raced", o->budget_s);
-    if (st == STEP_ON && (n = pick(&s, cand)) == 0)
+    if (st == STEP_ON && (n = pick(&s, cand)) == 0 && s.no_room)
+        st = conclude(&s, TUNE_KEEP_FASTEST, 0, "nothing to race: the memory for the trials "
+                      "(%.0f MiB: --max-memory, else what the machine has free) leaves no room "
+                      "for another setting beside the config as given", o->max_bytes / 1048576.0);
+    if (st == STEP_ON && n == 0)
         st = conclude(&s, TUNE_KEEP_FASTEST, 0, t->n_space > 1 ? "nothing to race: the model "
                       "predicts none of the other %d settings in reach faster than the config as "
                       "given" : "nothing to race: tune.knobs and tune.max_workers leave no setting "
@@ -684,6 +700,8 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
             st = STEP_FAILED;
     if ((st == STEP_STOPPED || st == STEP_FAILED) && s.n_race)
         quote_race(&s, 0);
+    else if (st == STEP_STOPPED || st == STEP_FAILED) // in the profile: no round ran
+        res->rounds_end = st == STEP_FAILED ? "failed" : "stopped";
     if (st == STEP_STOPPED || st == STEP_FAILED)
         conclude(&s, TUNE_STOPPED, -1, "%s %s: the trials keep what they measured; no "
                  "recommendation without a complete race", st == STEP_FAILED ? "stopped by an "

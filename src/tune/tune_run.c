@@ -133,8 +133,10 @@ int tune_write_yaml(const struct results *res, const char *dir, char *path, size
 {
     struct config c;
     path[0] = '\0';
-    if (!res->tune || res->tune->best < 0)
+    if (!res->tune)
         return 0;
+    if (res->tune->best < 0) // an earlier run's choice would pass for this one's
+        return report_remove_text(dir, res->cfg.name, "tuned", "yaml", path, n, e);
     if (config_copy(&c, &res->cfg))
         return error_set(e, "out of memory");
     const struct run_result *best = &res->runs[res->tune->best];
