@@ -83,6 +83,13 @@ for u in "${users[@]}"; do
     as $u "-v 500000" --set loader.num_workers=64 --set dataset.length=10000 --out D
     check "$u ulimit -v 500000, 64 workers" 2 "RLIMIT_AS, ulimit -v" "64 thread stacks" \
         "lower loader.num_workers"
+    # ... and the limit it names is enough (it was rounded down: that limit
+    # was refused again, naming itself)
+    kb=$(grep -o 'at least [0-9]*' "$TMP/err" | grep -o '[0-9]*$')
+    as $u "-v ${kb:-0}" --set loader.num_workers=64 --set dataset.length=10000 \
+        --set train.epochs=1 --out D
+    if [ -n "$kb" ] && ! grep -q "RLIMIT_AS" "$TMP/err"; then ok
+    else bad "$u ulimit -v ${kb:-?} (the limit named): exit $rc: $(head -c 300 "$TMP/err")"; fi
     # ... and a limit that fits runs
     as $u "-v 4000000" --set train.epochs=2 --out D
     if [ "$rc" -eq 0 ] && ls "$TMP"/run/D/*.json >/dev/null 2>&1; then ok

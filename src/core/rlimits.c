@@ -188,9 +188,11 @@ static void rlimits_preinit(int argc, char **argv, char **envp)
                        "dpbench: the address-space limit (RLIMIT_AS, ulimit -v) is %.0f MiB; "
                        "OpenBLAS needs more to start: a %.0f MiB buffer for each of its %ld "
                        "thread%s and a %.0f MiB stack for each but the first, %.0f MiB with "
-                       "what is mapped now: raise ulimit -v to at least %zu (KiB)%s\n",
+                       "what is mapped now: raise ulimit -v to at least %zu (KiB) for it to "
+                       "start (the run's data and threads need more; dpbench then says how "
+                       "much)%s\n",
                        mib(limit), mib(BLAS_BUFFER), threads, threads == 1 ? "" : "s",
-                       mib(thread_stack()), mib(need), need / 1024,
+                       mib(thread_stack()), mib(need), (need + 1023) / 1024,
                        threads > 1 ? ", or set OPENBLAS_NUM_THREADS=1 (fewer threads)" : "");
     if (write(STDERR_FILENO, msg, len > 0 && len < (int)sizeof msg ? (size_t)len : 0) < 0)
         _exit(2);
@@ -220,7 +222,7 @@ int rlimits_check_space(size_t data, size_t threads, size_t callers, struct erro
         return 0;
     char more[160] = "";
     if (ok)
-        snprintf(more, sizeof more, " to at least %zu (KiB)", need / 1024);
+        snprintf(more, sizeof more, " to at least %zu (KiB)", need / 1024 + (need % 1024 > 0));
     return error_set(e, "the address-space limit (RLIMIT_AS, ulimit -v) is %.0f MiB and %.0f MiB "
                         "of it is mapped; the run needs about %.0f MiB more (data and buffers "
                         "%.0f, %zu thread stacks %.0f, OpenBLAS's buffers for %zu thread%s %.0f, "
