@@ -415,15 +415,32 @@ import re, sys
 lines = open(sys.argv[1]).read().splitlines()
 prog = [l for l in lines if l.startswith("progress:")]
 pat = re.compile(r"progress: round ([12])/2, point ([12])/2, epoch (\d+)/11, batch \d+/4, "
-                 r"elapsed ([\d.]+) s, remaining ~([\d.]+) s$")
+                 r"elapsed ([\d.]+) s, remaining (?:~([\d.]+) s|unknown)$")
 got = [pat.match(l) for l in prog]
 assert len(prog) >= 2 and all(got), prog
+assert all(m.group(5) for m in got[1:]), prog  # unknown only before a batch has run
 t = [float(m.group(4)) for m in got]
 # one line a second at most: the printed elapsed times (0.1 s steps) are >= 0.9 s apart
 assert all(b - a >= 0.9 for a, b in zip(t, t[1:])), t
 assert {m.group(1) for m in got} == {"1", "2"} and {m.group(2) for m in got} == {"1", "2"}, prog
 PY
 then ok; else bad "progress lines: $(cat "$TMP/slow.err")"; fi
+# ... the pace is measured from the first batch, not from the start: the
+# setup (data made, BLAS timed: seconds here) counted as the first batch's
+# time once estimated 61 hours for a 30 s run
+t0=$(date +%s%N)
+"$BIN" -c configs/large.yaml --set train.epochs=20 --format json >/dev/null 2>"$TMP/pace.err"
+if python3 - "$TMP/pace.err" "$((($(date +%s%N) - t0) / 1000000))" <<'PY'
+import re, sys
+lines = [l for l in open(sys.argv[1]).read().splitlines() if l.startswith("progress:")]
+total = float(sys.argv[2]) / 1e3  # seconds
+est = [(float(a), float(b)) for a, b in
+       (re.search(r"elapsed ([\d.]+) s, remaining ~([\d.]+) s", l).groups() for l in lines
+        if "remaining ~" in l)]
+# an estimate may be off by the pace's noise, not by orders of magnitude
+assert est and all(e + r < 5 * total + 5 for e, r in est), (total, lines)
+PY
+then ok; else bad "progress pace: $(cat "$TMP/pace.err")"; fi
 # ---- interleaved rounds: each round runs every point once, in an order
 # shuffled per round from the seed; each run says where it stood in each
 "$BIN" -c $T --set dataset.sample_cost_us=50 --sweep parallel.replicas=1,2,3 --repeat 8 --format json >"$TMP/rounds.json" 2>"$TMP/err"

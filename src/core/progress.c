@@ -16,6 +16,8 @@ static struct {
     bool fixed;         // exactly `rounds`
     double budget_s;    // the rounds' time limit, 0 = none
     double start, last;
+    double pace_t, pace_f; // at the first batch: the pace is measured from there, not
+                           // from the start (setup would count as the first batch's)
     bool shown;         // a live line is on the terminal
     bool trial;         // --tune's trials, not a sweep's points
     char settings[128]; // the trial's settings
@@ -27,6 +29,7 @@ void progress_init(enum progress_mode mode)
     pg.n_points = pg.rounds = 1;
     pg.fixed = true;
     pg.start = pg.last = now_seconds();
+    pg.pace_t = pg.pace_f = NAN;
 }
 
 void progress_rounds(int max_rounds, int points, bool fixed, double budget_s)
@@ -82,7 +85,8 @@ static void line(long ep, long epochs, long k, long batches, double t)
         fflush(stderr);
         return;
     }
-    double f = done_share(ep, k, batches), left_s = f > 0 ? elapsed * (1 - f) / f : NAN;
+    double f = done_share(ep, k, batches);
+    double left_s = f > pg.pace_f ? (t - pg.pace_t) * (1 - f) / (f - pg.pace_f) : NAN;
     if (!pg.fixed && pg.budget_s > 0 && !(left_s < pg.budget_s - elapsed))
         left_s = pg.budget_s > elapsed ? pg.budget_s - elapsed : 0;
     char left[48] = "unknown";
@@ -104,6 +108,8 @@ void progress_batch(long ep, long epochs, long k, long batches)
     if (pg.mode == PROGRESS_OFF)
         return;
     double t = now_seconds();
+    if (isnan(pg.pace_t))
+        pg.pace_t = t, pg.pace_f = done_share(ep, k, batches);
     if (pg.mode == PROGRESS_LINES) {
         if (t - pg.last >= LINES_PERIOD_S) {
             pg.last = t;
