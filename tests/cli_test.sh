@@ -86,6 +86,10 @@ expect 0 "per replica step" -- -c configs/tutorial.yaml --set parallel.replicas=
 "$BIN" -c configs/tutorial.yaml --format csv >"$TMP/c.csv"
 if head -1 "$TMP/c.csv" | grep -q '^run,point,epoch,seconds' && [ "$(wc -l <"$TMP/c.csv")" -eq 11 ]; then ok
 else bad "CSV output: $(head -3 "$TMP/c.csv")"; fi
+# host_seconds: null in the JSON on the cpu (nothing issued to a device), so
+# an empty field in the CSV, not 0
+if python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert all(x["host_seconds"] == "" and x["copy_seconds"] == "0" for x in r), r[0]' "$TMP/c.csv"; then ok
+else bad "CSV host_seconds on the cpu: $(head -2 "$TMP/c.csv")"; fi
 
 # sweeps: one row per point, and one JSON run per point
 expect 0 "loader.num_workers=2 parallel.replicas=3" -- -c configs/tutorial.yaml \

@@ -41,7 +41,8 @@ int report_csv(FILE *f, const struct results *r)
                     continue;
                 double v = c->value(run, k);
                 fputc(',', f);
-                if (!(isnan(v) && (c->flags & COL_BLANK_NAN)))
+                if (!(isnan(v) && (c->flags & COL_BLANK_NAN)) &&
+                    !(v == 0 && (c->flags & COL_JSON_ZERO_NULL))) // as the JSON's null
                     fprintf(f, c->csv_fmt, v);
             }
             fputc('\n', f);

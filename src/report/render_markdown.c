@@ -49,7 +49,9 @@ static void md_row(FILE *f, const struct results *r, int i)
         fputs(" - |", f);
     md_num(f, " %.0f |", s->samples_per_s);
     md_num(f, " %.6g |", s->final_loss);
-    if (r->n_runs > 1 && isfinite(s->speedup))
+    if (r->n_runs > 1 && i == 0)
+        fputs(" 1.00x (first) |", f); // as the text table has it
+    else if (r->n_runs > 1 && isfinite(s->speedup))
         fprintf(f, " %.3gx %s |", s->speedup, verdict_name(s->speedup_verdict));
     else
         fputs(" - |", f);

@@ -87,15 +87,15 @@ static void text_floor(FILE *f, const struct run_result *run)
     else if (run->cfg.loader.num_workers == 0)
         fprintf(f, "gather %.3g + compute %.3g", 1e3 * fl->gather_s, 1e3 * fl->compute_s);
     else if (fl->overlapped)
-        fprintf(f, "overlapped: %ld workers gathering while the step's BLAS runs, measured "
+        fprintf(f, "overlapped: %ld worker%s gathering while the step's BLAS runs, measured "
                    "together; apart the larger of loading %.3g = gather %.3g over the workers, "
-                   "and compute %.3g",
-                run->cfg.loader.num_workers, 1e3 * fl->loading_s, 1e3 * fl->gather_s,
+                   "and compute %.3g", run->cfg.loader.num_workers,
+                run->cfg.loader.num_workers == 1 ? "" : "s", 1e3 * fl->loading_s, 1e3 * fl->gather_s,
                 1e3 * fl->compute_s);
     else
-        fprintf(f, "the larger of loading %.3g = gather %.3g over %ld workers, and compute %.3g",
+        fprintf(f, "the larger of loading %.3g = gather %.3g over %ld worker%s, and compute %.3g",
                 1e3 * fl->loading_s, 1e3 * fl->gather_s, run->cfg.loader.num_workers,
-                1e3 * fl->compute_s);
+                run->cfg.loader.num_workers == 1 ? "" : "s", 1e3 * fl->compute_s);
     fprintf(f, "); median epoch %.3g ms = %.2fx\n", 1e3 * run->sum.median_s, run->sum.floor_ratio);
 }
 
@@ -474,8 +474,8 @@ static void knob_text(const struct results *r, const struct knob_effect *k, char
     if (k->same_work)
         snprintf(buf, n, "%s: no effect here (%s does the same work)", k->key, v);
     else if (isnan(q->ci95[0]))
-        snprintf(buf, n, "%s: %s instead %.2fx the time, undecided (%d rounds: an interval "
-                 "needs 6)", k->key, v, q->ratio, q->units);
+        snprintf(buf, n, "%s: %s instead %.2fx the time, undecided (%d round%s: an interval "
+                 "needs 6)", k->key, v, q->ratio, q->units, q->units == 1 ? "" : "s");
     else if (q->verdict == VERDICT_SAME)
         snprintf(buf, n, "%s: no measurable effect here (%s instead %.2fx the time, %.2f-%.2f)",
                  k->key, v, q->ratio, q->ci95[0], q->ci95[1]);
@@ -585,9 +585,10 @@ static int text_tune(FILE *f, const struct results *r)
     if (t->batches)
         fprintf(f, "# profile, per batch: load %.3f ms on one thread, hand-off %.3f ms at each "
                 "end (+%.3f ms a thread beyond the cores), step %.3f ms (+%.3f ms the loop's own), device %.3f ms, "
-                "copy %.3f ms pageable, %.3f ms pinned; %.0f cores; %d settings predicted (JSON: "
+                "copy %.3f ms pageable, %.3f ms pinned; %.0f core%s; %d settings predicted (JSON: "
                 "tune.predicted)\n", 1e3 * c->load, 1e3 * c->handoff, 1e3 * c->contend, 1e3 * c->host,
-                1e3 * c->loop, 1e3 * c->compute, 1e3 * c->copy[0], 1e3 * c->copy[1], c->cores, t->n_space);
+                1e3 * c->loop, 1e3 * c->compute, 1e3 * c->copy[0], 1e3 * c->copy[1], c->cores,
+                c->cores == 1 ? "" : "s", t->n_space);
     for (int i = 0, n = 0; i < TUNE_N_COSTS; i++) // what no profile run measured
         if (t->assumed >> i & 1)
             fprintf(f, "%s%s", n++ ? ", " : "# not measured, taken as above (JSON names): ",

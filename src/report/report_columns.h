@@ -12,7 +12,7 @@
 
 enum {
     COL_BLANK_NAN = 1,  // a missing value (NAN) is "-" in the text table, empty in the CSV
-    COL_JSON_ZERO_NULL = 2, // 0 means nothing was measured: null in the JSON
+    COL_JSON_ZERO_NULL = 2, // 0 means nothing was measured: null in the JSON, empty in the CSV
     COL_TEXT_AS_IS = 4,     // the value is in text_unit already: the text table does not scale it
 };
 
