@@ -227,6 +227,10 @@ mkdir -p "$B/cifar0" && cp "$G/cifar"/* "$B/cifar0/" && : >"$B/cifar0/data_batch
 expect 2 "cifar0/data_batch_2.bin: empty file (0 bytes), expected CIFAR-10 records" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar0"
 mkdir -p "$B/cifar1" && cp "$G/cifar"/* "$B/cifar1/" && truncate -s 3100 "$B/cifar1/data_batch_3.bin"
 expect 2 "cifar1/data_batch_3.bin: 3100 bytes is not a multiple of 3073 (1 label byte + 3072 pixel bytes per record): truncated, its last record has 27 of its 3073 bytes" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar1"
+# CIFAR-100's binary files (a coarse and a fine label: 3074-byte records) renamed
+# into a cifar10 folder: the message says what they look like, not only "truncated"
+mkdir -p "$B/cifar100" && cp "$G/cifar"/* "$B/cifar100/" && truncate -s $((3074 * 7)) "$B/cifar100/data_batch_1.bin"
+expect 2 "cifar100/data_batch_1.bin: 21518 bytes is not a multiple of 3073 (1 label byte + 3072 pixel bytes per record): CIFAR-100's binary file (3074-byte records), which dpbench does not read?" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar100"
 # a batch file given for the folder: named as such, no make-dataset hint (a file is there)
 expect 2 "data_batch_1.bin: a file, where cifar10 reads the folder that holds data_batch_1.bin to data_batch_5.bin and test_batch.bin: set the path to its folder ($G/cifar)" -- --set dataset.kind=cifar10 --set dataset.path="$G/cifar/data_batch_1.bin"
 # the same with dataset.make: the file is there, not made over ("is not there: making it")

@@ -36,10 +36,12 @@ static int cifar_read(struct dataset *d, struct file_data *f, char **files, int 
                          "byte + 3072 pixel bytes)", files[i], CIFAR_RECORD);
             goto out;
         }
-        if (sizes[i] % CIFAR_RECORD) {
+        if (sizes[i] % CIFAR_RECORD) { // CIFAR-100's records have two label bytes
             error_set(e, "%s: %zu bytes is not a multiple of %d (1 label byte + 3072 pixel bytes "
-                         "per record): truncated, its last record has %zu of its %d bytes",
-                      files[i], sizes[i], CIFAR_RECORD, sizes[i] % CIFAR_RECORD, CIFAR_RECORD);
+                         "per record): %s, its last record has %zu of its %d bytes", files[i],
+                      sizes[i], CIFAR_RECORD, sizes[i] % (CIFAR_RECORD + 1) ? "truncated" :
+                      "CIFAR-100's binary file (3074-byte records), which dpbench does not read? "
+                      "else truncated", sizes[i] % CIFAR_RECORD, CIFAR_RECORD);
             goto out;
         }
         records += sizes[i] / CIFAR_RECORD;
