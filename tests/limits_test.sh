@@ -88,7 +88,7 @@ for u in "${users[@]}"; do
     kb=$(grep -o 'at least [0-9]*' "$TMP/err" | grep -o '[0-9]*$')
     as $u "-v ${kb:-0}" --set loader.num_workers=64 --set dataset.length=10000 \
         --set train.epochs=1 --out D
-    if [ -n "$kb" ] && ! grep -q "RLIMIT_AS" "$TMP/err"; then ok
+    if [ -n "$kb" ] && [ "$rc" -eq 0 ] && ! grep -q "RLIMIT_AS" "$TMP/err"; then ok
     else bad "$u ulimit -v ${kb:-?} (the limit named): exit $rc: $(head -c 300 "$TMP/err")"; fi
     # ... and a limit that fits runs
     as $u "-v 4000000" --set train.epochs=2 --out D

@@ -656,6 +656,13 @@ static void test_memory(void **state)
     assert_int_equal(fx.res.n_runs, 1);
     assert_int_equal(T()->outcome, TUNE_KEEP_FASTEST);
     assert_non_null(strstr(T()->statement, "leaves no room for another setting"));
+    /* room for some: whatever is not raced, it is not for the memory */
+    setup(&backend_cpu, 8e-3, 4e-3, 4, 1, true);
+    fx.x.batch_bytes = fx.o.est.batch = 100;
+    fx.o.est.loader = 100, fx.o.est.dataset = 1000;
+    fx.o.max_bytes = 1300;
+    run();
+    assert_null(strstr(T()->statement, "leaves no room"));
 }
 
 /* A stop in the race: what was measured stays, no run without an epoch, no

@@ -109,8 +109,9 @@ check "set(tr['settings']['num_workers'] for tr in t['trials']) == {0, 1}" "$TMP
 # ---- a stop in the race: what was measured, no 0-epoch row, why no recommendation
 # (epochs of about a second on one thread: the search outlasts the wait, however loaded; the
 # stop lands in the profile's second run or in the race, and either has no recommendation)
+mkdir -p "$TMP/stopout" && echo "# an earlier run's" >"$TMP/stopout/tutorial-tuned.yaml"
 "$BIN" --tune -c configs/tutorial.yaml --set dataset.length=600 --set dataset.sample_cost_us=2000 \
-    --set tune.max_workers=2 --format json >"$TMP/stop.json" 2>"$TMP/stop.err" &
+    --set tune.max_workers=2 --format json --out "$TMP/stopout" >"$TMP/stop.json" 2>"$TMP/stop.err" &
 pid=$!
 for _ in $(seq 1200); do grep -q "tune trial [1-9]" "$TMP/stop.err" && break; sleep 0.1; done
 sleep 2
@@ -120,6 +121,8 @@ rc=$?
 if [ "$rc" -eq 130 ]; then ok; else bad "interrupted --tune: exit $rc: $(tail -3 "$TMP/stop.err")"; fi
 check "t['outcome'] == 'stopped' and t['best'] is None and 'interrupted' in t['statement'] and all(len(r['epochs']) > 0 for r in d['runs']) and d['interrupted']" \
     "$TMP/stop.json" "interrupted --tune"
+# a stopped search recommends nothing, and takes back nothing: an earlier NAME-tuned.yaml stays
+[ -e "$TMP/stopout/tutorial-tuned.yaml" ] && ok || bad "interrupted --tune removed the earlier NAME-tuned.yaml"
 
 # the rounds a decision quotes are the ones paired with the config as given's (its vs_given)
 check "all(tr['decision'].startswith('profiled') or tr['decision'].startswith('left') or 'after %d round' % tr['vs_given']['rounds'] in tr['decision'] for tr in t['trials'][1:])" \
@@ -133,6 +136,11 @@ rc=$?
 if [ $rc -eq 0 ] && grep -q "no recommendation" "$TMP/stale.out" && [ ! -e "$TMP/stale/tutorial-tuned.yaml" ] &&
    grep -q "tutorial-tuned.yaml, an earlier run's, removed" "$TMP/stale.err"
 then ok; else bad "no recommendation over an earlier NAME-tuned.yaml: exit $rc: $(ls "$TMP/stale"; cat "$TMP/stale.err")"; fi
+# ... and where there was none, no line says one was written (or removed)
+mkdir -p "$TMP/fresh"
+"$BIN" --tune -c configs/tutorial.yaml --out "$TMP/fresh" >/dev/null 2>"$TMP/fresh.err"
+if [ $? -eq 0 ] && ! grep -q "tuned.yaml" "$TMP/fresh.err" && [ ! -e "$TMP/fresh/tutorial-tuned.yaml" ]; then ok
+else bad "no recommendation, no earlier NAME-tuned.yaml: $(cat "$TMP/fresh.err")"; fi
 
 # a stop as a trial's run finishes (each trial's phases are named, as a run's are)
 DPBENCH_TEST_SIGNAL_AT="finishing the run" "$BIN" --tune -c configs/tutorial.yaml \

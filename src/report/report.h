@@ -225,7 +225,7 @@ int report_write_text(const char *dir, const char *name, const char *stamp, cons
                       bool replace, const char *text, char *path, size_t n, struct error *e);
 /* Removes DIR/NAME-STAMP.EXT, the latest of its kind, where a run has none
  * (an earlier run's would pass for its): 1 removed (its path in path), 0
- * none there, -1 with e set. */
+ * none there (path ""), -1 with e set. */
 int report_remove_text(const char *dir, const char *name, const char *stamp, const char *ext,
                        char *path, size_t n, struct error *e);
 /* Refuses, before a run, DIR/NAME-STAMP.EXT that report_write_text could not

@@ -227,7 +227,10 @@ int report_remove_text(const char *dir, const char *name, const char *stamp, con
     snprintf(path, n, "%s/%s.%s", dir, base, ext);
     if (unlink(path) == 0)
         return 1;
-    return errno == ENOENT ? 0 : error_set(e, "%s: cannot remove: %s", path, strerror(errno));
+    int err = errno;
+    path[0] = '\0';
+    return err == ENOENT ? 0 : error_set(e, "%s/%s.%s: cannot remove: %s", dir, base, ext,
+                                         strerror(err));
 }
 
 int report_write_text(const char *dir, const char *name, const char *stamp, const char *ext,

@@ -98,7 +98,6 @@ struct search {
     bool out[TUNE_MAX_TRIALS];      // left the race
     int n_race, epochs[TUNE_MAX_TRIALS]; // the points raced, and each one's epochs a round
     bool undecidable;          // the race ended where its cap could decide nothing open
-    bool no_room;              // a candidate did not fit in memory beside the others
     double t0;
     struct error *e;
 };
@@ -336,6 +335,15 @@ static bool fits_beside(const struct search *s, const int *out, int n, int j)
     return fits(s, k, n + 2);
 }
 
+/* Whether any setting in reach but the config as given fits in memory beside it. */
+static bool room(const struct search *s)
+{
+    for (int j = 0; j < s->t->n_space; j++)
+        if (memcmp(s->t->space[j].k.v, s->given.v, sizeof s->given.v) && fits_beside(s, NULL, 0, j))
+            return true;
+    return false;
+}
+
 /* The candidates (docs/tune.md), never the config as given: the best
  * estimated at W workers, the best at W -+ 1 where its prediction without
  * the hand-off (what the model knows least) beats it or, where the best
@@ -343,7 +351,7 @@ static bool fits_beside(const struct search *s, const int *out, int n, int j)
  * (the profile cannot tell them apart), or the next best where the workers
  * are not searched; target AU: the cheapest predicted to reach it (else the
  * highest AU) and its cheaper and dearer neighbours. */
-static int pick(struct search *s, int *out)
+static int pick(const struct search *s, int *out)
 {
     const struct tune_setting *sp = s->t->space;
     const struct run_result *given = s->res->runs;
@@ -359,9 +367,7 @@ static int pick(struct search *s, int *out)
                          (pass < 3 && sp[j].k.num_workers != sp[0].k.num_workers + (long[]){0, -1, 1}[pass]);
             for (int i = 0; i < n && !taken; i++)
                 taken = out[i] == j;
-            bool fit = !taken && fits_beside(s, out, n, j);
-            s->no_room |= !taken && !fit;
-            if (!fit)
+            if (taken || !fits_beside(s, out, n, j))
                 continue;
             if (pass == 0 || pass == 3 || sp[j].estimate_s < tie ||
                 pipeline_epoch(&free, &sp[j].k, s->t->batches) < sp[0].estimate_s)
@@ -382,12 +388,9 @@ static int pick(struct search *s, int *out)
     while (down > 0 && cost_of(&sp[down - 1].k) == cost_of(&sp[down].k))
         down--;
     int around[3] = {down, c, up < m ? up : -1};
-    for (int i = 0; i < 3; i++) {
-        bool fit = around[i] >= 0 && n < CANDIDATES && fits_beside(s, out, n, around[i]);
-        s->no_room |= around[i] >= 0 && n < CANDIDATES && !fit;
-        if (fit)
+    for (int i = 0; i < 3; i++)
+        if (around[i] >= 0 && n < CANDIDATES && fits_beside(s, out, n, around[i]))
             out[n++] = around[i];
-    }
     return n;
 }
 
@@ -683,7 +686,7 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
     if (st == STEP_ON && spent(&s))
         st = conclude(&s, TUNE_KEEP_BUDGET, 0, "tune.budget_s (%g s) ran out in the profile: "
                       "nothing raced", o->budget_s);
-    if (st == STEP_ON && (n = pick(&s, cand)) == 0 && s.no_room)
+    if (st == STEP_ON && (n = pick(&s, cand)) == 0 && t->n_space > 1 && !room(&s))
         st = conclude(&s, TUNE_KEEP_FASTEST, 0, "nothing to race: the memory for the trials "
                       "(%.0f MiB: --max-memory, else what the machine has free) leaves no room "
                       "for another setting beside the config as given", o->max_bytes / 1048576.0);

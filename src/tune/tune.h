@@ -57,8 +57,9 @@ int tune_main(struct results *res, const struct backend *be, size_t max_bytes, s
 /* DIR/NAME-tuned.yaml (NAME as the result files have it), the config's
  * explicit keys with the recommended loader settings: whole or not at all,
  * replacing an earlier run's (each run's choice stays in its result file);
- * its name in path. Without a recommendation an earlier run's is removed:
- * 1, its name in path ("" where there was none). 0, 1, -1. */
+ * its name in path. Without a recommendation from a search that ended (not
+ * stopped) an earlier run's is removed: 1, its name in path ("" where there
+ * was none). 0, 1, -1. */
 int tune_write_yaml(const struct results *res, const char *dir, char *path, size_t n,
                     struct error *e);
 

@@ -135,7 +135,9 @@ int tune_write_yaml(const struct results *res, const char *dir, char *path, size
     path[0] = '\0';
     if (!res->tune)
         return 0;
-    if (res->tune->best < 0) // an earlier run's choice would pass for this one's
+    if (res->tune->best < 0 && res->tune->outcome == TUNE_STOPPED) // the earlier one stands
+        return 0;
+    if (res->tune->best < 0) // a search that ended: an earlier run's would pass for its
         return report_remove_text(dir, res->cfg.name, "tuned", "yaml", path, n, e);
     if (config_copy(&c, &res->cfg))
         return error_set(e, "out of memory");
