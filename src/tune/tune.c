@@ -28,38 +28,6 @@ static const struct { const char *key; int n; long v[5]; } knob[TUNE_N_KNOBS] = 
 const char *tune_knob_key(enum tune_knob k) { return knob[k].key; }
 #define SEARCHES(o, knob) ((o)->knobs >> (knob) & 1)
 
-int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
-{
-    char buf[CONFIG_STR], *rest = buf, *name;
-    snprintf(buf, sizeof buf, "%s", text);
-    *mask = *text ? 0 : TUNE_ALL_KNOBS; // "": all (" " names an empty knob)
-    while (*text && (name = strsep(&rest, ",")) != NULL) { // each name, the spaces around it cut
-        int k = 0;
-        for (name = str_trim(name); k < TUNE_N_KNOBS && strcmp(name, KNOB_NAME(k)); k++)
-            ;
-        if (k == TUNE_N_KNOBS) // an empty name too: "a,,b", "a,", ",a"
-            return error_set(e, "tune.knobs: %s '%s' (known: num_workers, prefetch_factor, "
-                                "persistent_workers, pin_memory, async_copy, copy_depth)",
-                             *name ? "unknown knob" : "an empty name in", *name ? name : text);
-        if (*mask >> k & 1)
-            return error_set(e, "tune.knobs: '%s' is named twice", name);
-        *mask |= 1u << k;
-    }
-    return 0;
-}
-
-void tune_options_init(struct tune_options *o, const struct config *base,
-                       const struct backend *be, double cores)
-{
-    struct error e;
-    cores = cores > 0 ? cores : 1;
-    *o = (struct tune_options){
-        .base = base, .be = be, .cores = cores, .target_au = base->tune.target_au,
-        .max_workers = base->tune.max_workers > 0 ? base->tune.max_workers : 2 * (long)cores,
-        .budget_s = base->tune.budget_s};
-    o->knobs = tune_parse_knobs(base->tune.knobs, &o->knobs, &e) ? TUNE_ALL_KNOBS : o->knobs;
-}
-
 static bool acts(const struct tune_options *o, int knob, const struct pipeline_knobs *k)
 {
     struct config c = *o->base; // shallow: only the loader's fields are read
@@ -335,13 +303,13 @@ static bool fits_beside(const struct search *s, const int *out, int n, int j)
     return fits(s, k, n + 2);
 }
 
-/* Whether any setting in reach but the config as given fits in memory beside it. */
-static bool room(const struct search *s)
+static bool room(const struct search *s) // for a setting in reach beside the config as given
 {
-    for (int j = 0; j < s->t->n_space; j++)
-        if (memcmp(s->t->space[j].k.v, s->given.v, sizeof s->given.v) && fits_beside(s, NULL, 0, j))
-            return true;
-    return false;
+    int j = 0;
+    while (j < s->t->n_space && (!memcmp(s->t->space[j].k.v, s->given.v, sizeof s->given.v) ||
+                                 !fits_beside(s, NULL, 0, j)))
+        j++;
+    return j < s->t->n_space;
 }
 
 /* The candidates (docs/tune.md), never the config as given: the best

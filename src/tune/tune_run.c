@@ -1,7 +1,7 @@
-/* --tune on the real training path: a trial is a run of the config as given
- * with its loader settings (train.c's, as every sweep point's), held open
- * from its first call to its last, each call's epochs added to it as a
- * round; and NAME-tuned.yaml. */
+/* --tune on the real training path: the options from the config's tune.*
+ * keys; a trial is a run of the config as given with its loader settings
+ * (train.c's, as every sweep point's), held open from its first call to its
+ * last, each call's epochs added to it as a round; and NAME-tuned.yaml. */
 #include "tune.h"
 
 #include <stdio.h>
@@ -80,6 +80,38 @@ static int real_trial(void *ctx, struct run_result *run, int round, int position
     if (rc == 0)
         error_set(e, "a trial ran %d of %d epochs", ran, epochs);
     return error_wrap(e, "--tune trial %d (%s)", i, run->label);
+}
+
+int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
+{
+    char buf[CONFIG_STR], *rest = buf, *name;
+    snprintf(buf, sizeof buf, "%s", text);
+    *mask = *text ? 0 : TUNE_ALL_KNOBS; // "": all (" " names an empty knob)
+    while (*text && (name = strsep(&rest, ",")) != NULL) { // each name, the spaces around it cut
+        int k = 0;
+        for (name = str_trim(name); k < TUNE_N_KNOBS && strcmp(name, tune_knob_key(k) + strlen("loader.")); k++)
+            ;
+        if (k == TUNE_N_KNOBS) // an empty name too: "a,,b", "a,", ",a"
+            return error_set(e, "tune.knobs: %s '%s' (known: num_workers, prefetch_factor, "
+                                "persistent_workers, pin_memory, async_copy, copy_depth)",
+                             *name ? "unknown knob" : "an empty name in", *name ? name : text);
+        if (*mask >> k & 1)
+            return error_set(e, "tune.knobs: '%s' is named twice", name);
+        *mask |= 1u << k;
+    }
+    return 0;
+}
+
+void tune_options_init(struct tune_options *o, const struct config *base,
+                       const struct backend *be, double cores)
+{
+    struct error e;
+    cores = cores > 0 ? cores : 1;
+    *o = (struct tune_options){
+        .base = base, .be = be, .cores = cores, .target_au = base->tune.target_au,
+        .max_workers = base->tune.max_workers > 0 ? base->tune.max_workers : 2 * (long)cores,
+        .budget_s = base->tune.budget_s};
+    o->knobs = tune_parse_knobs(base->tune.knobs, &o->knobs, &e) ? TUNE_ALL_KNOBS : o->knobs;
 }
 
 int tune_main(struct results *res, const struct backend *be, size_t max_bytes, struct error *e)
