@@ -28,6 +28,8 @@ struct sim {
     const char *backend;
     struct sim_machine m;
     int calls, stop_at;     // trial calls so far; a stop at this one (0: none)
+    int fail, failed;       // a first call fails: 1 trial 0's, 2 the last raced one's; its trial
+    const struct results *res; // the search's
     double cold;            // a run's first epoch without workers, unwarmed: this much slower
     long slow_workers;      // with extra = count_slower: this worker count runs
     double slow;            // ... this much slower than the model prices it
@@ -51,7 +53,6 @@ static double truth_epoch(const struct sim *x, const struct pipeline_knobs *k)
 static int sim_trial(void *ctx, struct run_result *run, int round, int position, int warmup,
                      int epochs, struct error *e)
 {
-    (void)e;
     struct sim *x = ctx;
     struct pipeline_knobs k = pipeline_knobs_of(&run->cfg);
     if (epochs == 0) { // the search's end of the run
@@ -60,6 +61,13 @@ static int sim_trial(void *ctx, struct run_result *run, int round, int position,
     }
     if (x->stop_at && ++x->calls >= x->stop_at)
         return 1;
+    if (!run->n_epochs && (x->fail == 1 ? run == x->res->runs : x->fail == 2 && round >= 0 &&
+                                               run == &x->res->runs[x->res->n_runs - 1])) {
+        run->failed = true;
+        snprintf(run->stopped, sizeof run->stopped, "a simulated fault");
+        x->failed = (int)(run - x->res->runs);
+        return error_set(e, "a simulated fault");
+    }
     const struct pipeline_costs *c = &x->truth;
     double T = truth_epoch(x, &k), n = (double)x->batches, t[epochs];
     bool device = c->compute > 0, fresh = run->n_epochs == 0; // else it goes on, warm
@@ -112,7 +120,7 @@ static void setup(const struct backend *be, double L, double H, double cores, ui
     config_defaults(&fx.cfg);
     fx.cfg.train.epochs = 5;
     fx.x = (struct sim){.truth = {.load = L, .host = H, .cores = cores}, .batches = 20,
-                        .noise = 0.02, .setup_s = 0.01, .backend = be->name};
+                        .noise = 0.02, .setup_s = 0.01, .backend = be->name, .res = &fx.res};
     machine_init(&fx.x.m, seed);
     fx.x.m.quiet = quiet;
     tune_options_init(&fx.o, &fx.cfg, be, cores);
@@ -687,6 +695,46 @@ static void test_stopped(void **state)
     assert_true(raced > 0);
 }
 
+/* A trial that fails in its first call keeps its row, which says why; the
+ * error names it by its number in the result, as the table does (the trials
+ * that never ran go, so its number can change), whether it fails in the
+ * profile (trial 0) or is raced and has not run yet. */
+static void test_failed_first_call(void **state)
+{
+    (void)state;
+    bool moved = false;
+    for (int seed = 1; seed <= 12; seed++) {
+        for (int fail = 1; fail <= 2; fail++) {
+            setup(&backend_cpu, 10e-3, 1e-3, 4, (uint64_t)seed, true);
+            fx.x.fail = fail, fx.x.failed = -1;
+            fx.cfg.seed = (unsigned long)seed; // the rounds' order
+            struct error e;
+            fx.res.cfg = fx.cfg;
+            int rc = tune_search(&fx.o, sim_trial, &fx.x, &fx.res, &e);
+            report_summarize(&fx.res);
+            fx.res.cfg = (struct config){0};
+            if (fail == 2 && fx.x.failed < 0) { // every candidate was a profile run
+                assert_int_equal(rc, 0);
+                continue;
+            }
+            assert_int_equal(rc, -1);
+            int n = -1;
+            for (int i = 0; i < fx.res.n_runs; i++)
+                n = fx.res.runs[i].failed ? i : n;
+            assert_true(n >= 0 && fx.res.runs[n].n_epochs == 0);
+            char want[64];
+            snprintf(want, sizeof want, "--tune trial %d (", n);
+            assert_true(strncmp(e.msg, want, strlen(want)) == 0);
+            assert_string_equal(T()->trials[n].decision, "failed: a simulated fault");
+            assert_int_equal(T()->outcome, TUNE_STOPPED);
+            for (int i = 0; i < fx.res.n_runs; i++) // no other 0-epoch row
+                assert_true(i == n || fx.res.runs[i].n_epochs > 0);
+            moved |= n != fx.x.failed;
+        }
+    }
+    assert_true(moved); // on some seed a candidate before it had not run: its number changed
+}
+
 static void test_parse_knobs(void **state)
 {
     (void)state;
@@ -825,6 +873,7 @@ int main(void)
         cmocka_unit_test(test_near_tie_raced), cmocka_unit_test(test_given_slower_than_predicted),
         cmocka_unit_test(test_cheapest_of_equals),
         cmocka_unit_test(test_stopped),      cmocka_unit_test(test_parse_knobs),
+        cmocka_unit_test(test_failed_first_call),
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_cold_first_epoch), cmocka_unit_test(test_calibration),
     };

@@ -360,7 +360,8 @@ static cJSON *tune_trial_json(const struct results *r, int i)
     cJSON_AddItemToObject(st, "copy_share", number_or_null(s->copy_share));
     cJSON_AddItemToObject(st, "compute_share", number_or_null(s->compute_share));
     cJSON_AddItemToObject(o, "stats", st);
-    cJSON_AddStringToObject(o, "bound", bound_name(report_run_bound(run)));
+    cJSON_AddItemToObject(o, "bound", run->n_epochs ? cJSON_CreateString(bound_name(
+                                          report_run_bound(run))) : cJSON_CreateNull());
     cJSON_AddStringToObject(o, "decision", t->decision);
     cJSON_AddItemToObject(o, "predicted_ms", number_or_null(1e3 * t->predicted_s));
     cJSON_AddItemToObject(o, "predicted_au", number_or_null(t->predicted_au));

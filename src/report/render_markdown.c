@@ -68,12 +68,13 @@ static void md_tune(FILE *f, const struct results *r)
     fprintf(f, "|---:|:---|---:|---:|---:|---:|---:|---:|:---|:---|\n");
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
-        char model[24], ci[48], vs[48];
-        minmax |= report_tune_cells(r, i, model, ci, vs);
+        struct tune_cells c;
+        report_tune_cells(r, i, &c);
+        minmax |= c.minmax;
         fprintf(f, "| %d |", i);
         md_cell(f, run->label);
-        fprintf(f, " %d | %s | %.3f | %s | %s | %.2f | %s |", r->tune->trials[i].rounds, model,
-                1e3 * run->sum.median_s, ci, vs, run->sum.au, bound_name(report_run_bound(run)));
+        fprintf(f, " %d | %s | %s | %s | %s | %s | %s |", r->tune->trials[i].rounds, c.model,
+                c.median, c.ci, c.vs, c.au, c.bound);
         md_cell(f, r->tune->trials[i].decision);
         fputc('\n', f);
     }

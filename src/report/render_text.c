@@ -564,11 +564,11 @@ static void text_tune_trials(FILE *f, const struct results *r)
     for (int i = 0; i < r->n_runs; i++) {
         const struct run_result *run = &r->runs[i];
         const struct tune_trial_info *t = &r->tune->trials[i];
-        char model[24], ci[48], vs[48];
-        minmax |= report_tune_cells(r, i, model, ci, vs);
-        fprintf(f, "%5d  %-*s  %6d  %9s  %9.3f  %19s  %19s  %5.2f  %-8s  %s\n", i, w, run->label,
-                t->rounds, model, 1e3 * run->sum.median_s, ci, vs, run->sum.au,
-                bound_name(report_run_bound(run)), t->decision);
+        struct tune_cells c;
+        report_tune_cells(r, i, &c);
+        minmax |= c.minmax;
+        fprintf(f, "%5d  %-*s  %6d  %9s  %9s  %19s  %19s  %5s  %-8s  %s\n", i, w, run->label,
+                t->rounds, c.model, c.median, c.ci, c.vs, c.au, c.bound, t->decision);
     }
     if (minmax)
         fprintf(f, "# *: min-max, too few epochs or rounds for a 95%% interval\n");

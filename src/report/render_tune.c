@@ -22,18 +22,22 @@ static void dataloader_line(FILE *f, const struct config *c, const char *sub)
                 "overlaps no copy from pageable memory)", c->loader.copy_depth);
 }
 
-bool report_tune_cells(const struct results *r, int i, char model[24], char ci[48], char vs[48])
+void report_tune_cells(const struct results *r, int i, struct tune_cells *c)
 {
     const struct run_result *run = &r->runs[i];
     double predicted = r->tune->trials[i].predicted_s;
+    bool none = run->n_epochs == 0;
     struct ratio q;
     report_pair(r, 0, i, &q);
-    snprintf(model, 24, isfinite(predicted) ? "%.3f" : "-", 1e3 * predicted);
-    snprintf(ci, 48, "[%.3f, %.3f]%s", run->sum.ci95_ms[0], run->sum.ci95_ms[1],
-             run->sum.ci_exact ? "" : "*");
-    snprintf(vs, 48, !i ? "1" : !q.units ? "-" : isfinite(q.ci95[0]) ? "%.2f [%.2f, %.2f]" : "%.2f",
-             q.ratio, q.ci95[0], q.ci95[1]);
-    return !run->sum.ci_exact;
+    snprintf(c->model, sizeof c->model, isfinite(predicted) ? "%.3f" : "-", 1e3 * predicted);
+    snprintf(c->median, sizeof c->median, none ? "-" : "%.3f", 1e3 * run->sum.median_s);
+    snprintf(c->ci, sizeof c->ci, none ? "-" : "[%.3f, %.3f]%s", run->sum.ci95_ms[0],
+             run->sum.ci95_ms[1], run->sum.ci_exact ? "" : "*");
+    snprintf(c->vs, sizeof c->vs, !i && !none ? "1" : !q.units ? "-" : isfinite(q.ci95[0])
+             ? "%.2f [%.2f, %.2f]" : "%.2f", q.ratio, q.ci95[0], q.ci95[1]);
+    snprintf(c->au, sizeof c->au, none ? "-" : "%.2f", run->sum.au);
+    c->bound = none ? "-" : bound_name(report_run_bound(run));
+    c->minmax = !none && !run->sum.ci_exact;
 }
 
 void report_tune_choice(FILE *f, const struct results *r, const char *head, const char *sub)

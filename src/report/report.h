@@ -170,10 +170,15 @@ int report_markdown(FILE *f, const struct results *r);
  * after sub (render_tune.c). */
 void report_tune_choice(FILE *f, const struct results *r, const char *head, const char *sub);
 /* Trial i's cells that the text and Markdown tables share, "-" where too
- * little was measured: the model's epoch (ms), the measured median's interval
- * (ms, "*" where min-max), its time against the config as given's [interval];
- * whether the interval is min-max. */
-bool report_tune_cells(const struct results *r, int i, char model[24], char ci[48], char vs[48]);
+ * little was measured (a trial that failed in its first epoch: none): the
+ * model's epoch (ms), the measured median and its interval (ms, "*" where
+ * min-max), its time against the config as given's [interval], AU, bound. */
+struct tune_cells {
+    char model[24], median[24], ci[48], vs[48], au[16];
+    const char *bound;
+    bool minmax; // the interval is min-max
+};
+void report_tune_cells(const struct results *r, int i, struct tune_cells *c);
 /* The JSON document as a string (caller frees), or NULL when out of memory. */
 char *report_json(const struct results *r);
 int report_json_print(FILE *f, const struct results *r);

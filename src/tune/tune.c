@@ -66,6 +66,7 @@ struct search {
     bool out[TUNE_MAX_TRIALS];      // left the race
     int n_race, epochs[TUNE_MAX_TRIALS]; // the points raced, and each one's epochs a round
     bool undecidable;          // the race ended where its cap could decide nothing open
+    int failed;                // the trial whose call failed (-1: none)
     double t0;
     struct error *e;
 };
@@ -138,7 +139,9 @@ static int call(struct search *s, int i, int r, int k, int epochs)
 {
     struct run_result *run = &s->res->runs[i];
     int warmup = run->n_epochs || !epochs ? 0 : (int)fmax(1, (double)s->o->base->train.warmup_epochs);
-    return s->trial(s->ctx, run, r, k, warmup, epochs, epochs ? s->e : &(struct error){{0}});
+    int rc = s->trial(s->ctx, run, r, k, warmup, epochs, epochs ? s->e : &(struct error){{0}});
+    s->failed = rc < 0 && epochs ? i : s->failed;
+    return rc;
 }
 
 static enum step profile_run(struct search *s, int i, int epochs)
@@ -599,20 +602,22 @@ static void confirm_target(struct search *s)
                  bound_name(bound), bound == BOUND_BALANCED ? "" : "-bound");
 }
 
-/* Runs never measured (a stop) go, the others get their predictions, each
- * setting its trial, the choice its rerun range (stats_prediction over its
- * race rounds). */
+/* Runs never measured go (a stop), not one that failed; the others get
+ * their predictions, the failed one's error its number, each setting its
+ * trial, the choice its rerun range (stats_prediction over its race rounds). */
 static void finish(struct search *s)
 {
     struct tune_result *t = s->t;
     int n = 0;
     for (int i = 0; i < s->res->n_runs; i++) {
-        if (!s->res->runs[i].n_epochs) {
+        if (!s->res->runs[i].n_epochs && !s->res->runs[i].failed) {
             run_result_free(&s->res->runs[i]);
             continue;
         }
         s->res->runs[n] = s->res->runs[i];
         t->trials[n] = t->trials[i];
+        if (i == s->failed)
+            error_wrap(s->e, "--tune trial %d (%s)", n, s->res->runs[n].label);
         if (s->res->runs[n].failed)
             snprintf(DECISION(s, n), "failed: %s", s->res->runs[n].stopped);
         t->best = t->best == i ? n : t->best;
@@ -636,7 +641,7 @@ static void finish(struct search *s)
 int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                 struct results *res, struct error *e)
 {
-    struct search s = {.o = o, .trial = trial, .ctx = ctx, .res = res, .e = e,
+    struct search s = {.o = o, .trial = trial, .ctx = ctx, .res = res, .e = e, .failed = -1,
                        .given = pipeline_knobs_of(o->base),
                        .workers = SEARCHES(o, TUNE_WORKERS) && o->max_workers > 0};
     res->runs = calloc(TUNE_MAX_TRIALS, sizeof *res->runs);

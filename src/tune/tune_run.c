@@ -25,11 +25,23 @@ struct trial_ctx {
 static int end_trial(struct trial_ctx *x, int i, struct error *e)
 {
     struct run_result *run = &x->res->runs[i];
-    int rc = x->live[i] ? train_close(x->live[i], run->n_epochs ? run : &x->first[i], e) : 0;
+    int rc = x->live[i] ? train_close(x->live[i], run->n_epochs || run->failed ? run : &x->first[i], e) : 0;
     x->live[i] = NULL;
     run_result_free(&x->first[i]); // a first call that did not finish
     config_free(&x->cfg[i]);
     return rc;
+}
+
+/* Trial i's call cut short: 1 by a stop, else -1, its run marked failed
+ * (one that failed before any epoch joined it says why too). */
+static int trial_ended(struct trial_ctx *x, int i, struct run_result *run, struct error *e)
+{
+    end_trial(x, i, &(struct error){{0}});
+    if (stop_requested())
+        return 1;
+    if (!run->failed)
+        run->failed = true, snprintf(run->stopped, sizeof run->stopped, "%s", e->msg);
+    return -1;
 }
 
 /* A trial's call: its run, set up at its first call and held open, trains
@@ -52,10 +64,8 @@ static int real_trial(void *ctx, struct run_result *run, int round, int position
         long cycle = c->train.warmup_epochs + c->train.epochs; // the config's: then over again
         c->train.warmup_epochs = warmup;
         c->report.floor = c->report.trace = false;
-        if (!(x->live[i] = train_open(c, x->d, x->be, cycle, &x->first[i], e))) {
-            config_free(c);
-            return stop_requested() ? 1 : -1;
-        }
+        if (!(x->live[i] = train_open(c, x->d, x->be, cycle, &x->first[i], e)))
+            return trial_ended(x, i, run, e);
     }
     struct run_result *out = run->n_epochs ? run : &x->first[i];
     int from = out->n_epochs, rc = train_more(x->live[i], out, epochs, e), ran = out->n_epochs - from;
@@ -67,19 +77,16 @@ static int real_trial(void *ctx, struct run_result *run, int round, int position
     int kept = 0;
     if (out == run && whole) {
         kept = run_result_mark_round(run, from, round, position, &load, ae);
-    } else if (out != run && out->n_epochs) { // the first call's epochs join the run
+    } else if (out != run && (out->n_epochs || out->failed)) { // the first call's epochs join the run
         out->cfg.train = run->cfg.train; // the result keeps the config's epochs, not the trial's
         out->cfg.report = run->cfg.report;
-        kept = run_result_add_round(run, out, round, position, &load, ae);
+        kept = run_result_add_round(run, out, out->n_epochs ? round : -1, position, &load, ae);
     }
     if (whole)
         return kept;
-    end_trial(x, i, &(struct error){{0}});
-    if (stop_requested())
-        return 1;
-    if (rc == 0)
+    if (rc == 0 && !stop_requested())
         error_set(e, "a trial ran %d of %d epochs", ran, epochs);
-    return error_wrap(e, "--tune trial %d (%s)", i, run->label);
+    return trial_ended(x, i, run, e);
 }
 
 int tune_parse_knobs(const char *text, unsigned *mask, struct error *e)
@@ -167,10 +174,9 @@ int tune_write_yaml(const struct results *res, const char *dir, char *path, size
     path[0] = '\0';
     if (!res->tune)
         return 0;
-    if (res->tune->best < 0 && res->tune->outcome == TUNE_STOPPED) // the earlier one stands
-        return 0;
-    if (res->tune->best < 0) // a search that ended: an earlier run's would pass for its
-        return report_remove_text(dir, res->cfg.name, "tuned", "yaml", path, n, e);
+    if (res->tune->best < 0) // stopped: the earlier one stands; else it would pass for this one's
+        return res->tune->outcome == TUNE_STOPPED ? 0 : report_remove_text(dir, res->cfg.name,
+                                                                           "tuned", "yaml", path, n, e);
     if (config_copy(&c, &res->cfg))
         return error_set(e, "out of memory");
     const struct run_result *best = &res->runs[res->tune->best];
