@@ -25,7 +25,8 @@ struct trial_ctx {
 static int end_trial(struct trial_ctx *x, int i, struct error *e)
 {
     struct run_result *run = &x->res->runs[i];
-    int rc = x->live[i] ? train_close(x->live[i], run->n_epochs || run->failed ? run : &x->first[i], e) : 0;
+    struct run_result *out = run->n_epochs || run->failed ? run : &x->first[i]; // joined or not
+    int rc = x->live[i] ? train_close(x->live[i], out, e) : 0;
     x->live[i] = NULL;
     run_result_free(&x->first[i]); // a first call that did not finish
     config_free(&x->cfg[i]);
@@ -77,7 +78,7 @@ static int real_trial(void *ctx, struct run_result *run, int round, int position
     int kept = 0;
     if (out == run && whole) {
         kept = run_result_mark_round(run, from, round, position, &load, ae);
-    } else if (out != run && (out->n_epochs || out->failed)) { // the first call's epochs join the run
+    } else if (out != run && (out->n_epochs || out->failed)) { // the first call joins the run
         out->cfg.train = run->cfg.train; // the result keeps the config's epochs, not the trial's
         out->cfg.report = run->cfg.report;
         kept = run_result_add_round(run, out, out->n_epochs ? round : -1, position, &load, ae);
