@@ -295,6 +295,31 @@ r4=$?
 if [ $r1 -eq 3 ] && grep -q "slower than A beyond --fail-on slower=5%" "$TMP/err" && [ $r2 -eq 0 ] &&
     [ $r3 -eq 2 ] && [ $r4 -eq 3 ]; then ok
 else bad "compare --fail-on: exits $r1 $r2 $r3 $r4: $(cat "$TMP/err")"; fi
+# ... but not on a pair decided on one run's epochs, which identical runs often
+# are (two plain runs: one round each): exit 0, stderr says why; compare -c says
+# when it holds, and takes --fail-on once
+bad_doc epochs-b.json '[x.update(seconds=1.5 * x["seconds"]) for x in d["runs"][0]["epochs"]]'
+"$BIN" compare "$TMP/a.json" "$TMP/epochs-b.json" --fail-on slower >"$TMP/cmp.txt" 2>"$TMP/err"
+r1=$?
+"$BIN" compare -c configs/tutorial.yaml -c configs/tutorial.yaml --fail-on slower --fail-on slower=9% \
+    >/dev/null 2>"$TMP/err2"
+r2=$?
+if [ $r1 -eq 0 ] && grep -q "slower within run noise" "$TMP/cmp.txt" &&
+    grep -q "not applied to 1 pair slower on one run's epochs alone" "$TMP/err" &&
+    [ $r2 -eq 2 ] && grep -q "compare: --fail-on given twice" "$TMP/err2"; then ok
+else bad "compare --fail-on on one run's epochs: exits $r1 $r2: $(cat "$TMP/cmp.txt" "$TMP/err" "$TMP/err2")"; fi
+rm -f "$TMP/epochs-b.json"
+# compare -c: a gate that holds says so; a B that failed before any epoch is A's
+# reason for being unmatched (not the workloads, which compare -c never matches on)
+sed 's/^\(  *noise:.*\)/\1\n  sample_cost_us: 300/' configs/tutorial.yaml >"$TMP/slow.yaml"
+sed 's/^\(  *lr:\).*/\1 1000000/' configs/tutorial.yaml >"$TMP/boom.yaml"
+"$BIN" compare -c configs/tutorial.yaml -c "$TMP/slow.yaml" --repeat 8 --fail-on slower >/dev/null 2>"$TMP/err"
+r1=$?
+"$BIN" compare -c configs/tutorial.yaml -c "$TMP/boom.yaml" --repeat 3 >"$TMP/cmp.txt" 2>/dev/null
+if [ $r1 -eq 3 ] && grep -q "B is slower than A beyond --fail-on slower" "$TMP/err" &&
+    grep -q "unmatched in A: configs/tutorial.yaml: its partner there has no measured epoch" "$TMP/cmp.txt"
+then ok; else bad "compare -c --fail-on and a failed B: exit $r1: $(cat "$TMP/err" "$TMP/cmp.txt")"; fi
+rm -f "$TMP/slow.yaml" "$TMP/boom.yaml"
 # a bare 5 is not 500% (a gate that never fires): a share is 0 to 50%, as --threshold
 for m in slower=5 slower=0.6 slower=-1% slower=; do
     "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" --fail-on $m >/dev/null 2>"$TMP/err"

@@ -129,6 +129,29 @@ static enum verdict sweep_verdict(const struct workload *w, double ratio, uint64
     return v;
 }
 
+/* compare -c carries its run's own warnings, once (the run holds both sides). */
+static void test_interleaved_compare_warnings(void **state)
+{
+    (void)state;
+    struct compare_result r;
+    struct error e;
+    sweep_pair(&workloads[0], 1, 1);
+    char *json = report_json(&s.res);
+    cJSON *doc = json ? cJSON_Parse(json) : NULL;
+    free(json);
+    config_free(&s.res.cfg);
+    assert_non_null(doc);
+    cJSON *w = cJSON_GetObjectItem(doc, "warnings");
+    assert_non_null(w);
+    cJSON_AddItemToArray(w, cJSON_CreateString("a warning of the run"));
+    assert_int_equal(compare_interleaved(&r, doc, "A", "B", STATS_THRESHOLD, &e), 0);
+    int seen = 0;
+    for (int i = 0; i < r.n_notes; i++)
+        seen += strcmp(r.notes[i], "the run warns: a warning of the run") == 0;
+    compare_free(&r);
+    assert_int_equal(seen, 1);
+}
+
 /* compare -c A.yaml -c B.yaml: the same rounds, the run's JSON read back as
  * A and B, as dpbench compare does. */
 static enum verdict interleaved_verdict(const struct workload *w, double ratio, uint64_t seed)
@@ -496,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_rounds_order_carryover),
         cmocka_unit_test(test_sweep_rates),
         cmocka_unit_test(test_interleaved_compare_rates),
+        cmocka_unit_test(test_interleaved_compare_warnings),
         cmocka_unit_test(test_separate_runs_compare),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

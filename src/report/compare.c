@@ -70,7 +70,9 @@ void compare_unmatched_why(const struct compare_point *p, const struct compare_f
     for (int j = 0; j < other->n; j++)
         if (compare_same(p->workload, other->pts[j].workload))
             q = &other->pts[j];
-    if (compare_diffs(p->workload, q->workload, "", d, 0, 1))
+    if (other->n == 1 && q->n == 0) // its only possible partner (compare -c's B that failed)
+        snprintf(buf, n, "its partner there has no measured epoch");
+    else if (compare_diffs(p->workload, q->workload, "", d, 0, 1))
         snprintf(buf, n, "different workload (%s)", d[0]);
     else if (compare_diffs(p->settings, q->settings, "", d, 0, 1))
         snprintf(buf, n, "same workload, other settings (%s)", d[0]);
@@ -200,7 +202,8 @@ static void notes(struct compare_result *r)
 {
     const struct compare_file *f[2] = {&r->a, &r->b};
     bool same = !r->interleaved && r->a.doc && r->b.doc && compare_same(r->a.doc, r->b.doc);
-    const char *const side[2] = {same ? "A and B" : "A", "B"}; // the same: its notes once
+    bool one = same || r->interleaved; // one document: its warnings once
+    const char *const side[2] = {r->interleaved ? "the run" : same ? "A and B" : "A", "B"};
     if (same) // first: the notes about both files, then each file's own
         note(r, "A and B are the same result: a run set against itself shows no noise; for an "
              "A/A check run the config twice, or compare -c it.yaml -c it.yaml");
@@ -211,8 +214,8 @@ static void notes(struct compare_result *r)
     if (r->interleaved && r->a.interrupted) // compare -c: one run held both
         note(r, "the run was cut short (a stop, or a run that failed): the verdicts stand on "
              "the rounds that ran, fewer than asked");
-    for (int s = 0; s < 2 - same && !r->interleaved; s++) {
-        if (f[s]->interrupted)
+    for (int s = 0; s < 2 - one; s++) {
+        if (f[s]->interrupted && !r->interleaved)
             note(r, "%s (%s) was cut short (a stop, or a run that failed): its points may "
                  "have fewer epochs or rounds than asked", side[s], f[s]->path);
         const cJSON *w;
