@@ -81,6 +81,16 @@ expect 0 "# floor: " -- -c configs/tutorial.yaml --set report.floor=true
 expect 0 "= gather " -- -c configs/tutorial.yaml --set report.floor=true --set loader.num_workers=2
 expect 0 "per replica step" -- -c configs/tutorial.yaml --set parallel.replicas=2
 "$BIN" -c configs/tutorial.yaml --format json | python3 -c "import json,sys; assert json.load(sys.stdin)['runs'][0]['floor'] is None" && ok || bad "floor not null without report.floor"
+# the cores this process may use, not the machine's: on one core (taskset, or
+# mpirun binding a rank to one) 2 replicas never step side by side, so the BLAS
+# choice times them one at a time (no libxsmm tried for so short a step, where
+# OpenBLAS's lock between side-by-side replicas would have it tried)
+if command -v taskset >/dev/null && [ "$(nproc --all)" -ge 2 ]; then
+    taskset -c 0 "$BIN" -q -c configs/tutorial.yaml --set parallel.replicas=2 --set train.epochs=2 \
+        --format json >"$TMP/one.json" 2>/dev/null
+    if python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["runs"][0]["blas_tune"]; assert [x["library"] for x in t] == ["OpenBLAS"], t' "$TMP/one.json"
+    then ok; else bad "2 replicas on one allowed core: $(head -c 600 "$TMP/one.json")"; fi
+fi
 
 # CSV: a header and one row per epoch
 "$BIN" -c configs/tutorial.yaml --format csv >"$TMP/c.csv"

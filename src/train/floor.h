@@ -13,7 +13,7 @@ struct floor_setup {
     int features, out_features;
     int replicas;
     int workers;              // the run's loader workers
-    int cores;                // online cores
+    int cores;                // cores this process may use (cores_usable)
     int compute_cores;        // cores left for compute after the workers
     int blas_threads;         // per replica; 0 = the step does not run on the host
     int blas_lib;             // enum hostmm_lib: the library the step runs on

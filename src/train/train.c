@@ -75,11 +75,14 @@ static void trace_batch(FILE *f, const long *split, int replicas, long rows, int
     fprintf(f, "Outside: input size [%ld, %d] output_size [%ld, %d]\n", rows, F, rows, O);
 }
 
-/* Cores the loader's workers leave free, shared with the other ranks on this
- * host: 0 or less when the workers alone take them all. */
+/* Cores the loader's workers leave free of this process's share: the
+ * host's online cores over its ranks, or fewer where the affinity mask
+ * allows fewer (taskset, mpirun binding a rank to its cores); 0 or less
+ * when the workers alone take them all. */
 static int spare_cores(long num_workers, int local_ranks)
 {
-    return (int)(sysconf(_SC_NPROCESSORS_ONLN) / local_ranks - num_workers);
+    long share = sysconf(_SC_NPROCESSORS_ONLN) / local_ranks, usable = cores_usable();
+    return (int)((usable < share ? usable : share) - num_workers);
 }
 
 /* out->stopped for a loss that became nan (or infinite) at batch index k of
@@ -332,7 +335,7 @@ static int measure_floor(struct train *t, struct error *e)
         .out_features = t->O,
         .replicas = t->n,
         .workers = (int)t->c->loader.num_workers,
-        .cores = (int)sysconf(_SC_NPROCESSORS_ONLN),
+        .cores = (int)cores_usable(),
         .compute_cores = t->setup.compute_cores,
         .blas_threads = t->setup.blas_threads,
         .blas_lib = t->setup.blas_lib,
