@@ -47,6 +47,18 @@ wait_job() {
     rc=$?
 }
 
+# ---- a rank bound to fewer cores than its threads (mpirun binds each rank to a
+# core by default: 1 rank here may use 1 of the 2) is said once, with the way out
+if [ "$(nproc --all)" -ge 2 ]; then
+    timeout 60 "${MPIRUN[@]}" 1 "$BIN" -q -c configs/ddp.yaml --set loader.num_workers=2 \
+        --set train.epochs=2 >/dev/null 2>"$TMP/bound.err"
+    timeout 60 mpirun --bind-to none --oversubscribe --mca btl self,vader -np 1 "$BIN" -q \
+        -c configs/ddp.yaml --set loader.num_workers=2 --set train.epochs=2 >/dev/null 2>"$TMP/free.err"
+    if [ "$(grep -c "rank 0 may use 1 of the 2 cores .* mpirun --bind-to none gives them all" "$TMP/bound.err")" = 1 ] &&
+        ! grep -q "may use" "$TMP/free.err"; then ok
+    else bad "a rank bound to one core: $(cat "$TMP/bound.err") / unbound: $(cat "$TMP/free.err")"; fi
+fi
+
 # ---- equivalence: W ranks x B == 1 process x W*B == dp W replicas x W*B, up
 # to float32 rounding (tests/paramdist.py: the bound of tests/testutil.h's
 # order_bound over the run's steps, batch and features)

@@ -79,9 +79,17 @@ static void trace_batch(FILE *f, const long *split, int replicas, long rows, int
  * host's online cores over its ranks, or fewer where the affinity mask
  * allows fewer (taskset, mpirun binding a rank to its cores); 0 or less
  * when the workers alone take them all. */
-static int spare_cores(long num_workers, int local_ranks)
+static int spare_cores(long num_workers, const struct comm *cm)
 {
-    long share = sysconf(_SC_NPROCESSORS_ONLN) / local_ranks, usable = cores_usable();
+    static bool said; // a rank bound to fewer cores than its threads: said once, by rank 0
+    long share = sysconf(_SC_NPROCESSORS_ONLN) / (cm ? cm->local_size : 1), usable = cores_usable();
+    if (cm && cm->rank == 0 && !said && usable < share && num_workers + 1 > usable) {
+        said = true;
+        fprintf(stderr, "dpbench: rank 0 may use %ld of the %ld cores that are its share of this "
+                        "host (mpirun binds each rank to cores by default): its training thread "
+                        "and %ld loader worker%s take turns on them; mpirun --bind-to none gives "
+                        "them all\n", usable, share, num_workers, num_workers == 1 ? "" : "s");
+    }
     return (int)((usable < share ? usable : share) - num_workers);
 }
 
@@ -236,7 +244,7 @@ static void describe_setup(struct train *t)
         .pin_memory = c->loader.pin_memory,
         .async_copy = c->loader.async_copy,
         .copy_depth = (int)c->loader.copy_depth,
-        .spare_cores = spare_cores(c->loader.num_workers, cm ? cm->local_size : 1),
+        .spare_cores = spare_cores(c->loader.num_workers, cm),
         .w0 = t->w0,
         .b0 = t->w0 + t->OF,
         .classify = t->d->classes > 0,
