@@ -15,10 +15,12 @@
 #     the tutorial on 1, 2 and 8 replicas; waiting threads that block against
 #     spinning ones (DPBENCH_CUDA_SYNC); compute-sanitizer's memcheck,
 #     racecheck and synccheck on short runs (dpbench's own loss and accuracy
-#     kernels included); DDP under mpirun: with 2 or more
+#     kernels included; compute-sanitizer from PATH, else the toolkit's bin);
+#     DDP under mpirun --bind-to none: with 2 or more
 #     GPUs over NCCL and over MPI (configs/ddp.yaml, gpu.yaml as ddp, and
 #     --allreduce-bandwidth), with one --allreduce-bandwidth over a 1-rank
-#     NCCL communicator; then scripts/gpu-targets.py on the results.
+#     NCCL communicator (NCCL only where dpbench has it and libnccl.so.2 is
+#     here: libnccl2 is not part of the toolkit); then scripts/gpu-targets.py.
 #  4. Ends with a summary: each part ok, FAILED or skipped, and every file
 #     written.
 #
@@ -103,7 +105,7 @@ if [ -z "$kit" ] && [ -n "$toolkit" ]; then
                  "scripts/gpu-kit.sh where dpbench builds and copy .gpu-kit/ here (DPBENCH_KIT)" >&2
         fi
     fi
-    if part build make -s CUDA_HOME="$toolkit" dpbench build/tests/gpu_test; then
+    if part build make -s -j"$(nproc)" CUDA_HOME="$toolkit" dpbench build/tests/gpu_test; then
         dpbench=./dpbench gpu_test=build/tests/gpu_test
         export LD_LIBRARY_PATH="$toolkit/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     fi
@@ -152,10 +154,10 @@ json() { find "$out" -name "$1-2*.json" | sort | tail -1; } # the newest result 
 sanitize() { # TOOL: compute-sanitizer on two short runs (MSE; cross-entropy and the count)
     local tool=$1 extra=() limit=${GPU_BENCH_SANITIZER_S:-600}
     [ "$tool" = memcheck ] && extra=(--leak-check full)
-    timeout "$limit" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
+    timeout "$limit" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
         --config configs/gpu.yaml --set dataset.length=20000 --set train.warmup_epochs=0 \
         --set train.epochs=1 --set parallel.replicas=3 --set 'parallel.devices=[0,0,0]' &&
-    timeout "$limit" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
+    timeout "$limit" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
         --config configs/gpu.yaml --set dataset.kind=idx --set dataset.path="$tmp/idx/train-images-idx3-ubyte" \
         --set loader.batch_size=64 --set train.warmup_epochs=0 --set train.epochs=1
 }
@@ -199,33 +201,49 @@ if [ "$ngpu" -gt 0 ]; then
             --set "parallel.devices=[$devs]" --set train.epochs=100 && tutorial+=("$(json "tutorial-gpu-$n")")
     done
     part block-vs-spin block_vs_spin
-    if command -v compute-sanitizer >/dev/null; then # last: the slowest part
+    # last: the slowest part; the toolkit's bin is often not on PATH
+    sanitizer=$(command -v compute-sanitizer || ls -d ${toolkit:+"$toolkit/bin/compute-sanitizer"} \
+                /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
+    if [ -n "$sanitizer" ]; then
         for tool in memcheck racecheck synccheck; do part "sanitizer-$tool" sanitize "$tool"; done
     else
-        skip compute-sanitizer "not on PATH (it comes with the CUDA toolkit)"
+        skip compute-sanitizer "not on PATH, in the toolkit's bin or in /usr/local/cuda/bin"
     fi
 else
     skip "GPU parts" "no device CUDA can use (see above)"
 fi
 
-# DDP: the ranks of this machine under mpirun, one GPU each
+# DDP: the ranks of this machine under mpirun, one GPU each, not bound to a core each
+# (Open MPI's default: a rank's loader workers and copy thread would share one core)
+have_nccl() { # built with comm nccl, and libnccl.so.2 (a package of its own) here to open
+    local d
+    "$dpbench" --version | grep -q '^comm:.*nccl' || return 1
+    ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2' && return 0
+    for d in ${LD_LIBRARY_PATH//:/ }; do [ -e "$d/libnccl.so.2" ] && return 0; done
+    return 1
+}
 if [ "$ngpu" -gt 0 ] && command -v mpirun >/dev/null; then
-    mpi=(mpirun -np "$ngpu")
+    mpi=(mpirun --bind-to none -np "$ngpu")
+    engines=(mpi)
+    have_nccl && engines=(nccl mpi)
     [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
     ddp() {
         local name=$1; shift
         part "$name" "${mpi[@]}" "$dpbench" "$@" "${extra[@]}" --set name="$name" --out "$out"
     }
     if [ "$ngpu" -ge 2 ]; then
-        for engine in nccl mpi; do
+        for engine in "${engines[@]}"; do
             ddp "ddp-$engine" --config configs/ddp.yaml --set parallel.device=cuda --set parallel.comm=$engine
             ddp "ddp-gpu-$engine" --config configs/gpu.yaml --set parallel.mode=ddp --set parallel.comm=$engine
             ddp "allreduce-$engine" --allreduce-bandwidth --set parallel.device=cuda \
                 --set parallel.comm=$engine
         done
-    else # a 1-rank NCCL communicator: the engine's own call, timed by its events
+        have_nccl || skip "ddp over nccl" "no comm nccl in this dpbench or no libnccl.so.2 (libnccl2)"
+    elif have_nccl; then # a 1-rank NCCL communicator: the engine's own call, timed by its events
         ddp allreduce-nccl --allreduce-bandwidth --set parallel.device=cuda --set parallel.comm=nccl
         skip "ddp over nccl and mpi" "one GPU: NCCL takes one rank per GPU"
+    else
+        skip ddp "one GPU, and no comm nccl in this dpbench or no libnccl.so.2 (libnccl2)"
     fi
 elif [ "$ngpu" -gt 0 ]; then
     skip ddp "no mpirun (openmpi-bin)"
