@@ -95,7 +95,7 @@ void pipeline_measure(const struct run_result *run, bool device, struct pipeline
 static bool fit(struct pipeline_costs *c, double *x, const struct run_result *run, bool lift)
 {
     *x = 0;
-    if (!run)
+    if (!run || run->n_batches < 2) // one batch an epoch: no period, nothing to fit it to
         return false;
     struct pipeline_knobs k = pipeline_knobs_of(&run->cfg);
     double target = run->n_epochs ? epochs_median(run->epochs, run->n_epochs) : 0, lo = 0, hi = target;

@@ -46,7 +46,7 @@ double pipeline_au(const struct pipeline_costs *c, const struct pipeline_knobs *
  * each stage's median over the epochs, as pipeline_fit takes the epoch's: a
  * slow epoch moves neither; device: the backend copies batches to a device. */
 void pipeline_measure(const struct run_result *run, bool device, struct pipeline_costs *c);
-/* Fitted to median epochs, each run NULL or not: the training thread's own
+/* Fitted to median epochs (of 2 batches or more), each run NULL or not: the training thread's own
  * time (from a run without workers, where that thread bounds its period;
  * else 0), the hand-off (from one with workers and no more threads than
  * cores), the contention (from one with more). Which it fitted: 1 << 0 the
