@@ -197,6 +197,19 @@ static void test_handoff_and_contention(void **state)
     }
 }
 
+/* One batch an epoch: the epoch has no period for a hand-off or contention
+ * to enter, so neither is fitted (the whole epoch was, before): both taken as
+ * 0 and said so. */
+static void test_one_batch_fits_nothing(void **state)
+{
+    (void)state;
+    setup(&backend_cpu, 2e-3, 1e-3, 2, 5, true);
+    fx.x.truth.handoff = 0.5e-3, fx.x.truth.contend = 1e-3, fx.x.batches = 1;
+    run();
+    assert_true(T()->costs.handoff == 0 && T()->costs.contend == 0 && T()->costs.loop == 0);
+    assert_int_equal(T()->assumed & 7u, 7u);
+}
+
 /* Workers that cost the training thread a little (8% a batch, beyond what
  * the model knows) where the step bounds the epoch, on 16 cores: the fitted
  * hand-off stays a share of the training thread's time, so fewer workers
@@ -625,6 +638,20 @@ static void test_budget(void **state)
     assert_in_range(fx.res.n_runs, 1, 2); // the profile was cut short: not all 3 ran
     // past the budget by at most the profile run under way: one 0.22 s epoch, its start-up
     assert_true(T()->seconds < fx.o.budget_s + 0.3);
+    /* for a target AU, the config as given kept unraced is recommended only where
+     * its measured AU reaches it (here 1 / 11 of the epoch: not 0.8) */
+    setup(&backend_cpu, 10e-3, 1e-3, 4, 8, true);
+    fx.o.budget_s = 0.5, fx.o.target_au = 0.8;
+    run();
+    assert_int_equal(T()->outcome, TUNE_NO_TARGET);
+    assert_int_equal(T()->best, -1);
+    assert_non_null(strstr(T()->statement, "ran out in the profile: nothing raced; the config "
+                                           "as given's measured AU, 0.09"));
+    setup(&backend_cpu, 10e-3, 1e-3, 4, 8, true);
+    fx.o.budget_s = 0.5, fx.o.target_au = 0.05; // reached: kept
+    run();
+    assert_int_equal(T()->outcome, TUNE_KEEP_BUDGET);
+    assert_int_equal(T()->best, 0);
 }
 
 /* Memory for the loader's batches in the profile and the race: room for the
@@ -860,7 +887,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_input_bound),  cmocka_unit_test(test_handoff_and_contention),
-        cmocka_unit_test(test_handoff_where_the_step_bounds),
+        cmocka_unit_test(test_handoff_where_the_step_bounds), cmocka_unit_test(test_one_batch_fits_nothing),
         cmocka_unit_test(test_loop_where_the_copy_bounds),
     cmocka_unit_test(test_a_measured_setting_outranks_its_prediction),
         cmocka_unit_test(test_profile_under_drift), cmocka_unit_test(test_slow_epochs_in_the_profile),

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 const char *const tune_cost_names[TUNE_N_COSTS] = {"loop_ms", "handoff_ms", "contention_ms",
                                                    "copy_pageable_ms", "copy_pinned_ms"};
@@ -20,6 +21,15 @@ static void dataloader_line(FILE *f, const struct config *c, const char *sub)
         fprintf(f, "%sand %s, %ld batches ahead\n", sub, pin ? "batch.to(device, non_blocking=True)"
                 : "a thread copying each batch ahead of the step (non_blocking=True alone "
                 "overlaps no copy from pageable memory)", c->loader.copy_depth);
+}
+
+const char *report_au_text(double au, double target, char v[32])
+{
+    int d = 4;
+    do
+        snprintf(v, 32, "%.*g", d, au);
+    while (d++ < 17 && (strtod(v, NULL) >= target) != (au >= target));
+    return v;
 }
 
 void report_tune_cells(const struct results *r, int i, struct tune_cells *c)
@@ -62,10 +72,13 @@ void report_tune_choice(FILE *f, const struct results *r, const char *head, cons
     char in[40] = "of the profile"; // where nothing was raced
     if (b->n_rounds)
         snprintf(in, sizeof in, "in %d round%s", b->n_rounds, b->n_rounds == 1 ? "" : "s");
-    fprintf(f, "%sepoch %.3f ms [%.3f, %.3f%s] over %d epochs %s; AU %.2f%s\n", sub,
+    char au[32];
+    fprintf(f, "%sepoch %.3f ms [%.3f, %.3f%s] over %d epochs %s; AU %s%s\n", sub,
             1e3 * b->sum.median_s, b->sum.ci95_ms[0], b->sum.ci95_ms[1],
             b->sum.ci_exact ? "" : ", min-max: too few for 95%", b->n_epochs, in,
-            b->sum.au, t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
+            t->target_au > 0 ? report_au_text(b->sum.au, t->target_au, au)
+                             : (snprintf(au, sizeof au, "%.2f", b->sum.au), au),
+            t->outcome == TUNE_TARGET ? ", which reaches the target" : "");
     if (isfinite(t->rerun_s[0]))
         fprintf(f, "%sa rerun with these settings: its median epoch in [%.3f, %.3f] ms (95%% "
                 "prediction from the race's %d rounds, on the machine as it ran them: a speed "

@@ -179,6 +179,8 @@ struct tune_cells {
     bool minmax; // the interval is min-max
 };
 void report_tune_cells(const struct results *r, int i, struct tune_cells *c);
+/* An AU to 4 digits, more where 4 would put it on target's other side. */
+const char *report_au_text(double au, double target, char v[32]);
 /* The JSON document as a string (caller frees), or NULL when out of memory. */
 char *report_json(const struct results *r);
 int report_json_print(FILE *f, const struct results *r);

@@ -561,16 +561,6 @@ static void confirm_fastest(struct search *s, bool budget)
                  !open ? "" : more);
 }
 
-/* An AU to 4 digits, more where 4 would put it on the target's other side. */
-static const char *au_text(double au, double target, char v[32])
-{
-    int d = 4;
-    do
-        snprintf(v, 32, "%.*g", d, au);
-    while (d++ < 17 && (strtod(v, NULL) >= target) != (au >= target));
-    return v;
-}
-
 /* The cheapest raced setting whose measured AU (the result's) reaches the target. */
 static void confirm_target(struct search *s)
 {
@@ -582,7 +572,7 @@ static void confirm_target(struct search *s)
         report_summarize_run(s->res, i);
         double au = s->res->runs[i].sum.au;
         char v[32];
-        snprintf(DECISION(s, i), "measured AU %s, %s %g", au_text(au, s->o->target_au, v),
+        snprintf(DECISION(s, i), "measured AU %s, %s %g", report_au_text(au, s->o->target_au, v),
                  au >= s->o->target_au ? "reaches" : "below", s->o->target_au);
         best = au >= s->o->target_au && (best < 0 || cost_of(&a) < cost_of(&b)) ? i : best;
         top = s->res->runs[i].sum.au > s->res->runs[top].sum.au ? i : top;
@@ -591,15 +581,29 @@ static void confirm_target(struct search *s)
     char v[32];
     if (best == 0) // the config as given: why it is kept
         snprintf(s->t->statement, sizeof s->t->statement, "the cheapest setting raced whose "
-                 "measured AU (%s) reaches %g", au_text(s->res->runs[0].sum.au, s->o->target_au, v),
+                 "measured AU (%s) reaches %g", report_au_text(s->res->runs[0].sum.au, s->o->target_au, v),
                  s->o->target_au);
     if (best >= 0)
         s->t->outcome = TUNE_TARGET, s->t->best = best, report_pair(s->res, 0, best, &s->t->gain);
     else
         conclude(s, TUNE_NO_TARGET, -1, "no setting tried reaches AU %g: the highest, trial "
                  "%d (%s), reaches %s and is %s%s", s->o->target_au, top,
-                 s->res->runs[top].label, au_text(s->res->runs[top].sum.au, s->o->target_au, v),
+                 s->res->runs[top].label, report_au_text(s->res->runs[top].sum.au, s->o->target_au, v),
                  bound_name(bound), bound == BOUND_BALANCED ? "" : "-bound");
+}
+
+/* The config as given kept without a race (the budget, nothing to race) for
+ * a target AU: recommended only where its measured AU reaches the target. */
+static void unraced_target(struct search *s)
+{
+    char why[sizeof s->t->statement], v[32];
+    report_summarize_run(s->res, 0);
+    double au = s->res->runs[0].sum.au;
+    if (au >= s->o->target_au)
+        return;
+    snprintf(why, sizeof why, "%s", s->t->statement);
+    conclude(s, TUNE_NO_TARGET, -1, "%s; the config as given's measured AU, %s, is below %g",
+             why, report_au_text(au, s->o->target_au, v), s->o->target_au);
 }
 
 /* Runs never measured go (a stop), not one that failed; the others get
@@ -670,6 +674,8 @@ int tune_search(const struct tune_options *o, tune_trial_fn trial, void *ctx,
                       "but the config as given", t->n_space - 1);
     if (st == STEP_ON && (st = race(&s, cand, n, &log)) == STEP_ON)
         o->target_au > 0 ? confirm_target(&s) : confirm_fastest(&s, log.end == ROUNDS_BUDGET);
+    if (st == STEP_DONE && o->target_au > 0 && t->best == 0 && !s.n_race)
+        unraced_target(&s);
     rounds_log_free(&log);
     for (int i = 0; i < res->n_runs; i++) // each trial's run ends (its final parameters)
         if (trial(ctx, &res->runs[i], -1, 0, 0, 0, st == STEP_FAILED ? &(struct error){{0}} : e))
