@@ -179,6 +179,18 @@ rc=$?
 if [ $rc -eq 2 ] && grep -q "esc-tuned.yaml is a folder" "$TMP/short3.err" &&
    [ "$(ls -A "$TMP/o/dir")" = ".._esc-tuned.yaml" ]; then ok
 else bad "tuned config not replaceable: exit $rc, left $(ls -A "$TMP/o/dir"): $(cat "$TMP/short3.err")"; fi
+# another user's file in a sticky folder (/tmp's mode), which rename cannot
+# replace: refused before the search, not found after it (the results lost)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    mkdir -p "$TMP/o/sticky" && echo "x: 1" >"$TMP/o/sticky/.._esc-tuned.yaml" && chmod 1777 "$TMP/o/sticky"
+    chmod o+x "$TMP" "$TMP/o" 2>/dev/null
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN" "${SHORT[@]}" --out "$TMP/o/sticky" \
+        >/dev/null 2>"$TMP/short5.err"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "belongs to another user in a sticky folder" "$TMP/short5.err" &&
+        [ "$(cat "$TMP/o/sticky/.._esc-tuned.yaml")" = "x: 1" ]; then ok
+    else bad "another user's tuned config in a sticky folder: exit $rc: $(cat "$TMP/short5.err")"; fi
+fi
 # a link there, even to a folder, is replaced as rename replaces it
 mkdir -p "$TMP/o/link" && ln -s ../dir "$TMP/o/link/.._esc-tuned.yaml"
 "$BIN" "${SHORT[@]}" --out "$TMP/o/link" >/dev/null 2>"$TMP/short4.err"

@@ -236,7 +236,8 @@ int report_write_text(const char *dir, const char *name, const char *stamp, cons
 int report_remove_text(const char *dir, const char *name, const char *stamp, const char *ext,
                        char *path, size_t n, struct error *e);
 /* Refuses, before a run, DIR/NAME-STAMP.EXT that report_write_text could not
- * replace: a folder (whether the run would write it or not). */
+ * replace (whether the run would write it or not): a folder, or another
+ * user's file in a sticky folder. */
 int report_check_replace(const char *dir, const char *name, const char *stamp, const char *ext,
                          struct error *e);
 

@@ -213,9 +213,17 @@ int report_check_replace(const char *dir, const char *name, const char *stamp, c
     result_base(name, stamp, base, sizeof base);
     char path[strlen(dir) + strlen(base) + strlen(ext) + 3];
     snprintf(path, sizeof path, "%s/%s.%s", dir, base, ext);
-    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) // rename replaces all else (a link too)
+    if (lstat(path, &st) != 0)
+        return 0;
+    if (S_ISDIR(st.st_mode)) // rename replaces all else (a link too)
         return error_set(e, "report.out %s: %s.%s is a folder, which a file cannot replace: "
                          "remove it or give another --out", dir, base, ext);
+    struct stat d; // a sticky folder (/tmp): only the file's or the folder's owner replaces it
+    uid_t me = geteuid();
+    if (me != 0 && stat(dir, &d) == 0 && (d.st_mode & S_ISVTX) && st.st_uid != me && d.st_uid != me)
+        return error_set(e, "report.out %s: %s.%s belongs to another user in a sticky folder, "
+                         "where only its owner can replace or remove it: give another --out",
+                         dir, base, ext);
     return 0;
 }
 
