@@ -129,7 +129,7 @@ void points_free(struct points *pts)
 
 size_t sweep_memory_limit(double max_memory, char *what, size_t n)
 {
-    snprintf(what, n, "--max-memory limit");
+    snprintf(what, n, "--max-memory limit (%.3f GiB)", max_memory / (1 << 30));
     if (max_memory > 0)
         return max_memory >= 0x1p64 ? SIZE_MAX : (size_t)max_memory;
     size_t avail = estimate_available();
@@ -210,7 +210,7 @@ int sweep_check(const struct points *pts, double max_memory, bool keep_data, siz
         size_t need = *rebuild ? est.total : all;
         *peak = need > *peak ? need : *peak;
         if (limit && need > limit)
-            return error_set(e, "%s%sthe run needs about %.2f GiB of host memory (dataset %.2f, "
+            return error_set(e, "%s%sthe run needs about %.3f GiB of host memory (dataset %.2f, "
                                 "loader %.2f, model %.2f, results %.2f, runtime %.2f), more "
                                 "than the %s",
                              label, label[0] ? ": " : "", (double)need / (1 << 30),
