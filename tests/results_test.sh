@@ -194,6 +194,16 @@ bad_doc tiny.json 'd["runs"][0]["epochs"][0]["seconds"] = 5e-324'
 bad_doc nanround.json 'd["runs"][0]["rounds"] = [{"round": 0, "median_ms": -1}]'
 bad_doc noruns.json 'd["runs"] = []'
 bad_doc manyruns.json 'd["runs"] = d["runs"][:1] * 4097'
+# a field of another type than dpbench writes is refused, never read as absent
+# (rounds "x" made compare fall back to one run's epochs: another verdict)
+bad_doc t-rounds.json 'd["runs"][0]["rounds"] = "x"'
+bad_doc t-round.json 'd["runs"][0]["rounds"] = [{"round": "x", "median_ms": 1}]'
+bad_doc t-interrupted.json 'd["interrupted"] = "yes"'
+bad_doc t-warnings.json 'd["warnings"] = "str"'
+bad_doc t-machine.json 'd["machine"] = "x"'
+bad_doc t-load.json 'd["runs"][0]["load"] = {"others_cpu": 5.0}'
+bad_doc t-same.json 'd["runs"] = [d["runs"][0], dict(d["runs"][0], same_as=0.5)]'
+bad_doc t-chain.json 'd["runs"] = [d["runs"][0], dict(d["runs"][0], same_as=0), dict(d["runs"][0], same_as=1)]'
 for c in "$TMP/noschema.json:no \"schema_version\"" "$TMP/strschema.json:is a string" \
          "$TMP/newschema.json:schema_version 3: this dpbench reads versions 1 and 2" \
          "$TMP/huge.json:epoch 1: not a time dpbench measured" \
@@ -201,6 +211,13 @@ for c in "$TMP/noschema.json:no \"schema_version\"" "$TMP/strschema.json:is a st
          "$TMP/nanround.json:round 1: not a time dpbench measured" \
          "$TMP/noruns.json:no \"runs\" with at least one run" \
          "$TMP/manyruns.json:4097 runs, more than a dpbench result holds (4096)" \
+         "$TMP/t-rounds.json:runs[0].rounds: expected an array" \
+         "$TMP/t-round.json:runs[0].rounds[0].round: expected a number" \
+         "$TMP/t-interrupted.json:interrupted: expected true or false" \
+         "$TMP/t-warnings.json:warnings: expected an array" "$TMP/t-machine.json:machine: expected an object" \
+         "$TMP/t-load.json:runs[0].load.others_cpu: expected a share from 0 to 1" \
+         "$TMP/t-same.json:runs[1].same_as 0.5 is not an earlier run" \
+         "$TMP/t-chain.json:runs[2].same_as 1 is not an earlier run that was measured itself" \
          "$TMP/fifo:not a regular file" "/dev/urandom:not a regular file" "$TMP:not a regular file"; do
     timeout 10 "$BIN" compare "$TMP/a.json" "${c%%:*}" >"$TMP/cmp.out" 2>"$TMP/err"
     rc=$?
@@ -209,7 +226,7 @@ for c in "$TMP/noschema.json:no \"schema_version\"" "$TMP/strschema.json:is a st
     else bad "compare with ${c%%:*}: exit $rc: $(cat "$TMP/err")"; fi
 done
 rm -f "$TMP/fifo" "$TMP"/noschema.json "$TMP"/strschema.json "$TMP"/newschema.json \
-    "$TMP"/huge.json "$TMP"/nanround.json "$TMP"/noruns.json "$TMP"/manyruns.json
+    "$TMP"/huge.json "$TMP"/nanround.json "$TMP"/noruns.json "$TMP"/manyruns.json "$TMP"/t-*.json
 # a point with no measured epoch is not compared, and says why
 bad_doc noepochs.json 'd["runs"][0]["epochs"] = []; d["runs"][0]["failed"] = True'
 "$BIN" compare "$TMP/a.json" "$TMP/noepochs.json" >"$TMP/cmp.txt" 2>"$TMP/err"

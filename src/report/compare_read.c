@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,20 +161,43 @@ int compare_diffs(const cJSON *a, const cJSON *b, const char *prefix, char diffs
     return n;
 }
 
+/* -1 with e set where o's field key is there (not null) but not of the type
+ * `is` tests (what: its name), at JSON path where (printf-style, e.g.
+ * "runs[2]."); else 0. A field of another type is never read as absent. */
+__attribute__((format(printf, 7, 8)))
+static int wrong_type(const struct compare_file *f, struct error *e, const cJSON *o,
+                      const char *key, cJSON_bool (*is)(const cJSON *const), const char *what,
+                      const char *where, ...)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v || cJSON_IsNull(v) || is(v))
+        return 0;
+    char at[64];
+    va_list ap;
+    va_start(ap, where);
+    vsnprintf(at, sizeof at, where, ap);
+    va_end(ap);
+    return error_set(e, "%s: %s%s: expected %s, not what dpbench writes", f->path, at, key, what);
+}
+
 /* Run i's JSON object, following same_as to the run that holds its
- * measurement. */
+ * measurement (an earlier run, itself measured). */
 static const cJSON *measured_run(const struct compare_file *f, const cJSON *runs,
                                  const cJSON *run, int i, struct error *e)
 {
     const cJSON *same = cJSON_GetObjectItemCaseSensitive(run, "same_as");
+    if (wrong_type(f, e, run, "same_as", cJSON_IsNumber, "a run's index", "runs[%d].", i))
+        return NULL;
     if (!cJSON_IsNumber(same))
         return run;
     int k = same->valueint;
-    if (k < 0 || k >= i) {
-        error_set(e, "%s: run %d: same_as %d is not an earlier run", f->path, i, k);
+    const cJSON *m = k >= 0 && k < i && k == same->valuedouble ? cJSON_GetArrayItem(runs, k) : NULL;
+    if (!m || cJSON_GetObjectItemCaseSensitive(m, "same_as")) {
+        error_set(e, "%s: runs[%d].same_as %g is not an earlier run that was measured itself",
+                  f->path, i, same->valuedouble);
         return NULL;
     }
-    return cJSON_GetArrayItem(runs, k);
+    return m;
 }
 
 /* One measured time (epoch seconds or a round's median ms, in `unit`s) as
@@ -183,8 +207,10 @@ static int time_ms(const struct compare_file *f, const cJSON *v, double unit, in
 {
     double x = cJSON_IsNumber(v) ? v->valuedouble * unit : NAN;
     if (!(x >= 1e3 * MIN_EPOCH_S) || !(x < 1e3 * MAX_EPOCH_S))
-        return error_set(e, "%s: run %d, %s %d: not a time dpbench measured (seconds from %g "
-                            "to below %g)", f->path, i, what, k + 1, MIN_EPOCH_S, MAX_EPOCH_S);
+        return error_set(e, "%s: run %d, %s %d: not a time dpbench measured (runs[%d].%ss[%d]"
+                            ".%s: from %g to below %g %s)", f->path, i, what, k + 1, i, what, k,
+                         unit == 1 ? "median_ms" : "seconds", 1e3 / unit * MIN_EPOCH_S,
+                         1e3 / unit * MAX_EPOCH_S, unit == 1 ? "ms" : "s");
     *ms = x;
     return 0;
 }
@@ -198,6 +224,8 @@ static int run_times(const struct compare_file *f, const cJSON *run, int i,
     const cJSON *rounds = cJSON_GetObjectItemCaseSensitive(run, "rounds"), *x;
     if (!cJSON_IsArray(eps))
         return error_set(e, "%s: run %d has no \"epochs\" array (per-epoch times)", f->path, i);
+    if (wrong_type(f, e, run, "rounds", cJSON_IsArray, "an array", "runs[%d].", i))
+        return -1;
     int n = cJSON_GetArraySize(eps), nr = cJSON_IsArray(rounds) ? cJSON_GetArraySize(rounds) : 0;
     p->ms = malloc((size_t)(n ? n : 1) * sizeof *p->ms);
     p->round_ms = malloc((size_t)(nr ? nr : 1) * sizeof *p->round_ms);
@@ -210,15 +238,19 @@ static int run_times(const struct compare_file *f, const cJSON *run, int i,
         return -1;
     else
         p->n++;
+    int j = 0;
     cJSON_ArrayForEach(x, rounds)
     {
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(x, "round");
         const cJSON *ran = cJSON_GetObjectItemCaseSensitive(x, "epochs");
+        if (wrong_type(f, e, x, "round", cJSON_IsNumber, "a number", "runs[%d].rounds[%d].", i, j) ||
+            wrong_type(f, e, x, "epochs", cJSON_IsNumber, "a number", "runs[%d].rounds[%d].", i, j))
+            return -1;
         if (cJSON_IsNumber(ran) && ran->valuedouble == 0 &&
-            cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(x, "median_ms")))
+            cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(x, "median_ms")) && ++j)
             continue; // a round in which the point measured nothing (it failed or stopped)
-        if (time_ms(f, cJSON_GetObjectItemCaseSensitive(x, "median_ms"), 1, i, "round",
-                    p->n_rounds, &p->round_ms[p->n_rounds], e))
+        if (time_ms(f, cJSON_GetObjectItemCaseSensitive(x, "median_ms"), 1, i, "round", j++,
+                    &p->round_ms[p->n_rounds], e))
             return -1;
         p->round_of[p->n_rounds] = cJSON_IsNumber(r) ? r->valueint : p->n_rounds;
         p->n_rounds++;
@@ -228,18 +260,29 @@ static int run_times(const struct compare_file *f, const cJSON *run, int i,
 }
 
 /* The load others put on the machine while the run ran, and its BLAS choice. */
-static void run_context(const cJSON *run, struct compare_point *p)
+static int run_context(const struct compare_file *f, const cJSON *run, int i,
+                       struct compare_point *p, struct error *e)
 {
     const cJSON *load = cJSON_GetObjectItemCaseSensitive(run, "load");
+    if (wrong_type(f, e, run, "load", cJSON_IsObject, "an object", "runs[%d].", i) ||
+        wrong_type(f, e, run, "failed", cJSON_IsBool, "true or false", "runs[%d].", i) ||
+        wrong_type(f, e, run, "blas_library", cJSON_IsString, "a string", "runs[%d].", i) ||
+        wrong_type(f, e, run, "blas_threads", cJSON_IsNumber, "a number", "runs[%d].", i) ||
+        wrong_type(f, e, load, "others_cpu", cJSON_IsNumber, "a share from 0 to 1", "runs[%d].load.", i))
+        return -1;
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(load, "others_cpu");
     const cJSON *lib = cJSON_GetObjectItemCaseSensitive(run, "blas_library");
     const cJSON *th = cJSON_GetObjectItemCaseSensitive(run, "blas_threads");
     const cJSON *failed = cJSON_GetObjectItemCaseSensitive(run, "failed");
     p->others_cpu = cJSON_IsNumber(o) ? o->valuedouble : NAN;
+    if (p->others_cpu < 0 || p->others_cpu > 1)
+        return error_set(e, "%s: runs[%d].load.others_cpu: expected a share from 0 to 1, not "
+                         "what dpbench writes", f->path, i);
     if (cJSON_IsString(lib) && cJSON_IsNumber(th))
         snprintf(p->blas, sizeof p->blas, "%s, %d thread%s", lib->valuestring, th->valueint,
                  th->valueint == 1 ? "" : "s");
     p->failed = cJSON_IsTrue(failed);
+    return 0;
 }
 
 static int read_point(struct compare_file *f, const cJSON *runs, const cJSON *run, int i,
@@ -261,8 +304,7 @@ static int read_point(struct compare_file *f, const cJSON *runs, const cJSON *ru
     const cJSON *m = measured_run(f, runs, run, i, e);
     if (!m)
         return -1;
-    run_context(m, p);
-    return run_times(f, m, i, p, e);
+    return run_context(f, m, i, p, e) ? -1 : run_times(f, m, i, p, e);
 }
 
 /* The whole file as a string (caller frees): a regular file (not a FIFO, a
@@ -346,8 +388,13 @@ static const char *field(const cJSON *o, const char *key)
 
 /* What the file says of where and how it ran: the tool and build, the
  * machine, a stop, its warnings. */
-static void file_context(struct compare_file *f, const cJSON *doc)
+static int file_context(struct compare_file *f, const cJSON *doc, struct error *e)
 {
+    if (wrong_type(f, e, doc, "dpbench", cJSON_IsObject, "an object", "%s", "") ||
+        wrong_type(f, e, doc, "machine", cJSON_IsObject, "an object", "%s", "") ||
+        wrong_type(f, e, doc, "interrupted", cJSON_IsBool, "true or false", "%s", "") ||
+        wrong_type(f, e, doc, "warnings", cJSON_IsArray, "an array", "%s", ""))
+        return -1;
     const cJSON *tool = cJSON_GetObjectItemCaseSensitive(doc, "dpbench");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "machine");
     const char *ver = field(tool, "version");
@@ -366,6 +413,7 @@ static void file_context(struct compare_file *f, const cJSON *doc)
             cJSON_GetObjectItemCaseSensitive(rd, "load"), "seconds");
         f->span_s += cJSON_IsNumber(s) && s->valuedouble > 0 ? s->valuedouble : 0;
     }
+    return 0;
 }
 
 int compare_file_from(struct compare_file *f, const cJSON *doc, const char *path, int only,
@@ -382,7 +430,8 @@ int compare_file_from(struct compare_file *f, const cJSON *doc, const char *path
     if (n > CONFIG_MAX_SWEEP_POINTS) // what no run of dpbench writes; pairing it would take hours
         return error_set(e, "%s: %d runs, more than a dpbench result holds (%d)", path, n,
                          CONFIG_MAX_SWEEP_POINTS);
-    file_context(f, doc);
+    if (file_context(f, doc, e))
+        return -1;
     f->pts = calloc((size_t)n, sizeof *f->pts);
     if (!f->pts)
         return error_set(e, "out of memory");
