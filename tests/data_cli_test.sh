@@ -324,6 +324,12 @@ expect 2 "not an idx images file" -- --export "$TMP/reex" --set dataset.kind=idx
 if [ "$before" = "$(cat "$TMP/reex/export.json" "$TMP/reex"/point-00[01]/* | md5sum)" ] &&
     [ "$(ls -A "$TMP/reex")" = "$(printf 'export.json\npoint-000\npoint-001')" ]; then ok
 else bad "a failed --export changed the earlier export: $(ls -A "$TMP/reex" "$TMP/reex/point-000")"; fi
+# a smaller export over it leaves none of the earlier one's points beyond its own
+# (a glob of point-* would mix the two); a folder of the user's own stays
+mkdir "$TMP/reex/mine"
+"$BIN" --export "$TMP/reex" 2>/dev/null
+if [ "$(ls -A "$TMP/reex")" = "$(printf 'export.json\nmine\npoint-000')" ]; then ok
+else bad "a smaller --export over an earlier one: $(ls -A "$TMP/reex")"; fi
 cp -r "$G/cifar" "$B/cifar" && truncate -s -1 "$B/cifar/data_batch_4.bin"
 expect 2 "data_batch_4.bin: 36875 bytes is not a multiple of 3073" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar"
 cp -r "$G/jpg/train" "$B/empty" && mkdir "$B/empty/class_03"

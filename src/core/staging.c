@@ -82,7 +82,7 @@ static int remove_one(const char *p, const struct stat *st, int flag, struct FTW
     return 0; // go on: remove what can be removed
 }
 
-static void tree_remove(const char *path)
+void staging_tree_remove(const char *path)
 {
     nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
@@ -105,7 +105,7 @@ static void stale_remove(const char *dir, const char *prefix)
             continue; // not ours, or its process lives
         char p[4400];
         snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        tree_remove(p);
+        staging_tree_remove(p);
     }
     closedir(dp);
 }
@@ -145,7 +145,7 @@ int staging_open(struct staging *s, const char *target, const char *what, struct
         stale_remove(slash ? parent : ".", prefix);
         s->whole = true;
     }
-    tree_remove(s->path); // a stale one of a process that had this pid
+    staging_tree_remove(s->path); // a stale one of a process that had this pid
     if (mkdir(s->path, 0777) != 0) {
         int err = errno;
         staging_abort(s);
@@ -231,7 +231,7 @@ int staging_commit(struct staging *s, const char *last, struct error *e)
         staging_abort(s);
         return -1;
     }
-    tree_remove(s->path); // empty, or the folders that were replaced
+    staging_tree_remove(s->path); // empty, or the folders that were replaced
     s->open = false;
     s->made[0] = '\0';
     return 0;
@@ -240,7 +240,7 @@ int staging_commit(struct staging *s, const char *last, struct error *e)
 void staging_abort(struct staging *s)
 {
     if (s->open)
-        tree_remove(s->path);
+        staging_tree_remove(s->path);
     s->open = false;
     char parent[4096];
     snprintf(parent, sizeof parent, "%s", s->target);

@@ -37,5 +37,7 @@ int staging_commit(struct staging *s, const char *last, struct error *e);
 /* Removes the staging folder and the parents staging_open created; safe to
  * call after a commit or twice. */
 void staging_abort(struct staging *s);
+/* Removes path and all below it, as far as it can (links not followed). */
+void staging_tree_remove(const char *path);
 
 #endif

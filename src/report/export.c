@@ -283,9 +283,19 @@ int export_finish(struct export *x, const struct config *base, struct error *e)
      * folder reads as incomplete, never as that export over new files */
     char index[sizeof x->stage.target + 16];
     snprintf(index, sizeof index, "%s/export.json", x->stage.target);
-    if (unlink(index) != 0 && errno != ENOENT)
+    bool earlier = unlink(index) == 0;
+    if (!earlier && errno != ENOENT)
         return error_set(e, "--export %s: cannot remove the earlier %s: %s", x->stage.target,
                          index, strerror(errno));
+    /* and its points beyond this one's (the others are replaced): a glob of
+     * point-* must not mix two exports */
+    for (long k = x->n_points; earlier; k++) {
+        char old[sizeof x->stage.target + 32];
+        struct stat st;
+        snprintf(old, sizeof old, "%s/point-%03ld", x->stage.target, k);
+        if ((earlier = lstat(old, &st) == 0 && S_ISDIR(st.st_mode)))
+            staging_tree_remove(old);
+    }
     return staging_commit(&x->stage, "export.json", e);
 }
 
