@@ -134,7 +134,7 @@ rm "$TMP/esc.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["runs"][0]["point"]="my \"v2\", x"; json.dump(d, open(sys.argv[2], "w"))' \
     "$TMP/a.json" "$TMP/quote.json"
 if "$BIN" compare "$TMP/a.json" "$TMP/quote.json" --format csv >"$TMP/cmp.csv" 2>"$TMP/err" &&
-    python3 -c 'import csv,sys; h, r = csv.reader(open(sys.argv[1])); assert len(r) == len(h) == 11 and r[1] == "my \"v2\", x", r' "$TMP/cmp.csv"
+    python3 -c 'import csv,sys; h, r = csv.reader(open(sys.argv[1])); assert len(r) == len(h) == 12 and r[1] == "my \"v2\", x", r' "$TMP/cmp.csv"
 then ok; else bad "compare csv of a quoted label: $(cat "$TMP/cmp.csv" "$TMP/err")"; fi
 rm "$TMP/quote.json"
 # different workloads only: listed, nothing compared, exit 2
@@ -299,6 +299,12 @@ bad_doc short-b.json 'd["runs"][0]["rounds"] = [{"round": k, "median_ms": 12.5, 
 if grep -q "undecided: slower 1.25x, but the runs measured for 4 s and 4 s, too short" "$TMP/cmp.txt" &&
     grep -q "dpbench compare -c A.yaml -c B.yaml" "$TMP/cmp.txt"; then ok
 else bad "compare of short runs: $(cat "$TMP/cmp.txt")"; fi
+# ... and so do Markdown (the text's lines under the table) and CSV (held_back)
+"$BIN" compare "$TMP/short-a.json" "$TMP/short-b.json" --format markdown >"$TMP/cmp.md" 2>&1
+"$BIN" compare "$TMP/short-a.json" "$TMP/short-b.json" --format csv >"$TMP/cmp.csv" 2>&1
+if grep -q "^- (base): undecided: slower 1.25x, but the runs measured for 4 s" "$TMP/cmp.md" &&
+    python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert len(r) == 1 and r[0]["verdict"] == "undecided" and r[0]["held_back"].startswith("slower 1.25x, but the runs measured"), r' "$TMP/cmp.csv"
+then ok; else bad "held back in Markdown and CSV: $(cat "$TMP/cmp.md" "$TMP/cmp.csv")"; fi
 rm -f "$TMP"/short-*.json
 # --fail-on: its own exit status when B is slower beyond the margin
 "$BIN" compare "$TMP/rounds-a.json" "$TMP/rounds-b.json" --fail-on slower=5% >/dev/null 2>"$TMP/err"

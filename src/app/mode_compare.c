@@ -168,10 +168,13 @@ static int compare_files(int argc, char **argv)
         rc = -1;
     if (rc == 0 && f.out->compare(stdout, &r))
         rc = error_set(&e, "out of memory");
+    char why[320] = "";
+    if (rc == 0 && r.n_pairs == 0 && r.a.n > 0)
+        compare_unmatched_why(&r.a.pts[0], &r.b, why, sizeof why);
     if (rc == 0 && r.n_pairs == 0)
         rc = error_set(&e, "compare: no point of %s pairs with a point of %s (a pair has one "
                            "workload, and one setting where a side has several points): nothing "
-                           "compared; the unmatched lines above say why", r.a.path, r.b.path);
+                           "compared; A's first point: %s", r.a.path, r.b.path, why);
     bool failed = rc == 0 && f.fail_on && fails(&r, f.fail_on, f.threshold);
     compare_free(&r);
     if (rc)

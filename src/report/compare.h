@@ -7,6 +7,7 @@
 #ifndef DPBENCH_COMPARE_H
 #define DPBENCH_COMPARE_H
 
+#include <stdio.h>
 #include <stdbool.h>
 
 #include "stats.h"
@@ -126,5 +127,10 @@ void compare_unmatched_why(const struct compare_point *p, const struct compare_f
 /* The pair's verdict in words: "faster", or "faster within run noise; not
  * interleaved" where only one run's epochs decided it. */
 const char *compare_verdict_text(const struct compare_pair *p, char *buf, size_t n);
+/* The lines the renderers that write prose (text, Markdown) print under a
+ * pair (its points' names, what differs, why undecided) and for each point
+ * left unpaired, each line after lead (render_text_compare.c). */
+void report_compare_pair_notes(FILE *f, const struct compare_pair *p, const char *lead);
+void report_compare_unmatched(FILE *f, const struct compare_result *c, const char *lead);
 
 #endif

@@ -117,7 +117,7 @@ int report_summary_csv(FILE *f, const struct results *r)
 int report_compare_csv(FILE *f, const struct compare_result *c)
 {
     fprintf(f, "point_a,point_b,unit,units,a_median_ms,b_median_ms,ratio,ci95_low,ci95_high,"
-               "p_value,verdict\n");
+               "p_value,verdict,held_back\n");
     for (int i = 0; i < c->n_pairs; i++) {
         const struct compare_pair *p = &c->pairs[i];
         double v[] = {compare_median(p->a, p->unit), compare_median(p->b, p->unit), p->q.ratio,
@@ -134,6 +134,8 @@ int report_compare_csv(FILE *f, const struct compare_result *c)
                 fputc(',', f);
         fputc(',', f);
         csv_text(f, compare_verdict_text(p, text, sizeof text));
+        fputc(',', f);
+        csv_text(f, p->why);
         fputc('\n', f);
     }
     return 0;

@@ -119,5 +119,9 @@ int report_compare_markdown(FILE *f, const struct compare_result *c)
             fputs(" - |", f);
         fprintf(f, " %s | %s |\n", compare_unit_name(p->unit), compare_verdict_text(p, v, sizeof v));
     }
+    fputc('\n', f); // what the text prints under each row, then the unmatched points
+    for (int i = 0; i < c->n_pairs; i++)
+        report_compare_pair_notes(f, &c->pairs[i], "- ");
+    report_compare_unmatched(f, c, "- ");
     return 0;
 }

@@ -11,46 +11,54 @@
 
 /* ---- dpbench compare ------------------------------------------------------ */
 
-static void compare_unmatched_text(FILE *f, const struct compare_file *file,
-                                   const struct compare_file *other, const char *side)
+void report_compare_unmatched(FILE *f, const struct compare_result *c, const char *lead)
 {
-    for (int i = 0; i < file->n; i++) {
-        char why[320];
-        if (file->pts[i].paired)
-            continue;
-        compare_unmatched_why(&file->pts[i], other, why, sizeof why);
-        fprintf(f, "# unmatched in %s: %s: %s\n", side, compare_point_name(&file->pts[i]), why);
+    for (int s = 0; s < 2; s++) {
+        const struct compare_file *file = s ? &c->b : &c->a, *other = s ? &c->a : &c->b;
+        for (int i = 0; i < file->n; i++) {
+            char why[320];
+            if (file->pts[i].paired)
+                continue;
+            compare_unmatched_why(&file->pts[i], other, why, sizeof why);
+            fprintf(f, "%sunmatched in %s: %s: %s\n", lead, s ? "B" : "A",
+                    compare_point_name(&file->pts[i]), why);
+        }
     }
+}
+
+void report_compare_pair_notes(FILE *f, const struct compare_pair *p, const char *lead)
+{
+    const char *name = compare_point_name(p->a);
+    if (strcmp(name, compare_point_name(p->b)) != 0)
+        fprintf(f, "%s%s: B's point is %s\n", lead, name, compare_point_name(p->b));
+    for (int k = 0; k < p->n_diffs; k++)
+        fprintf(f, "%s%s: %s differ: %s\n", lead, name,
+                k < p->n_workload_diffs ? "workloads" : "settings", p->diffs[k]);
+    if (p->blas[0])
+        fprintf(f, "%s%s: computed with different BLAS choices: %s\n", lead, name, p->blas);
+    if (p->why[0])
+        fprintf(f, "%s%s: undecided: %s\n", lead, name, p->why);
+    else if (p->q.verdict == VERDICT_UNDECIDED && p->q.units_needed > 0)
+        fprintf(f, "%s%s: undecided: about %d %s would decide it at this spread\n", lead, name,
+                p->q.units_needed, p->unit == COMPARE_EPOCHS ? "epochs"
+                                   : p->unit == COMPARE_RUNS ? "rounds a side" : "rounds");
+    else if (p->q.verdict == VERDICT_UNDECIDED && isnan(p->q.ci95[0]))
+        fprintf(f, "%s%s: undecided: too few %s for a 95%% interval\n", lead, name,
+                p->unit == COMPARE_EPOCHS ? "epochs" : "rounds");
 }
 
 /* A pair's row and the lines about it. */
 static void compare_pair_text(FILE *f, int w, const struct compare_pair *p)
 {
-    const char *name = compare_point_name(p->a);
     char ci[48] = "-", pv[16] = "-", v[96];
     if (!isnan(p->q.ci95[0]))
         snprintf(ci, sizeof ci, "%.3f-%.3f", p->q.ci95[0], p->q.ci95[1]);
     if (!isnan(p->p_value))
         snprintf(pv, sizeof pv, "%.3g", p->p_value);
-    fprintf(f, "%-*s %10.4f %10.4f %8.3f %13s %8s %6d  %s\n", w, name,
+    fprintf(f, "%-*s %10.4f %10.4f %8.3f %13s %8s %6d  %s\n", w, compare_point_name(p->a),
             compare_median(p->a, p->unit), compare_median(p->b, p->unit), p->q.ratio, ci, pv,
             p->q.units, compare_verdict_text(p, v, sizeof v));
-    if (strcmp(name, compare_point_name(p->b)) != 0)
-        fprintf(f, "#   %s: B's point is %s\n", name, compare_point_name(p->b));
-    for (int k = 0; k < p->n_diffs; k++)
-        fprintf(f, "#   %s: %s differ: %s\n", name,
-                k < p->n_workload_diffs ? "workloads" : "settings", p->diffs[k]);
-    if (p->blas[0])
-        fprintf(f, "#   %s: computed with different BLAS choices: %s\n", name, p->blas);
-    if (p->why[0])
-        fprintf(f, "#   %s: undecided: %s\n", name, p->why);
-    else if (p->q.verdict == VERDICT_UNDECIDED && p->q.units_needed > 0)
-        fprintf(f, "#   %s: undecided: about %d %s would decide it at this spread\n", name,
-                p->q.units_needed, p->unit == COMPARE_EPOCHS ? "epochs"
-                                   : p->unit == COMPARE_RUNS ? "rounds a side" : "rounds");
-    else if (p->q.verdict == VERDICT_UNDECIDED && isnan(p->q.ci95[0]))
-        fprintf(f, "#   %s: undecided: too few %s for a 95%% interval\n", name,
-                p->unit == COMPARE_EPOCHS ? "epochs" : "rounds");
+    report_compare_pair_notes(f, p, "#   ");
 }
 
 /* How the pairs were decided, in one line. */
@@ -90,8 +98,7 @@ int report_compare_text(FILE *f, const struct compare_result *c)
     fprintf(f, "%-*s %10s %10s %8s %13s %8s %6s\n", w, "", "ms", "ms", "B/A", "", "", "");
     for (int i = 0; i < c->n_pairs; i++)
         compare_pair_text(f, w, &c->pairs[i]);
-    compare_unmatched_text(f, &c->a, &c->b, "A");
-    compare_unmatched_text(f, &c->b, &c->a, "B");
+    report_compare_unmatched(f, c, "# ");
     return 0;
 }
 
