@@ -652,6 +652,17 @@ static void test_budget(void **state)
     run();
     assert_int_equal(T()->outcome, TUNE_KEEP_BUDGET);
     assert_int_equal(T()->best, 0);
+    /* a race starts no round that the budget left cannot hold: whatever the
+     * budget, the search passes it by at most the profile's epoch under way */
+    int short_race = 0;
+    for (double b = 0.5; b < 4; b += 0.1) {
+        setup(&backend_cpu, 10e-3, 1e-3, 4, 8, true);
+        fx.o.budget_s = b;
+        run();
+        assert_true(T()->seconds < b + 0.3);
+        short_race += strstr(T()->statement, "under a race round's") != NULL;
+    }
+    assert_true(short_race > 0);
 }
 
 /* Memory for the loader's batches in the profile and the race: room for the

@@ -447,7 +447,14 @@ static int round_epochs(const struct search *s, double epoch_s)
 static enum step race(struct search *s, const int *pick, int n, struct rounds_log *log)
 {
     const struct run_result *given = &s->res->runs[0];
-    s->epochs[0] = round_epochs(s, epochs_median(given->epochs, given->n_epochs));
+    double g = epochs_median(given->epochs, given->n_epochs), round_s = round_epochs(s, g) * g;
+    for (int i = 0; i < n; i++) // a round's expected time, which the budget left must hold
+        round_s += round_epochs(s, s->t->space[pick[i]].estimate_s) * s->t->space[pick[i]].estimate_s;
+    double left = s->o->budget_s - (clock_of(s) - s->t0);
+    if (round_s > left)
+        return conclude(s, TUNE_KEEP_BUDGET, 0, "tune.budget_s (%g s) left %.2g s after the profile"
+                        ", under a race round's %.2g s: nothing raced", s->o->budget_s, left, round_s);
+    s->epochs[0] = round_epochs(s, g);
     s->race[s->n_race++] = 0;
     for (int i = 0, k; i < n; i++) {
         if ((k = add_trial(s, &s->t->space[pick[i]].k)) < 0)
@@ -464,7 +471,7 @@ static enum step race(struct search *s, const int *pick, int n, struct rounds_lo
             call(s, i, -1, 0, 0);
     struct rounds_plan plan = {
         .points = s->n_race, .min_rounds = MIN_ROUNDS, .max_rounds = MAX_ROUNDS,
-        .budget_s = fmax(1e-9, s->o->budget_s - (clock_of(s) - s->t0)),
+        .budget_s = fmax(1e-9, left),
         .seed = (unsigned long)s->o->base->seed, .clock = s->o->clock ? clock_of : NULL};
     int rc = rounds_run(&plan, race_measure, race_done, s, log, s->e);
     s->res->rounds = log->rounds;
