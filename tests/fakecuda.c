@@ -269,8 +269,15 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev)
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "Fake GPU");
     p->major = 9;
+    p->pciBusID = fake_bus(dev);
     p->totalGlobalMem = (size_t)80 << 30;
     return cudaSuccess;
+}
+
+int fake_bus(int dev)
+{
+    const char *r = getenv("FAKE_BUS_PER_RANK") ? getenv("OMPI_COMM_WORLD_LOCAL_RANK") : NULL;
+    return 1 + dev + (r ? FAKE_MAX_DEV * atoi(r) : 0);
 }
 
 cudaError_t cudaDeviceCanAccessPeer(int *can, int a, int b)

@@ -38,6 +38,10 @@ void fake_init(void);
 void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 cudaError_t fail(cudaError_t e);
 double fake_now(void);
+/* Device dev's PCI bus: each device on one of its own; with FAKE_BUS_PER_RANK
+ * each rank's devices on their own, as where a launcher shows each rank its
+ * own GPU as device 0 (CUDA_VISIBLE_DEVICES per rank). */
+int fake_bus(int dev);
 /* Opens a context on the current device if it has none: the first call
  * there that needs one. cudaErrorDevicesUnavailable when another process
  * holds the device exclusively. */

@@ -40,7 +40,7 @@ struct seg {
     pthread_mutex_t mu;      // process-shared
     pthread_cond_t cv;
     int nranks, joined;
-    int dev[MAX_RANKS];      // each rank's device
+    int dev[MAX_RANKS];      // each rank's GPU (its PCI bus)
     int aborted;             // some rank aborted: every call ends
     long gen;                // allreduces completed
     int arrived;             // ranks in the current one
@@ -146,7 +146,7 @@ static ncclResult_t check_devices(struct seg *s, int rank)
     for (int r = 0; r < s->nranks; r++)
         if (r != rank && s->dev[r] == s->dev[rank]) {
             fprintf(stderr, "fake NCCL WARN Duplicate GPU detected : rank %d and rank %d both on "
-                            "CUDA device %d\n", r < rank ? r : rank, r < rank ? rank : r,
+                            "the GPU of PCI bus %d\n", r < rank ? r : rank, r < rank ? rank : r,
                     s->dev[rank]);
             return ncclInvalidUsage;
         }
@@ -170,7 +170,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
     if (!s)
         return ncclSystemError;
     pthread_mutex_lock(&s->mu);
-    s->dev[rank] = cur_dev;
+    s->dev[rank] = fake_bus(cur_dev); // the GPU itself, as NCCL tells them apart
     if (++s->joined == nranks) {
         shm_unlink(id.internal); // every rank has it mapped
         pthread_cond_broadcast(&s->cv);

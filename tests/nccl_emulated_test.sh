@@ -61,8 +61,13 @@ then ok; else bad "adaptive rounds over nccl: exit $rc: $(tail -c 600 "$TMP/err"
 # two ranks on one GPU: refused before NCCL, the ranks named
 "${MPIRUN[@]}" "$BIN" "${C[@]}" "${GPU[@]}" --set 'parallel.devices=[0]' >/dev/null 2>"$TMP/err"
 rc=$?
-if [ $rc -ne 0 ] && grep -q "ranks 0 and 1 are both on GPU 0 of" "$TMP/err"; then ok
+if [ $rc -ne 0 ] && grep -q "ranks 0 and 1 are both on one GPU of .* (device 0, PCI 0000:01:00)" "$TMP/err"; then ok
 else bad "two ranks on GPU 0 -> exit $rc: $(tail -c 600 "$TMP/err")"; fi
+# ... but device 0 of each rank is not one GPU where a launcher shows each rank
+# its own GPU as device 0 (CUDA_VISIBLE_DEVICES per rank): the PCI address decides
+FAKE_BUS_PER_RANK=1 "${MPIRUN[@]}" -x FAKE_BUS_PER_RANK "$BIN" "${C[@]}" "${GPU[@]}" \
+    --set 'parallel.devices=[0]' >"$TMP/own0.json" 2>"$TMP/err"
+same "each rank's own GPU as its device 0" "$TMP/own0.json"
 # the report names the engine
 "${MPIRUN[@]}" "$BIN" "${C[@]/json/text}" "${GPU[@]}" >"$TMP/out" 2>"$TMP/err"
 if grep -q '^# ddp: 2 ranks (nccl)' "$TMP/out"; then ok; else bad "report: $(head -c 400 "$TMP/out") $(tail -c 300 "$TMP/err")"; fi

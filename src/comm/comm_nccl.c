@@ -248,10 +248,15 @@ static int agree(struct comm *c, int rc, struct error *e)
 }
 
 /* NCCL refuses two ranks of one communicator on one GPU; so does dpbench,
- * first, with the ranks named: (host, device) of every rank. */
+ * first, with the ranks named: (host, the GPU's PCI address) of every rank.
+ * Not the device number: a launcher that sets CUDA_VISIBLE_DEVICES per rank
+ * (SLURM's --gpus-per-task) shows each rank its own GPU as device 0. */
 static int one_rank_per_gpu(struct comm *c, int device, struct error *e)
 {
-    struct { char host[64]; int device; } me = {.device = device}, *all = NULL;
+    struct { char host[64]; int device, pci[3]; } me = {.device = device, .pci = {-1, -1, -1}}, *all = NULL;
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) // else the device number alone
+        me.pci[0] = prop.pciDomainID, me.pci[1] = prop.pciBusID, me.pci[2] = prop.pciDeviceID;
     snprintf(me.host, sizeof me.host, "%s", c->host);
     if (c->rank == 0 && !(all = calloc((size_t)c->world, sizeof me)))
         return agree(c, error_set(e, "out of memory"), e);
@@ -259,11 +264,14 @@ static int one_rank_per_gpu(struct comm *c, int device, struct error *e)
     e->msg[0] = '\0';
     for (int a = 0; c->rank == 0 && !rc && a < c->world && !e->msg[0]; a++)
         for (int b = a + 1; b < c->world && !e->msg[0]; b++)
-            if (all[a].device == all[b].device && strcmp(all[a].host, all[b].host) == 0)
-                error_set(e, "parallel.comm nccl: ranks %d and %d are both on GPU %d of %s, and "
-                             "NCCL takes one rank per GPU: give each rank a device of its own "
-                             "(parallel.devices), or use parallel.comm mpi", a, b,
-                          all[a].device, all[a].host);
+            if (strcmp(all[a].host, all[b].host) == 0 &&
+                (all[a].pci[1] < 0 || all[b].pci[1] < 0 ? all[a].device == all[b].device
+                 : !memcmp(all[a].pci, all[b].pci, sizeof all[a].pci)))
+                error_set(e, "parallel.comm nccl: ranks %d and %d are both on one GPU of %s "
+                             "(device %d, PCI %04x:%02x:%02x), and NCCL takes one rank per GPU: "
+                             "give each rank a device of its own (parallel.devices), or use "
+                             "parallel.comm mpi", a, b, all[a].host, all[a].device,
+                          (unsigned)all[a].pci[0], (unsigned)all[a].pci[1], (unsigned)all[a].pci[2]);
     free(all);
     return agree(c, rc || e->msg[0] ? -1 : 0, e);
 }
