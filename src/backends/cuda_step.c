@@ -230,16 +230,18 @@ static void cuda_release_mem(void *ctx, int r, float *p)
     CUDA_WARN(cuda_mem_free(p));
 }
 
-/* Host to device: a blocking copy, then the device waited for (from pageable
- * memory cudaMemcpy may return before the bytes land, and the non-blocking
- * streams do not wait for the legacy stream it runs on). */
+/* Host to device on the replica's stream, which is then waited for: the
+ * bytes have landed before any stream reads them (from pageable memory a
+ * copy may return before they land), and the copy streams, which a device
+ * wide wait would wait for too, go on. */
 static int cuda_upload(void *ctx, int r, float *dst, const float *src, size_t n,
                        struct error *e)
 {
     struct cuda_dp *dp = ctx;
     CUDA_CHECK(cudaSetDevice(dp->reps[r].dev));
-    CUDA_CHECK(cudaMemcpy(dst, src, n * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyHostToDevice,
+                               dp->reps[r].stream));
+    CUDA_CHECK(cudaStreamSynchronize(dp->reps[r].stream));
     return 0;
 }
 
