@@ -81,15 +81,13 @@ static void trace_batch(FILE *f, const long *split, int replicas, long rows, int
  * when the workers alone take them all. */
 static int spare_cores(long num_workers, const struct comm *cm)
 {
-    static bool said; // a rank bound to fewer cores than its threads: said once, by rank 0
+    static int said; // a rank bound to fewer cores than its threads: said once, by rank 0
     long share = sysconf(_SC_NPROCESSORS_ONLN) / (cm ? cm->local_size : 1), usable = cores_usable();
-    if (cm && cm->rank == 0 && !said && usable < share && num_workers + 1 > usable) {
-        said = true;
+    if (cm && cm->rank == 0 && usable < share && num_workers + 1 > usable && !said++)
         fprintf(stderr, "dpbench: rank 0 may use %ld of the %ld cores that are its share of this "
                         "host (mpirun binds each rank to cores by default): its training thread "
                         "and %ld loader worker%s take turns on them; mpirun --bind-to none gives "
                         "them all\n", usable, share, num_workers, num_workers == 1 ? "" : "s");
-    }
     return (int)((usable < share ? usable : share) - num_workers);
 }
 
