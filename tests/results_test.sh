@@ -227,6 +227,22 @@ for c in "$TMP/noschema.json:no \"schema_version\"" "$TMP/strschema.json:is a st
 done
 rm -f "$TMP/fifo" "$TMP"/noschema.json "$TMP"/strschema.json "$TMP"/newschema.json \
     "$TMP"/huge.json "$TMP"/nanround.json "$TMP"/noruns.json "$TMP"/manyruns.json "$TMP"/t-*.json
+# a gzip'd result (bench_results keeps large ones so) is read as the result;
+# a cut one is refused, named so; a one-line file's error names the column
+gzip -c "$TMP/a.json" >"$TMP/a.json.gz"
+head -c 300 "$TMP/a.json.gz" >"$TMP/cut.json.gz"
+printf '{"schema_version": 2, "runs": [}' >"$TMP/line.json"
+"$BIN" compare "$TMP/a.json" "$TMP/a.json.gz" >"$TMP/cmp.txt" 2>&1
+r1=$?
+"$BIN" compare "$TMP/a.json" "$TMP/cut.json.gz" >/dev/null 2>"$TMP/err"
+r2=$?
+"$BIN" compare "$TMP/a.json" "$TMP/line.json" >/dev/null 2>"$TMP/err2"
+r3=$?
+if [ $r1 -eq 0 ] && grep -q "^# warning: A and B are the same result" "$TMP/cmp.txt" &&
+    [ $r2 -eq 2 ] && grep -q "cut.json.gz: truncated gzip data" "$TMP/err" &&
+    [ $r3 -eq 2 ] && grep -q "line.json:1: not valid JSON at column 32" "$TMP/err2"; then ok
+else bad "compare of gzip'd and one-line files: exits $r1 $r2 $r3: $(cat "$TMP/cmp.txt" "$TMP/err" "$TMP/err2")"; fi
+rm -f "$TMP/a.json.gz" "$TMP/cut.json.gz" "$TMP/line.json"
 # a point with no measured epoch is not compared, and says why
 bad_doc noepochs.json 'd["runs"][0]["epochs"] = []; d["runs"][0]["failed"] = True'
 "$BIN" compare "$TMP/a.json" "$TMP/noepochs.json" >"$TMP/cmp.txt" 2>"$TMP/err"

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "files.h"
 
 /* An epoch outside these is no time dpbench measured (the statistics of
  * such numbers would not be finite; its clock counts nanoseconds). */
@@ -528,6 +529,13 @@ int compare_file_read(struct compare_file *f, const char *path, struct error *e)
     *f = (struct compare_file){.path = path};
     size_t len = 0;
     char *text = slurp(path, &len, e);
+    uint8_t *plain = NULL; // gzip'd (as bench_results keeps large results): inflated
+    if (text && len >= 2 && (uint8_t)text[0] == 0x1f && (uint8_t)text[1] == 0x8b) {
+        free(text);
+        text = files_read_all(path, MAX_FILE_BYTES, &plain, &len, e) ? NULL : (char *)plain;
+        if (text && len > MAX_FILE_BYTES)
+            free(text), text = NULL, error_set(e, "%s: larger than 1 GiB: not a result file", path);
+    }
     if (!text)
         return -1;
     const char *end = NULL; // where parsing stopped: the error, or past the document
@@ -535,18 +543,18 @@ int compare_file_read(struct compare_file *f, const char *path, struct error *e)
     size_t rest = end ? (size_t)(end - text) : 0; // the error, or what follows the document
     while (f->doc && rest < len && text[rest] && strchr(" \t\r\n", text[rest]))
         rest++;
-    int line = 1;
+    int line = 1, column = 1;
     for (size_t i = 0; i < rest && i < len; i++)
-        line += text[i] == '\n';
+        line += text[i] == '\n', column = text[i] == '\n' ? 1 : column + 1;
     free(text);
     if (!len)
         return error_set(e, "%s: an empty file (a result of dpbench --format json or --out)", path);
     if (!f->doc)
-        return error_set(e, "%s:%d: not valid JSON (a result of dpbench --format json or --out)",
-                         path, line);
+        return error_set(e, "%s:%d: not valid JSON at column %d (a result of dpbench --format "
+                         "json or --out)", path, line, column);
     if (rest < len)
-        return error_set(e, "%s:%d: more after the JSON document (two results in one file?)",
-                         path, line);
+        return error_set(e, "%s:%d: more after the JSON document at column %d (two results in "
+                         "one file?)", path, line, column);
     char key[256] = "";
     int twice = named_twice(f->doc, key, sizeof key, 0); // before scrub: "a\u0001" is not "a\u0002"
     scrub(f->doc);
