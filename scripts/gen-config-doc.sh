@@ -45,7 +45,9 @@ quoted), `--set`, `--sweep` or a `sweep:` list:
   (`transform.mean`); elsewhere `-0` and `+5` are refused as written with a sign;
 - a list (`int list`, `floats`) is YAML's flow style, `[a, b]`, or `a,b`: spaces
   around the commas are the list's, each item is a number as above;
-- a `bool` is `true`/`false`, `yes`/`no`, `on`/`off` or `1`/`0`.
+- a `bool` is `true`/`false`, `yes`/`no`, `on`/`off` or `1`/`0`;
+- in a file, a plain YAML null (`~`, `null`, `Null`, `NULL`) is the empty value:
+  `out: ~` sets no folder (a quoted `"~"` is the text).
 
 Limits, each named in its error: a list has at most 4 values (`transform.mean`,
 `transform.std`: one per channel) or 64 ids (`parallel.devices`); a sweep at most

@@ -399,10 +399,32 @@ static void test_number_grammar_every_key(void **state)
     assert_true(numeric >= 20); // the table's ints, floats and lists were all seen
 }
 
+/* A plain YAML null (~, null, Null, NULL) reads as the empty value: out: ~
+ * sets no folder (never one named "~"); a quoted "~" is the text itself. */
+static void test_yaml_null_is_empty(void **state)
+{
+    (void)state;
+    struct config c;
+    struct error e;
+    const char *nulls[] = {"report:\n  out: ~\n", "report:\n  out: null\n", "report:\n  out: NULL\n"};
+    for (size_t i = 0; i < sizeof nulls / sizeof *nulls; i++) {
+        assert_int_equal(parse(nulls[i], strlen(nulls[i]), &c, &e), 0);
+        assert_string_equal(c.report.out, "");
+        config_free(&c);
+    }
+    const char *quoted = "report:\n  out: \"~\"\n";
+    assert_int_equal(parse(quoted, strlen(quoted), &c, &e), 0);
+    assert_string_equal(c.report.out, "~");
+    config_free(&c);
+    const char *number = "train:\n  epochs: ~\n";
+    assert_int_equal(parse(number, strlen(number), &c, &e), -1);
+    config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults_are_the_tutorial),
+        cmocka_unit_test(test_defaults_are_the_tutorial), cmocka_unit_test(test_yaml_null_is_empty),
         cmocka_unit_test(test_full_file),
         cmocka_unit_test(test_set_and_sweep_args),
         cmocka_unit_test(test_malformed_yaml),

@@ -116,7 +116,15 @@ static int next(struct reader *r)
     return 0;
 }
 
-static const char *scalar(const struct reader *r) { return (const char *)r->ev.data.scalar.value; }
+/* The scalar's text; a plain null (~, null, Null, NULL) reads as empty, as the
+ * empty value does: `out: ~` sets no folder, never one named "~". */
+static const char *scalar(const struct reader *r)
+{
+    const char *v = (const char *)r->ev.data.scalar.value;
+    bool null = r->ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+                (!strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL"));
+    return null ? "" : v;
+}
 
 /* Reads a scalar, or a list of scalars joined with commas, for `k`. */
 static int read_value(struct reader *r, const struct key *k, const char *path)
