@@ -406,6 +406,9 @@ expect 2 "deep.yaml:1:19: YAML nested deeper than 16 levels (the limit" -- \
 expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=,'
 expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=1,,2'
 expect 2 "value '02' given twice" -- --sweep loader.num_workers=2,02
+expect 2 "value '0.10' given twice" -- --sweep train.lr=0.1,0.10
+# floats that differ stay two points with two labels, whatever digit they differ in
+expect 0 "train.lr=0.01000002" -- --sweep train.lr=0.01000001,0.01000002 --set train.epochs=1
 # a key given twice on the command line is refused (the command line still
 # replaces a list from the file)
 expect 2 "--sweep seed: the key is given twice on the command line" -- --sweep seed=1,2 --sweep seed=3,4

@@ -390,6 +390,17 @@ int config_key_choices(const char *path, char *buf, size_t n)
     return 0;
 }
 
+/* v in the fewest significant digits (6 at least) that read back as v: two
+ * values that differ never print alike (a sweep's labels, its duplicate check) */
+static int float_text(char *buf, size_t n, double v)
+{
+    int used = 0;
+    for (int d = 6; d <= 17; d++)
+        if ((used = snprintf(buf, n, "%.*g", d, v)) < 0 || strtod(buf, NULL) == v)
+            break;
+    return used;
+}
+
 int config_get_text(const struct config *c, const char *path, char *buf, size_t n)
 {
     const struct key *k = key_find(path);
@@ -399,15 +410,17 @@ int config_get_text(const struct config *c, const char *path, char *buf, size_t 
     switch (k->type) {
     case KEY_INT: snprintf(buf, n, "%ld", *(const long *)src); break;
     case KEY_BOOL: snprintf(buf, n, "%s", *(const bool *)src ? "true" : "false"); break;
-    case KEY_FLOAT: snprintf(buf, n, "%g", *(const double *)src); break;
+    case KEY_FLOAT: float_text(buf, n, *(const double *)src); break;
     case KEY_STRING:
     case KEY_ENUM: snprintf(buf, n, "%s", (const char *)src); break;
     case KEY_FLOAT_LIST: {
         const struct float_list *l = src;
         size_t used = 0;
         buf[0] = '\0';
-        for (int i = 0; i < l->n && used < n; i++)
-            used += (size_t)snprintf(buf + used, n - used, "%s%g", i ? "," : "", l->v[i]);
+        for (int i = 0; i < l->n && used < n; i++) {
+            used += (size_t)snprintf(buf + used, n - used, "%s", i ? "," : "");
+            used += used < n ? (size_t)float_text(buf + used, n - used, l->v[i]) : 0;
+        }
         break;
     }
     case KEY_INT_LIST: {
