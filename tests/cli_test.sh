@@ -407,6 +407,12 @@ expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=,'
 expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=1,,2'
 expect 2 "value '02' given twice" -- --sweep loader.num_workers=2,02
 expect 2 "value '0.10' given twice" -- --sweep train.lr=0.1,0.10
+# --repeat fixes the rounds that --budget and --precision adapt: refused, not ignored
+expect 2 "--repeat cannot be combined with --budget" -- --repeat 3 --budget 10
+expect 2 "--repeat cannot be combined with --precision" -- --precision 1% --repeat 3
+# a key --set and --swept: the sweep runs, and a note says the --set does not
+expect 0 "note: --sweep train.epochs=1,2 runs its values; --set train.epochs=3 is not run" -- \
+    --set train.epochs=3 --sweep train.epochs=1,2
 # floats that differ stay two points with two labels, whatever digit they differ in
 expect 0 "train.lr=0.01000002" -- --sweep train.lr=0.01000001,0.01000002 --set train.epochs=1
 # a key given twice on the command line is refused (the command line still

@@ -263,14 +263,49 @@ static int command_alone(unsigned seen, const int *given, bool swept, unsigned s
     return 0;
 }
 
+/* --repeat fixes the rounds that --budget and --precision adapt: refused together. */
+static int repeat_alone(unsigned seen, struct error *e)
+{
+    int repeat = -1, adapts = -1;
+    for (int k = 0; k < N_KEY_FLAGS; k++) {
+        if (!(seen >> k & 1))
+            continue;
+        if (key_flags[k].ch == 'r')
+            repeat = k;
+        else if (key_flags[k].ch == OPT_BUDGET || key_flags[k].ch == OPT_PRECISION)
+            adapts = k;
+    }
+    if (repeat >= 0 && adapts >= 0)
+        return error_set(e, "--repeat cannot be combined with %s (--repeat N runs exactly N "
+                            "rounds; %s decides when adaptive rounds stop)", key_flags[adapts].flag,
+                         key_flags[adapts].flag);
+    return 0;
+}
+
+/* A key both --set and --swept on a run's command line: the sweep's values
+ * run (a script's base --set, a sweep over it), said in a note, once under
+ * mpirun. */
+static void set_and_swept(const struct options *o, char **sets, int n_sets, char **sweeps,
+                          int n_sweeps)
+{
+    int rank = 0;
+    comm_launched_world(&rank);
+    for (int i = 0; rank == 0 && !o->compare_side && i < n_sets; i++)
+        for (int j = 0; j < n_sweeps; j++) {
+            size_t n = strcspn(sweeps[j], "=");
+            if (sweeps[j][n] == '=' && !strncmp(sets[i], sweeps[j], n) && sets[i][n] == '=')
+                fprintf(stderr, "dpbench: note: --sweep %s runs its values; --set %s is not run\n",
+                        sweeps[j], sets[i]);
+        }
+}
+
 /* The first pass over argv: every flag but the config overrides. -1 with e
  * set on bad usage, 1 when a help or version text was printed. */
 static int parse_flags(int argc, char **argv, struct options *opts, struct error *e)
 {
-    int ch;
     unsigned seen = 0, set_keys = 0; // the key flags given so far, and the keys --set sets, a bit each
-    int given[N_COMMANDS] = {0};
-    bool swept = false;
+    int ch, given[N_COMMANDS] = {0}, n_sets = 0, n_sweeps = 0;
+    char *sets[argc + 1], *sweeps[argc + 1];
     opterr = 0;
     optind = 0; // getopt starts afresh (compare -c parses two command lines)
     while ((ch = getopt_long(argc, argv, SHORTOPTS, longopts, NULL)) != -1) {
@@ -300,7 +335,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
                 return error_set(e, "--repeat: expected a whole number from 1 to 1000, found '%s'",
                                  optarg);
             break;
-        case 's': set_keys |= set_key_bits(optarg); break;
+        case 's': set_keys |= set_key_bits(sets[n_sets++] = optarg); break;
         case 'q': opts->quiet = true; break;
         case OPT_NO_SWEEP: opts->no_sweep = true; break;
         case 'h': usage(stdout); return 1;
@@ -313,7 +348,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
         case OPT_EXPORT: opts->export_dir = optarg; break;
         case OPT_ALLREDUCE_BANDWIDTH: opts->allreduce_bandwidth = true; break;
         case OPT_TUNE: opts->tune = true; break;
-        case 'w': swept = true; break;
+        case 'w': sweeps[n_sweeps++] = optarg; break;
         case ':': return error_set(e, "%s needs a value", argv[optind - 1]);
         case '?':
             return error_set(e, "unknown option '%s' (dpbench --help lists them)",
@@ -324,7 +359,9 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
     if (optind < argc)
         return error_set(e, "unexpected argument '%s' (the config goes after --config)",
                          argv[optind]);
-    return opts->compare_side ? 0 : command_alone(seen, given, swept, set_keys, e);
+    set_and_swept(opts, sets, n_sets, sweeps, n_sweeps);
+    return repeat_alone(seen, e) ? -1 : opts->compare_side ? 0
+                                       : command_alone(seen, given, n_sweeps > 0, set_keys, e);
 }
 
 /* One key flag's value into the config. */
