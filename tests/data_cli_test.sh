@@ -330,6 +330,13 @@ mkdir "$TMP/reex/mine"
 "$BIN" --export "$TMP/reex" 2>/dev/null
 if [ "$(ls -A "$TMP/reex")" = "$(printf 'export.json\nmine\npoint-000')" ]; then ok
 else bad "a smaller --export over an earlier one: $(ls -A "$TMP/reex")"; fi
+# ... only what an export of dpbench's listed: beside another program's
+# export.json a point-001 folder is the user's, and stays
+mkdir -p "$TMP/other/point-001" && echo keep >"$TMP/other/point-001/mine.txt" &&
+    echo '{"not": "dpbench"}' >"$TMP/other/export.json"
+"$BIN" --export "$TMP/other" 2>/dev/null
+if [ "$(cat "$TMP/other/point-001/mine.txt")" = keep ]; then ok
+else bad "--export over another program's export.json removed point-001: $(ls -A "$TMP/other")"; fi
 cp -r "$G/cifar" "$B/cifar" && truncate -s -1 "$B/cifar/data_batch_4.bin"
 expect 2 "data_batch_4.bin: 36875 bytes is not a multiple of 3073" -- --set dataset.kind=cifar10 --set dataset.path="$B/cifar"
 cp -r "$G/jpg/train" "$B/empty" && mkdir "$B/empty/class_03"

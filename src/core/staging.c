@@ -84,7 +84,7 @@ static int remove_one(const char *p, const struct stat *st, int flag, struct FTW
 
 void staging_tree_remove(const char *path)
 {
-    nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT); // not into another file system
 }
 
 /* Removes the staging folders `dir`/PREFIXpid of processes that are gone (a

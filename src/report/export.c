@@ -16,6 +16,7 @@
 
 #include "dataset_files.h"
 #include "dataset_kind.h"
+#include "files.h"
 #include "loader.h"
 #include "rlimits.h"
 #include "staging.h"
@@ -268,6 +269,34 @@ int export_point(struct export *x, const struct config *pc, const char *label,
     return 0;
 }
 
+/* How many points the export whose index is path has: its points[] where
+ * it is one of this format whose points are point-000, point-001, ... in
+ * order (what export_point writes); else 0 (none of its folders are ours). */
+static long earlier_points(const char *path)
+{
+    uint8_t *text = NULL;
+    size_t n = 0;
+    struct error e;
+    if (files_read_plain(path, 1 << 24, &text, &n, NULL, &e))
+        return 0;
+    cJSON *doc = cJSON_ParseWithLength((const char *)text, n), *p;
+    free(text);
+    const cJSON *format = cJSON_GetObjectItemCaseSensitive(doc, "format");
+    long k = 0;
+    const cJSON *points = cJSON_IsNumber(format) && format->valuedouble == EXPORT_FORMAT
+                              ? cJSON_GetObjectItemCaseSensitive(doc, "points") : NULL;
+    cJSON_ArrayForEach(p, points) {
+        const cJSON *dir = cJSON_GetObjectItemCaseSensitive(p, "dir");
+        char want[32];
+        snprintf(want, sizeof want, "point-%03ld", k);
+        if (!cJSON_IsString(dir) || strcmp(dir->valuestring, want) != 0)
+            break;
+        k++;
+    }
+    cJSON_Delete(doc);
+    return k;
+}
+
 int export_finish(struct export *x, const struct config *base, struct error *e)
 {
     cJSON *doc = cJSON_CreateObject();
@@ -283,20 +312,22 @@ int export_finish(struct export *x, const struct config *base, struct error *e)
      * folder reads as incomplete, never as that export over new files */
     char index[sizeof x->stage.target + 16];
     snprintf(index, sizeof index, "%s/export.json", x->stage.target);
-    bool earlier = unlink(index) == 0;
-    if (!earlier && errno != ENOENT)
+    long earlier = earlier_points(index);
+    if (unlink(index) != 0 && errno != ENOENT)
         return error_set(e, "--export %s: cannot remove the earlier %s: %s", x->stage.target,
                          index, strerror(errno));
-    /* and its points beyond this one's (the others are replaced): a glob of
-     * point-* must not mix two exports */
-    for (long k = x->n_points; earlier; k++) {
+    if (staging_commit(&x->stage, "export.json", e))
+        return -1;
+    /* then the earlier one's points beyond this one's (the others were
+     * replaced): a glob of point-* must not mix two exports */
+    for (long k = x->n_points; k < earlier; k++) {
         char old[sizeof x->stage.target + 32];
         struct stat st;
         snprintf(old, sizeof old, "%s/point-%03ld", x->stage.target, k);
-        if ((earlier = lstat(old, &st) == 0 && S_ISDIR(st.st_mode)))
+        if (lstat(old, &st) == 0 && S_ISDIR(st.st_mode))
             staging_tree_remove(old);
     }
-    return staging_commit(&x->stage, "export.json", e);
+    return 0;
 }
 
 void export_free(struct export *x)
