@@ -442,18 +442,19 @@ static int round_epochs(const struct search *s, double epoch_s)
     return (int)fmin((double)most, fmax(1, round(ROUND_S / epoch_s))); // NAN: 1
 }
 
-/* The config as given and the candidates in interleaved rounds of about
- * ROUND_S a point, in the budget the profile left. */
+/* The config as given and the candidates in interleaved rounds (ROUND_S a point), in the budget left. */
 static enum step race(struct search *s, const int *pick, int n, struct rounds_log *log)
 {
     const struct run_result *given = &s->res->runs[0];
     double g = epochs_median(given->epochs, given->n_epochs), round_s = round_epochs(s, g) * g;
-    for (int i = 0; i < n; i++) // a round's expected time, which the budget left must hold
-        round_s += round_epochs(s, s->t->space[pick[i]].estimate_s) * s->t->space[pick[i]].estimate_s;
+    for (int i = 0, t; i < n; i++) { // the first round's time: a new trial warms up first
+        double x = s->t->space[pick[i]].estimate_s, w = fmax(1, s->o->base->train.warmup_epochs);
+        round_s += (round_epochs(s, x) + ((t = trial_of(s, &s->t->space[pick[i]].k)) < 0 ? w : 0)) * x;
+    }
     double left = s->o->budget_s - (clock_of(s) - s->t0);
     if (round_s > left)
-        return conclude(s, TUNE_KEEP_BUDGET, 0, "tune.budget_s (%g s) left %.2g s after the profile"
-                        ", under a race round's %.2g s: nothing raced", s->o->budget_s, left, round_s);
+        return conclude(s, TUNE_KEEP_BUDGET, 0, "tune.budget_s (%g s) left %.3g s after the profile"
+                        ", under a race round's %.3g s: nothing raced", s->o->budget_s, left, round_s);
     s->epochs[0] = round_epochs(s, g);
     s->race[s->n_race++] = 0;
     for (int i = 0, k; i < n; i++) {
@@ -605,12 +606,11 @@ static void unraced_target(struct search *s)
 {
     char why[sizeof s->t->statement], v[32];
     report_summarize_run(s->res, 0);
-    double au = s->res->runs[0].sum.au;
-    if (au >= s->o->target_au)
+    if (s->res->runs[0].sum.au >= s->o->target_au)
         return;
     snprintf(why, sizeof why, "%s", s->t->statement);
-    conclude(s, TUNE_NO_TARGET, -1, "%s; the config as given's measured AU, %s, is below %g",
-             why, report_au_text(au, s->o->target_au, v), s->o->target_au);
+    conclude(s, TUNE_NO_TARGET, -1, "%s; the config as given's measured AU, %s, is below %g", why,
+             report_au_text(s->res->runs[0].sum.au, s->o->target_au, v), s->o->target_au);
 }
 
 /* Runs never measured go (a stop), not one that failed; the others get
