@@ -344,7 +344,7 @@ r1=$?
     >/dev/null 2>"$TMP/err2"
 r2=$?
 if [ $r1 -eq 0 ] && grep -q "slower within run noise" "$TMP/cmp.txt" &&
-    grep -q "not applied to 1 pair slower on one run's epochs alone" "$TMP/err" &&
+    grep -q "does not gate 1 of 1 pair, decided on one run's epochs alone" "$TMP/err" &&
     [ $r2 -eq 2 ] && grep -q "compare: --fail-on given twice" "$TMP/err2"; then ok
 else bad "compare --fail-on on one run's epochs: exits $r1 $r2: $(cat "$TMP/cmp.txt" "$TMP/err" "$TMP/err2")"; fi
 rm -f "$TMP/epochs-b.json"

@@ -133,7 +133,7 @@ static void hold_back(const struct compare_result *r, struct compare_pair *p)
                  "(other processes took %.0f%% of the CPUs during A, %.0f%% during B)",
                  verdict_name(p->q.verdict), p->q.ratio, 100 * oa, 100 * ob);
     else if (p->unit == COMPARE_RUNS && fmin(r->a.span_s, r->b.span_s) < COMPARE_MIN_SPAN_S)
-        snprintf(p->why, sizeof p->why, "%s %.2fx, but the runs measured for %.2g s and %.2g s, "
+        snprintf(p->why, sizeof p->why, "%s %.2fx, but the runs measured for %.3g s and %.3g s, "
                  "too short to hold the machine's drift between runs (%.0f s each at least); "
                  "run them interleaved: dpbench compare -c A.yaml -c B.yaml",
                  verdict_name(p->q.verdict), p->q.ratio, r->a.span_s, r->b.span_s,
