@@ -204,6 +204,8 @@ bad_doc t-machine.json 'd["machine"] = "x"'
 bad_doc t-load.json 'd["runs"][0]["load"] = {"others_cpu": 5.0}'
 bad_doc t-same.json 'd["runs"] = [d["runs"][0], dict(d["runs"][0], same_as=0.5)]'
 bad_doc t-chain.json 'd["runs"] = [d["runs"][0], dict(d["runs"][0], same_as=0), dict(d["runs"][0], same_as=1)]'
+bad_doc t-span.json 'd["runs"][0]["rounds"] = [{"round": 0, "median_ms": 1, "load": {"seconds": "40"}}]'
+bad_doc t-point.json 'd["runs"][0]["point"] = 7'
 for c in "$TMP/noschema.json:no \"schema_version\"" "$TMP/strschema.json:is a string" \
          "$TMP/newschema.json:schema_version 3: this dpbench reads versions 1 and 2" \
          "$TMP/huge.json:epoch 1: not a time dpbench measured" \
@@ -218,6 +220,8 @@ for c in "$TMP/noschema.json:no \"schema_version\"" "$TMP/strschema.json:is a st
          "$TMP/t-load.json:runs[0].load.others_cpu: expected a share from 0 to 1" \
          "$TMP/t-same.json:runs[1].same_as 0.5 is not an earlier run" \
          "$TMP/t-chain.json:runs[2].same_as 1 is not an earlier run that was measured itself" \
+         "$TMP/t-span.json:runs[0].rounds[0].load.seconds: expected a number" \
+         "$TMP/t-point.json:runs[0].point: expected a string" \
          "$TMP/fifo:not a regular file" "/dev/urandom:not a regular file" "$TMP:not a regular file"; do
     timeout 10 "$BIN" compare "$TMP/a.json" "${c%%:*}" >"$TMP/cmp.out" 2>"$TMP/err"
     rc=$?

@@ -294,6 +294,9 @@ static int read_point(struct compare_file *f, const cJSON *runs, const cJSON *ru
     const cJSON *backend = cJSON_GetObjectItemCaseSensitive(run, "backend");
     if (!cJSON_IsObject(run) || !cJSON_IsObject(cfg))
         return error_set(e, "%s: run %d has no \"config\" object", f->path, i);
+    if (wrong_type(f, e, run, "point", cJSON_IsString, "a string", "runs[%d].", i) ||
+        wrong_type(f, e, run, "backend", cJSON_IsString, "a string", "runs[%d].", i))
+        return -1;
     struct compare_point *p = &f->pts[f->n++];
     *p = (struct compare_point){.run = i, .label = cJSON_IsString(label) ? label->valuestring : "",
                                 .workload = cJSON_CreateObject(), .settings = cJSON_CreateObject(),
@@ -407,12 +410,24 @@ static int file_context(struct compare_file *f, const cJSON *doc, struct error *
     f->interrupted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "interrupted"));
     f->warnings = cJSON_GetObjectItemCaseSensitive(doc, "warnings");
     const cJSON *run, *rd;
+    int i = 0, j;
     cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(doc, "runs"))
-    cJSON_ArrayForEach(rd, cJSON_GetObjectItemCaseSensitive(run, "rounds"))
     {
-        const cJSON *s = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(rd, "load"), "seconds");
-        f->span_s += cJSON_IsNumber(s) && s->valuedouble > 0 ? s->valuedouble : 0;
+        const cJSON *rounds = cJSON_GetObjectItemCaseSensitive(run, "rounds");
+        if (!cJSON_IsArray(rounds)) // refused below where it is there
+            rounds = NULL;
+        j = 0;
+        cJSON_ArrayForEach(rd, rounds)
+        {
+            const cJSON *load = cJSON_GetObjectItemCaseSensitive(rd, "load");
+            const cJSON *s = cJSON_GetObjectItemCaseSensitive(load, "seconds");
+            if (wrong_type(f, e, rd, "load", cJSON_IsObject, "an object", "runs[%d].rounds[%d].", i, j) ||
+                wrong_type(f, e, load, "seconds", cJSON_IsNumber, "a number", "runs[%d].rounds[%d].load.", i, j))
+                return -1;
+            f->span_s += cJSON_IsNumber(s) && s->valuedouble > 0 ? s->valuedouble : 0;
+            j++;
+        }
+        i++;
     }
     return 0;
 }
