@@ -264,14 +264,18 @@ static int one_rank_per_gpu(struct comm *c, int device, struct error *e)
     e->msg[0] = '\0';
     for (int a = 0; c->rank == 0 && !rc && a < c->world && !e->msg[0]; a++)
         for (int b = a + 1; b < c->world && !e->msg[0]; b++)
-            if (strcmp(all[a].host, all[b].host) == 0 &&
-                (all[a].pci[1] < 0 || all[b].pci[1] < 0 ? all[a].device == all[b].device
-                 : !memcmp(all[a].pci, all[b].pci, sizeof all[a].pci)))
+            if (strcmp(all[a].host, all[b].host) == 0 && // no address on either: the numbers
+                (all[a].pci[1] < 0 && all[b].pci[1] < 0 ? all[a].device == all[b].device
+                 : !memcmp(all[a].pci, all[b].pci, sizeof all[a].pci))) {
+                char pci[32] = "";
+                if (all[a].pci[1] >= 0)
+                    snprintf(pci, sizeof pci, ", PCI %04x:%02x:%02x", (unsigned)all[a].pci[0],
+                             (unsigned)all[a].pci[1], (unsigned)all[a].pci[2]);
                 error_set(e, "parallel.comm nccl: ranks %d and %d are both on one GPU of %s "
-                             "(device %d, PCI %04x:%02x:%02x), and NCCL takes one rank per GPU: "
-                             "give each rank a device of its own (parallel.devices), or use "
-                             "parallel.comm mpi", a, b, all[a].host, all[a].device,
-                          (unsigned)all[a].pci[0], (unsigned)all[a].pci[1], (unsigned)all[a].pci[2]);
+                             "(device %d%s), and NCCL takes one rank per GPU: give each rank a "
+                             "device of its own (parallel.devices), or use parallel.comm mpi", a,
+                          b, all[a].host, all[a].device, pci);
+            }
     free(all);
     return agree(c, rc || e->msg[0] ? -1 : 0, e);
 }

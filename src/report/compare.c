@@ -70,8 +70,8 @@ void compare_unmatched_why(const struct compare_point *p, const struct compare_f
     for (int j = 0; j < other->n; j++)
         if (compare_same(p->workload, other->pts[j].workload))
             q = &other->pts[j];
-    if (other->n == 1 && q->n == 0) // its only possible partner (compare -c's B that failed)
-        snprintf(buf, n, "its partner there has no measured epoch");
+    if (other->n == 1 && q->n == 0 && (other->interleaved || compare_same(p->workload, q->workload)))
+        snprintf(buf, n, "its partner there has no measured epoch"); // its only one (compare -c's)
     else if (compare_diffs(p->workload, q->workload, "", d, 0, 1))
         snprintf(buf, n, "different workload (%s)", d[0]);
     else if (compare_diffs(p->settings, q->settings, "", d, 0, 1))
@@ -268,6 +268,7 @@ int compare_interleaved(struct compare_result *r, struct cJSON *doc, const char 
         r->alpha = alpha->valuedouble; // the run looked at its verdicts that often
     if (compare_file_from(&r->a, doc, name_a, 0, e) || compare_file_from(&r->b, doc, name_b, 1, e))
         return -1;
+    r->a.interleaved = r->b.interleaved = true;
     return pair_all(r, e);
 }
 

@@ -42,6 +42,7 @@ struct compare_file {
     char tool[160];             // "dpbench 0.1.0 (0fa7ea6)" or "torch-1.13.1 (...)"
     char machine[512];          // "cpu; kernel; BLAS core; compiler"
     bool interrupted;
+    bool interleaved;           // one point of compare -c's run (paired whatever its workload)
     double span_s;              // seconds its rounds measured, all points (schema 2)
     const struct cJSON *warnings; // the file's own "warnings" (borrowed), NULL: none
     struct compare_point *pts;  // (n)

@@ -75,19 +75,20 @@ static void trace_batch(FILE *f, const long *split, int replicas, long rows, int
     fprintf(f, "Outside: input size [%ld, %d] output_size [%ld, %d]\n", rows, F, rows, O);
 }
 
-/* Cores the loader's workers leave free of this process's share: the
- * host's online cores over its ranks, or fewer where the affinity mask
- * allows fewer (taskset, mpirun binding a rank to its cores); 0 or less
- * when the workers alone take them all. */
+/* Cores the loader's workers leave free of this process's share (the host's
+ * online cores over its ranks, fewer where the affinity mask allows fewer:
+ * taskset, mpirun's binding); 0 or less when the workers take them all. */
 static int spare_cores(long num_workers, const struct comm *cm)
 {
     static int said; // a rank bound to fewer cores than its threads: said once, by rank 0
     long share = sysconf(_SC_NPROCESSORS_ONLN) / (cm ? cm->local_size : 1), usable = cores_usable();
+    const char *mpirun = getenv("OMPI_COMM_WORLD_SIZE"); // else taskset, a cgroup's cpuset
     if (cm && cm->rank == 0 && usable < share && num_workers + 1 > usable && !said++)
         fprintf(stderr, "dpbench: rank 0 may use %ld of the %ld cores that are its share of this "
-                        "host (mpirun binds each rank to cores by default): its training thread "
-                        "and %ld loader worker%s take turns on them; mpirun --bind-to none gives "
-                        "them all\n", usable, share, num_workers, num_workers == 1 ? "" : "s");
+                        "host (%s): its training thread and %ld loader worker%s take turns on "
+                        "them%s\n", usable, share, mpirun ? "mpirun binds each rank to cores by "
+                        "default" : "its affinity mask", num_workers, num_workers == 1 ? "" : "s",
+                mpirun ? "; mpirun --bind-to none gives them all" : "");
     return (int)((usable < share ? usable : share) - num_workers);
 }
 
