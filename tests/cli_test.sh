@@ -284,6 +284,11 @@ expect 2 "unknown option '-Z'" -- -qZ # in a group: the letter, not the argument
 expect 2 "compare: unknown option '-x'" -- compare -xy a.json b.json
 expect 2 "compare: unknown option '-x'" -- compare --format=json -xy a.json b.json
 expect 2 "unknown option '--quiet=1'" -- --quiet=1 # a flag given a value: as given
+# a near miss names the option meant; a prefix of several names them
+expect 2 "unknown option '--formt': did you mean --format?" -- --formt json
+expect 2 "unknown option '--s': it could be --set, --sweep" -- --s x
+expect 2 "unknown option '--verbose=1': --verbose takes no value" -- --verbose=1
+expect 2 "compare: unknown option '--fromat': did you mean --format?" -- compare a.json b.json --fromat json
 expect 2 "/nonexistent/a.yaml: cannot open config" -- compare -c/nonexistent/a.yaml -c configs/tutorial.yaml
 expect 2 "compare: --format given twice" -- compare a.json b.json --format=json --format=csv
 expect 2 "--config needs a value" -- --config

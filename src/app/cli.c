@@ -299,6 +299,14 @@ static void set_and_swept(const struct options *o, char **sets, int n_sets, char
         }
 }
 
+static int unknown_option(char *const argv[], struct error *e)
+{
+    char hint[160];
+    const char *r = getopt_refused(argv, (char[3]){0});
+    return error_set(e, "unknown option '%s'%s (dpbench --help lists them)", r,
+                     getopt_hint(r, longopts, hint, sizeof hint));
+}
+
 /* The first pass over argv: every flag but the config overrides. -1 with e
  * set on bad usage, 1 when a help or version text was printed. */
 static int parse_flags(int argc, char **argv, struct options *opts, struct error *e)
@@ -351,8 +359,7 @@ static int parse_flags(int argc, char **argv, struct options *opts, struct error
         case 'w': sweeps[n_sweeps++] = optarg; break;
         case ':': return error_set(e, "%s needs a value", argv[optind - 1]);
         case '?':
-            return error_set(e, "unknown option '%s' (dpbench --help lists them)",
-                             getopt_refused(argv, (char[3]){0}));
+            return unknown_option(argv, e);
         default: break;
         }
     }

@@ -143,8 +143,10 @@ static int file_args(int argc, char **argv, struct file_args *f, struct error *e
         } else if (ch == ':') {
             return error_set(e, "compare: %s needs a value", argv[optind - 1]);
         } else {
-            return error_set(e, "compare: unknown option '%s' (dpbench compare --help)",
-                             getopt_refused(argv, (char[3]){0}));
+            char hint[160];
+            const char *r = getopt_refused(argv, (char[3]){0});
+            return error_set(e, "compare: unknown option '%s'%s (dpbench compare --help)", r,
+                             getopt_hint(r, longopts, hint, sizeof hint));
         }
     }
     if (fail_on_check(f->fail_on, e))

@@ -217,26 +217,6 @@ const struct key *key_find(const char *path)
     return NULL;
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return SIZE_MAX;
-    size_t prev[65], cur[65];
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof cur);
-    }
-    return prev[lb];
-}
-
 /* The known key closest to `path`: by edit distance on the full path, or the
  * key whose last component matches (num_workers -> loader.num_workers). */
 static const char *key_suggest(const char *path)
@@ -249,7 +229,7 @@ static const char *key_suggest(const char *path)
         const char *cand = i < config_n_keys ? config_keys[i].path : config_sections[i - config_n_keys];
         const char *kl = strrchr(cand, '.');
         kl = kl ? kl + 1 : cand;
-        size_t d = edit_distance(path, cand);
+        size_t d = text_distance(path, cand);
         if (strcmp(leaf, kl) == 0)
             d = 0;
         if (d < best_d) {

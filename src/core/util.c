@@ -3,11 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -163,5 +165,49 @@ const char *getopt_refused(char *const argv[], char buf[3])
     if (optopt <= ' ' || optopt > '~' || (!inside && arg[0] == '-' && arg[1] == '-'))
         return arg; // an unknown long option, one given a value it takes not (--quiet=1)
     buf[0] = '-', buf[1] = (char)optopt, buf[2] = '\0';
+    return buf;
+}
+
+size_t text_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    size_t prev[65], cur[65];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, sizeof cur);
+    }
+    return prev[lb];
+}
+
+const char *getopt_hint(const char *refused, const struct option *longopts, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (strncmp(refused, "--", 2) != 0)
+        return buf;
+    char name[72];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(refused + 2, "="), refused + 2);
+    const char *best = NULL, *sep = ": it could be";
+    size_t best_d = SIZE_MAX, used = 0;
+    for (const struct option *o = longopts; o->name; o++) {
+        if (!strcmp(o->name, name) && refused[2 + strlen(name)] == '=')
+            return snprintf(buf, n, ": --%s takes no value", name), buf;
+        if (name[0] && !strncmp(o->name, name, strlen(name)) && used < n) // a prefix of several
+            used += (size_t)snprintf(buf + used, n - used, "%s --%s", sep, o->name), sep = ",";
+        size_t d = text_distance(name, o->name);
+        best = d < best_d ? o->name : best, best_d = d < best_d ? d : best_d;
+    }
+    if (used)
+        return buf;
+    if (best && best_d <= (strlen(name) / 3 > 2 ? strlen(name) / 3 : 2))
+        snprintf(buf, n, ": did you mean --%s?", best);
     return buf;
 }

@@ -83,5 +83,12 @@ char *str_trim(char *s);
  * argument as given (an unknown long option, --quiet=1). buf holds the
  * short form. */
 const char *getopt_refused(char *const argv[], char buf[3]);
+/* What to add to an unknown long option's error, into buf: ": did you mean
+ * --format?" for a near miss, ": it could be --set, --sweep" for a prefix of
+ * several, ": --verbose takes no value"; "" for none. */
+struct option;
+const char *getopt_hint(const char *refused, const struct option *longopts, char *buf, size_t n);
+/* The edit distance between two texts of at most 64 bytes (else SIZE_MAX). */
+size_t text_distance(const char *a, const char *b);
 
 #endif
