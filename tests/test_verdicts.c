@@ -218,7 +218,8 @@ static cJSON *run_doc(struct sim_machine *m, const struct workload *w, double ra
     for (int p = 0; p < 3; p++)
         cJSON_AddItemToArray(cJSON_AddArrayToObject(run[p], "epochs"), cJSON_Duplicate(ep, 1));
     cJSON_Delete(ep);
-    cJSON_AddNumberToObject(cJSON_AddObjectToObject(run[0], "load"), "others_cpu", busy / time);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(run[0], "load"), "others_cpu", // a share,
+                            fmin(1, busy / time)); // as load.c clamps it (float rounding)
     config_free(&c);
     return doc;
 }
