@@ -22,8 +22,8 @@ Every key has a default: without `--config` dpbench runs the tutorial.
 - `--set path=value` overrides one key (repeatable), e.g.
   `--set parallel.replicas=3`; lists are written in YAML's flow style,
   `--set 'parallel.devices=[0,0,0]'`.
-- `--sweep path=v1,v2,...` (repeatable), or a `sweep:` mapping of keys to lists
-  of values, runs the cartesian product of the values, first key outermost;
+- `--sweep path=v1,v2,...` (repeatable; `v1, v2` and `[v1, v2]` too), or a `sweep:`
+  mapping of keys to lists of values, runs the cartesian product of the values, first key outermost;
   the dataset is generated once and shared by the points. `bench.*`, `tune.*`,
   `report.*`, `name` and `parallel.devices` hold for the whole run: they
   cannot be swept. A swept key's values replace its value at every point. On

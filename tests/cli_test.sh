@@ -412,6 +412,12 @@ expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=,'
 expect 2 "loader.num_workers: empty value" -- --sweep 'loader.num_workers=1,,2'
 expect 2 "value '02' given twice" -- --sweep loader.num_workers=2,02
 expect 2 "value '0.10' given twice" -- --sweep train.lr=0.1,0.10
+# a --sweep list as --set and YAML write one: spaces around the commas, [a, b]
+for v in "train.lr=0.1, 0.2" "train.lr=[0.1, 0.2]"; do
+    "$BIN" -q --sweep "$v" --set train.epochs=1 --format json 2>"$TMP/err" >"$TMP/sw.json"
+    if python3 -c 'import json,sys; assert [r["point"] for r in json.load(open(sys.argv[1]))["runs"]] == ["train.lr=0.1", "train.lr=0.2"]' "$TMP/sw.json"
+    then ok; else bad "--sweep '$v': $(head -c 300 "$TMP/err")"; fi
+done
 # --repeat fixes the rounds that --budget and --precision adapt: refused, not ignored
 expect 2 "--repeat cannot be combined with --budget" -- --repeat 3 --budget 10
 expect 2 "--repeat cannot be combined with --precision" -- --precision 1% --repeat 3

@@ -397,10 +397,14 @@ int config_sweep_arg(struct config *c, const char *arg, struct error *e)
     if (!vals)
         return error_set(e, "--sweep %s: out of memory", key);
     int rc = 0;
-    for (char *tok = vals, *end; tok && !rc; tok = end) { // every value, empty ones too
+    char *list = str_trim(vals);
+    size_t n = strlen(list);
+    if (n >= 2 && list[0] == '[' && list[n - 1] == ']') // YAML's flow style, as --set takes it
+        list[n - 1] = '\0', list++;
+    for (char *tok = list, *end; tok && !rc; tok = end) { // every value, empty ones too
         if ((end = strchr(tok, ',')))
             *end++ = '\0';
-        if (sweep_value(c, tok, e))
+        if (sweep_value(c, str_trim(tok), e)) // spaces around a comma are the list's
             rc = error_wrap(e, "--sweep %s", key);
     }
     free(vals);
