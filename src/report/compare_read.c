@@ -244,8 +244,11 @@ static int run_times(const struct compare_file *f, const cJSON *run, int i,
     {
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(x, "round");
         const cJSON *ran = cJSON_GetObjectItemCaseSensitive(x, "epochs");
+        const cJSON *load = cJSON_GetObjectItemCaseSensitive(x, "load");
         if (wrong_type(f, e, x, "round", cJSON_IsNumber, "a number", "runs[%d].rounds[%d].", i, j) ||
-            wrong_type(f, e, x, "epochs", cJSON_IsNumber, "a number", "runs[%d].rounds[%d].", i, j))
+            wrong_type(f, e, x, "epochs", cJSON_IsNumber, "a number", "runs[%d].rounds[%d].", i, j) ||
+            wrong_type(f, e, x, "load", cJSON_IsObject, "an object", "runs[%d].rounds[%d].", i, j) ||
+            wrong_type(f, e, load, "seconds", cJSON_IsNumber, "a number", "runs[%d].rounds[%d].load.", i, j))
             return -1;
         if (cJSON_IsNumber(ran) && ran->valuedouble == 0 &&
             cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(x, "median_ms")) && ++j)
@@ -410,24 +413,12 @@ static int file_context(struct compare_file *f, const cJSON *doc, struct error *
     f->interrupted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "interrupted"));
     f->warnings = cJSON_GetObjectItemCaseSensitive(doc, "warnings");
     const cJSON *run, *rd;
-    int i = 0, j;
     cJSON_ArrayForEach(run, cJSON_GetObjectItemCaseSensitive(doc, "runs"))
+    cJSON_ArrayForEach(rd, cJSON_GetObjectItemCaseSensitive(run, "rounds"))
     {
-        const cJSON *rounds = cJSON_GetObjectItemCaseSensitive(run, "rounds");
-        if (!cJSON_IsArray(rounds)) // refused below where it is there
-            rounds = NULL;
-        j = 0;
-        cJSON_ArrayForEach(rd, rounds)
-        {
-            const cJSON *load = cJSON_GetObjectItemCaseSensitive(rd, "load");
-            const cJSON *s = cJSON_GetObjectItemCaseSensitive(load, "seconds");
-            if (wrong_type(f, e, rd, "load", cJSON_IsObject, "an object", "runs[%d].rounds[%d].", i, j) ||
-                wrong_type(f, e, load, "seconds", cJSON_IsNumber, "a number", "runs[%d].rounds[%d].load.", i, j))
-                return -1;
-            f->span_s += cJSON_IsNumber(s) && s->valuedouble > 0 ? s->valuedouble : 0;
-            j++;
-        }
-        i++;
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(rd, "load"), "seconds"); // its type: run_times
+        f->span_s += cJSON_IsNumber(s) && s->valuedouble > 0 ? s->valuedouble : 0;
     }
     return 0;
 }
