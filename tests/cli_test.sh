@@ -469,6 +469,9 @@ expect 0 "have no effect with num_workers 0" -- --sweep loader.num_workers=0,1 \
 # ... but a sweep of the knob itself at num_workers 0 is refused, point by point
 expect 2 "sweep point loader.persistent_workers=true: loader.persistent_workers" -- \
     --sweep loader.persistent_workers=false,true
+# ... and from a file's sweep:, the point's error names the file and the sweep entry's line
+expect 2 "sweep point loader.persistent_workers=true: $TMP/r1.yaml:4: loader.persistent_workers: needs" -- \
+    --config "$(yaml r1.yaml "loader:\n  num_workers: 0\nsweep:\n  loader.persistent_workers: [false, true]\n")"
 expect 0 "verdict" -- --set loader.prefetch_factor=3 --set loader.num_workers=1
 expect 0 "loader.pin_memory=true: pin_memory and async_copy have no effect" -- --sweep loader.pin_memory=false,true
 expect 2 "train.lr: '1e-310' is too small: expected 0 or a magnitude of at least 1.17549e-38" -- --set train.lr=1e-310

@@ -63,6 +63,7 @@ int sweep_point(const struct config *base, long p, struct config *out, char *lab
             config_free(out);
             return -1;
         }
+        config_set_line(out, s->key, s->line); // its errors name the sweep: entry
     }
     for (int i = 0; i < base->n_sweep; i++) { // each key's value as swept, before auto resolves
         char v[CONFIG_STR];
@@ -76,7 +77,7 @@ int sweep_point(const struct config *base, long p, struct config *out, char *lab
         }
         out->sweep[i].n_values = 1;
     }
-    if (emulate_profile_apply(out, e) || config_validate(out, e)) {
+    if (emulate_profile_apply(out, e) || config_validate(out, e)) { // file:line where it has one
         config_free(out);
         return label[0] ? error_wrap(e, "sweep point %s", label) : -1;
     }

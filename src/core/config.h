@@ -103,6 +103,7 @@ struct config {
         char *values[CONFIG_MAX_SWEEP_VALUES]; // (n_values) owned strings
         int n_values;
         bool from_cli; // given by --sweep: a second --sweep of the key is refused
+        int line;      // its line in the file's sweep: (0: --sweep), for a point's errors
     } sweep[CONFIG_MAX_SWEEP_KEYS];
     int n_sweep;
     char source[CONFIG_STR]; // file the config came from, "" = defaults only
@@ -141,6 +142,9 @@ int config_validate(const struct config *c, struct error *e);
 /* An error that names a key first ("dataset.path: ..."): where the file gave
  * that key, "FILE:LINE: " goes in front. -1. */
 int config_error_at(const struct config *c, struct error *e);
+/* Key path's line in the config's source (0: not from the file): a sweep
+ * point's swept key takes its sweep: entry's, for config_error_at. */
+void config_set_line(struct config *c, const char *path, int line);
 /* Whether a and b make the same dataset: every key the key table marks as
  * data (the seed, dataset.*, transform.*, model.out_features) agrees. */
 bool config_same_data(const struct config *a, const struct config *b);

@@ -252,6 +252,13 @@ int set_value(struct config *c, const struct key *k, const char *v, struct error
     return error_set(e, "%s: internal error: unknown key type", k->path);
 }
 
+void config_set_line(struct config *c, const char *path, int line)
+{
+    const struct key *k = key_find(path);
+    if (k)
+        c->key_line[k - config_keys] = line;
+}
+
 bool config_is_explicit(const struct config *c, const char *path)
 {
     const struct key *k = key_find(path);

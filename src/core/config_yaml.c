@@ -196,6 +196,7 @@ static int read_sweep(struct reader *r)
         r->where = key;
         if (sweep_add(r->c, key, r->e))
             return at(r, km, "%s", r->e->msg);
+        r->c->sweep[r->c->n_sweep - 1].line = (int)km.line + 1;
         if (next(r))
             return -1;
         if (r->ev.type == YAML_SCALAR_EVENT) {
