@@ -284,6 +284,11 @@ expect 2 "unknown option '-Z'" -- -qZ # in a group: the letter, not the argument
 expect 2 "compare: unknown option '-x'" -- compare -xy a.json b.json
 expect 2 "compare: unknown option '-x'" -- compare --format=json -xy a.json b.json
 expect 2 "unknown option '--quiet=1'" -- --quiet=1 # a flag given a value: as given
+# a flag's number is decimal, as a config value is: no hex, sign or space
+expect 2 "--budget: expected seconds, such as 300, 90s or 10m, found '0x10'" -- --budget 0x10
+expect 2 "--max-memory: expected bytes, 1 or more (e.g. 512M, 4G), found '0x10M'" -- --max-memory 0x10M
+expect 2 "--repeat: expected a whole number from 1 to 1000, found '+3'" -- --repeat +3
+expect 2 "--threshold: expected a share such as 3% or 0.03, found ' 3%'" -- --threshold " 3%"
 # a near miss names the option meant; a prefix of several names them
 expect 2 "unknown option '--formt': did you mean --format?" -- --formt json
 expect 2 "unknown option '--s': it could be --set, --sweep" -- --s x

@@ -4,6 +4,7 @@
  * top, in the order given. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -61,10 +62,20 @@ static void usage(FILE *f)
             "(SIGHUP/SIGINT/SIGTERM).\n");
 }
 
+/* A flag's number as the config's grammar writes one: decimal digits first
+ * (no sign, space, hex, inf or nan, which strtod would take). */
+static bool decimal(const char *s)
+{
+    return (isdigit((unsigned char)s[0]) || (s[0] == '.' && isdigit((unsigned char)s[1]))) &&
+           !strpbrk(s, "xXpP");
+}
+
 static int parse_bytes(const char *s, double *out)
 {
     char *end;
     errno = 0;
+    if (!decimal(s))
+        return -1;
     double x = strtod(s, &end);
     double mult = 1;
     if (end == s || errno || !isfinite(x) || x < 0)
@@ -89,7 +100,7 @@ static int parse_repeat(const char *s, long *out)
     char *end;
     errno = 0;
     *out = strtol(s, &end, 10);
-    return end == s || *end || errno || *out < 1 || *out > 1000 ? -1 : 0;
+    return !decimal(s) || end == s || *end || errno || *out < 1 || *out > 1000 ? -1 : 0;
 }
 
 double cli_share(const char *in)
@@ -98,7 +109,7 @@ double cli_share(const char *in)
     errno = 0;
     double x = strtod(in, &end);
     bool pct = *end == '%';
-    if (end == in || errno || !isfinite(x) || (pct ? end[1] : *end) || x < 0)
+    if (!decimal(in) || end == in || errno || !isfinite(x) || (pct ? end[1] : *end) || x < 0)
         return -1;
     return pct ? x / 100 : x;
 }
@@ -120,7 +131,7 @@ static int seconds_text(const char *in, char *out, size_t n)
     errno = 0;
     double x = strtod(in, &end);
     double unit = *end == 'm' ? 60 : *end == 'h' ? 3600 : 1;
-    if (end == in || errno || !isfinite(x) || x < 0 || (*end && (strchr("smh", *end) == NULL ||
+    if (!decimal(in) || end == in || errno || !isfinite(x) || x < 0 || (*end && (strchr("smh", *end) == NULL ||
                                                                   end[1])))
         return -1;
     snprintf(out, n, "%.17g", x * unit);
