@@ -301,6 +301,9 @@ expect 2 "unexpected argument 'extra'" -- extra
 expect 2 "cannot open config" -- --config "$TMP/missing.yaml"
 expect 2 "not a regular file" -- --config "$TMP"
 expect 2 "did you mean loader.num_workers?" -- --set loader.num_wrkers=2
+# a leaf two sections share names both; a misspelt sweep: names it
+expect 2 "unknown key 'budget_s' (did you mean tune.budget_s or bench.budget_s?)" -- --set budget_s=5
+expect 2 "unknown key 'sweeps' (did you mean sweep?)" -- --config "$(yaml sweeps.yaml "sweeps:\n  train.lr: [0.1]\n")"
 expect 2 "--set loader.batch_size=0: loader.batch_size: expected an integer in [1, 16777216], found 0" -- --set loader.batch_size=0
 expect 2 "expected true or false" -- --set loader.shuffle=maybe
 expect 2 "expected one of text|json|csv" -- --format xml

@@ -217,28 +217,30 @@ const struct key *key_find(const char *path)
     return NULL;
 }
 
-/* The known key closest to `path`: by edit distance on the full path, or the
- * key whose last component matches (num_workers -> loader.num_workers). */
-static const char *key_suggest(const char *path)
+/* The known key closest to `path` (a section, sweep), into buf: by edit
+ * distance on the full path, or the keys whose last component matches
+ * (num_workers -> loader.num_workers; budget_s -> tune.budget_s or
+ * bench.budget_s). NULL: none near. */
+static const char *key_suggest(const char *path, char *buf, size_t n)
 {
-    const char *best = NULL;
-    size_t best_d = SIZE_MAX;
+    size_t best_d = SIZE_MAX, used = 0;
     const char *leaf = strrchr(path, '.');
     leaf = leaf ? leaf + 1 : path;
-    for (size_t i = 0; i < config_n_keys + config_n_sections; i++) {
-        const char *cand = i < config_n_keys ? config_keys[i].path : config_sections[i - config_n_keys];
+    buf[0] = '\0';
+    for (size_t i = 0; i <= config_n_keys + config_n_sections; i++) {
+        const char *cand = i < config_n_keys ? config_keys[i].path
+                           : i < config_n_keys + config_n_sections ? config_sections[i - config_n_keys]
+                           : "sweep";
         const char *kl = strrchr(cand, '.');
         kl = kl ? kl + 1 : cand;
-        size_t d = text_distance(path, cand);
-        if (strcmp(leaf, kl) == 0)
-            d = 0;
-        if (d < best_d) {
-            best_d = d;
-            best = cand;
-        }
+        size_t d = strcmp(leaf, kl) == 0 ? 0 : text_distance(path, cand);
+        if (d == 0 && best_d == 0 && used < n) // another key of that name
+            used += (size_t)snprintf(buf + used, n - used, " or %s", cand);
+        else if (d < best_d)
+            best_d = d, used = (size_t)snprintf(buf, n, "%s", cand);
     }
     size_t limit = strlen(path) / 3; // a third of the letters may be wrong
-    return best_d <= (limit > 2 ? limit : 2) ? best : NULL;
+    return best_d <= (limit > 2 ? limit : 2) ? buf : NULL;
 }
 
 /* The keys of section `name`, comma-separated, into buf. */
@@ -256,7 +258,8 @@ int unknown_key(const char *path, struct error *e)
     if (strcmp(path, "sweep") == 0)
         return error_set(e, "'sweep' is a section of value lists, not a key: sweep a key with "
                             "--sweep KEY=v1,v2,... or a 'sweep:' mapping in the config");
-    const char *s = key_suggest(path);
+    char near[160];
+    const char *s = key_suggest(path, near, sizeof near);
     bool section = false;
     for (size_t i = 0; s && i < config_n_sections; i++)
         section |= strcmp(s, config_sections[i]) == 0;
