@@ -301,6 +301,9 @@ expect 2 "unexpected argument 'extra'" -- extra
 expect 2 "cannot open config" -- --config "$TMP/missing.yaml"
 expect 2 "not a regular file" -- --config "$TMP"
 expect 2 "did you mean loader.num_workers?" -- --set loader.num_wrkers=2
+# a number key given no value ('key:' or a YAML null) says so, not "found ''"
+expect 2 "null.yaml:2:11: train.epochs: expected an integer (decimal digits: no spaces, point, exponent or hex), found no value" -- \
+    --config "$(yaml null.yaml "train:\n  epochs: ~\n")"
 # a leaf two sections share names both; a misspelt sweep: names it
 expect 2 "unknown key 'budget_s' (did you mean tune.budget_s or bench.budget_s?)" -- --set budget_s=5
 expect 2 "unknown key 'sweeps' (did you mean sweep?)" -- --config "$(yaml sweeps.yaml "sweeps:\n  train.lr: [0.1]\n")"

@@ -16,7 +16,9 @@
 static const char *shown(const char *v, char *buf, size_t n)
 {
     size_t len = strlen(v);
-    if (len > 40)
+    if (len == 0) // 'key:' or a YAML null
+        snprintf(buf, n, "no value");
+    else if (len > 40)
         snprintf(buf, n, "'%.40s...' (%zu bytes)", v, len);
     else
         snprintf(buf, n, "'%s'", v);
