@@ -123,6 +123,23 @@ u, = d["unmatched"]["b"]
 assert u["run"] == 1 and "different workload (dataset.length: 200 vs 100)" in u["why"], u
 PY
 then ok; else bad "compare several points: $(cat "$TMP/cmp.json" "$TMP/err")"; fi
+# the same B with each config section's keys in reverse order and its whole
+# numbers written as floats (30.0, 0 as -0.0): the same workloads and settings, paired alike
+python3 - "$TMP/multi-b.json" "$TMP/multi-b2.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for run in d["runs"]:
+    c = run["config"]
+    for sec, v in list(c.items()):
+        if isinstance(v, dict):
+            c[sec] = {k: (float(x) or -0.0) if type(x) is int else x for k, x in reversed(list(v.items()))}
+    run["config"] = dict(reversed(list(c.items())))
+json.dump(d, open(sys.argv[2], "w"))
+PY
+if "$BIN" compare "$TMP/multi-a.json" "$TMP/multi-b2.json" --format json >"$TMP/cmp2.json" 2>"$TMP/err" &&
+    python3 -c 'import json,sys; a, b = (open(f).read().replace("multi-b2", "multi-b") for f in sys.argv[1:]); assert a == b, (a, b)' \
+        "$TMP/cmp.json" "$TMP/cmp2.json"
+then ok; else bad "compare with keys reordered, numbers as floats: $(cat "$TMP/cmp2.json" "$TMP/err")"; fi
 # a label with control bytes (a hand-edited or hostile file): printed without them
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["runs"][0]["point"]="x\u001b[31my"; json.dump(d, open(sys.argv[2], "w"))' \
     "$TMP/a.json" "$TMP/esc.json"

@@ -33,9 +33,10 @@ static int match(struct compare_file *a, struct compare_file *b, struct compare_
         struct compare_point *pa = &a->pts[i];
         for (int j = 0; j < b->n && !pa->paired; j++) {
             struct compare_point *pb = &b->pts[j];
-            if (pb->paired || pa->n == 0 || pb->n == 0 ||
-                (!chosen && !compare_same(pa->workload, pb->workload)) ||
-                (!single && !compare_same(pa->settings, pb->settings)))
+            bool work = chosen || (pa->hash[0] == pb->hash[0] &&
+                                   compare_same(pa->workload, pb->workload));
+            if (pb->paired || pa->n == 0 || pb->n == 0 || !work ||
+                (!single && (pa->hash[1] != pb->hash[1] || !compare_same(pa->settings, pb->settings))))
                 continue;
             pa->paired = pb->paired = true;
             struct compare_pair *p = &pairs[n++];
@@ -68,7 +69,8 @@ void compare_unmatched_why(const struct compare_point *p, const struct compare_f
         return;
     }
     for (int j = 0; j < other->n; j++)
-        if (compare_same(p->workload, other->pts[j].workload))
+        if (p->hash[0] == other->pts[j].hash[0] &&
+            compare_same(p->workload, other->pts[j].workload))
             q = &other->pts[j];
     if (other->n == 1 && q->n == 0 && (other->interleaved || compare_same(p->workload, q->workload)))
         snprintf(buf, n, "its partner there has no measured epoch"); // its only one (compare -c's)

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "stats.h"
 #include "util.h"
@@ -23,6 +24,7 @@ struct compare_point {
     const char *label;      // "key=value ..." or "" (borrowed from the document)
     struct cJSON *workload; // what is computed (owned)
     struct cJSON *settings; // how (owned)
+    uint64_t hash[2];       // the workload's and the settings' (alike where they are)
     double *ms;             // (n) measured epoch times, ms
     int n;
     struct stats st;        // over ms

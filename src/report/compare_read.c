@@ -121,6 +121,47 @@ bool compare_same(const cJSON *a, const cJSON *b)
     return true;
 }
 
+/* A 64-bit finaliser: each bit of x moves about half of the result's. */
+static uint64_t mix(uint64_t x)
+{
+    x = (x ^ x >> 30) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ x >> 27) * 0x94d049bb133111ebu;
+    return x ^ x >> 31;
+}
+
+static uint64_t text_hash(const char *s) // FNV-1a
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+    return h;
+}
+
+/* Equal wherever compare_same finds a and b alike (an object's keys in any
+ * order: each named once, as compare_file_read checks), so pairing compares
+ * the trees only where the hashes agree. */
+static uint64_t tree_hash(const cJSON *x)
+{
+    double v;
+    uint64_t h = x ? (uint64_t)(x->type & 0xFF) : 0;
+    if (number_of(x, &v)) {
+        v = v == 0 ? 0 : v; // -0 == 0
+        memcpy(&h, &v, sizeof h);
+        return mix(h);
+    }
+    if (cJSON_IsString(x) || cJSON_IsRaw(x))
+        return mix(h ^ text_hash(x->valuestring));
+    const cJSON *c;
+    cJSON_ArrayForEach(c, x)
+    {
+        if (cJSON_IsObject(x))
+            h += mix(text_hash(c->string) ^ tree_hash(c)); // a sum: the keys' order is no matter
+        else
+            h = mix(h ^ tree_hash(c));
+    }
+    return h;
+}
+
 /* x as JSON, an integer with all its digits (cJSON's 15 can print two seeds
  * alike); allocated. */
 static char *number_text(const cJSON *x)
@@ -308,6 +349,7 @@ static int read_point(struct compare_file *f, const cJSON *runs, const cJSON *ru
         return error_set(e, "out of memory");
     split_config(cfg, cJSON_IsString(backend) ? backend->valuestring : "?", p->workload,
                  p->settings);
+    p->hash[0] = tree_hash(p->workload), p->hash[1] = tree_hash(p->settings);
     const cJSON *m = measured_run(f, runs, run, i, e);
     if (!m)
         return -1;
