@@ -411,7 +411,8 @@ expect 2 "more than 4096 points" -- --sweep loader.num_workers=0,1,2,3,4,5,6,7 \
 # every list's limit is named, whatever its length and wherever it comes from
 # (a fixed buffer said "list too long" or "value list too long" before)
 many() { seq -s, 0 $(($1 - 1)); } # 0,1,...,N-1
-expect 2 "--sweep seed: sweep: seed: at most 64 values" -- --sweep seed="$(many 4096)"
+expect 2 "--sweep: seed: at most 64 values" -- --sweep seed="$(many 4096)"
+expect 2 "dpbench: --sweep: train.lr: expected a number" -- --sweep train.lr=a,b
 expect 2 "sweep: seed: at most 64 values" -- --config "$(yaml sweep4096.yaml "sweep:\n  seed: [$(many 4096)]\n")"
 expect 2 "transform.mean: at most 4 values" -- --set transform.mean="$(many 10000)"
 expect 2 "mean100k.yaml:2:9: transform.mean: at most 4 values" -- \

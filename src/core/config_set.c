@@ -387,6 +387,16 @@ void config_clear_sweep(struct config *c)
         sweep_drop(c, c->sweep[0].key);
 }
 
+/* A sweep's error as the command line's: "--sweep: train.lr: ..." (its
+ * "sweep: " is the config file's). */
+static int sweep_arg_error(struct error *e)
+{
+    size_t n = strlen("sweep: ");
+    if (!strncmp(e->msg, "sweep: ", n))
+        memmove(e->msg, e->msg + n, strlen(e->msg + n) + 1);
+    return error_wrap(e, "--sweep");
+}
+
 int config_sweep_arg(struct config *c, const char *arg, struct error *e)
 {
     const char *eq = strchr(arg, '=');
@@ -400,7 +410,7 @@ int config_sweep_arg(struct config *c, const char *arg, struct error *e)
                                 "every value once: --sweep %s=v1,v2,...)", key, key);
     sweep_drop(c, key); // the command line replaces the file's list
     if (sweep_add(c, key, e))
-        return error_wrap(e, "--sweep");
+        return sweep_arg_error(e);
     c->sweep[c->n_sweep - 1].from_cli = true;
     char *vals = strdup(eq + 1); // as long as it is: sweep_value limits the count
     if (!vals)
@@ -414,7 +424,7 @@ int config_sweep_arg(struct config *c, const char *arg, struct error *e)
         if ((end = strchr(tok, ',')))
             *end++ = '\0';
         if (sweep_value(c, str_trim(tok), e)) // spaces around a comma are the list's
-            rc = error_wrap(e, "--sweep %s", key);
+            rc = sweep_arg_error(e);
     }
     free(vals);
     return rc;
