@@ -4,7 +4,6 @@
  * top, in the order given. */
 #include "cli.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -62,23 +61,21 @@ static void usage(FILE *f)
             "(SIGHUP/SIGINT/SIGTERM).\n");
 }
 
-/* A flag's number as the config's grammar writes one: decimal digits first
- * (no sign, space, hex, inf or nan, which strtod would take). */
-static bool decimal(const char *s)
+/* Whether strtod or strtol read from s to end just the number the config's
+ * grammar reads there (no sign, space, hex, inf or nan, which they take). */
+static bool decimal(const char *s, const char *end, bool real)
 {
-    return (isdigit((unsigned char)s[0]) || (s[0] == '.' && isdigit((unsigned char)s[1]))) &&
-           !strpbrk(s, "xXpP");
+    size_t n = config_number_span(s, real, false);
+    return n > 0 && end == s + n;
 }
 
 static int parse_bytes(const char *s, double *out)
 {
     char *end;
     errno = 0;
-    if (!decimal(s))
-        return -1;
     double x = strtod(s, &end);
     double mult = 1;
-    if (end == s || errno || !isfinite(x) || x < 0)
+    if (!decimal(s, end, true) || errno || !isfinite(x) || x < 0)
         return -1;
     switch (*end) {
     case 'K': case 'k': mult = 1024.0; end++; break;
@@ -100,7 +97,7 @@ static int parse_repeat(const char *s, long *out)
     char *end;
     errno = 0;
     *out = strtol(s, &end, 10);
-    return !decimal(s) || end == s || *end || errno || *out < 1 || *out > 1000 ? -1 : 0;
+    return !decimal(s, end, false) || *end || errno || *out < 1 || *out > 1000 ? -1 : 0;
 }
 
 double cli_share(const char *in)
@@ -109,7 +106,7 @@ double cli_share(const char *in)
     errno = 0;
     double x = strtod(in, &end);
     bool pct = *end == '%';
-    if (!decimal(in) || end == in || errno || !isfinite(x) || (pct ? end[1] : *end) || x < 0)
+    if (!decimal(in, end, true) || errno || !isfinite(x) || (pct ? end[1] : *end) || x < 0)
         return -1;
     return pct ? x / 100 : x;
 }
@@ -131,8 +128,8 @@ static int seconds_text(const char *in, char *out, size_t n)
     errno = 0;
     double x = strtod(in, &end);
     double unit = *end == 'm' ? 60 : *end == 'h' ? 3600 : 1;
-    if (!decimal(in) || end == in || errno || !isfinite(x) || x < 0 || (*end && (strchr("smh", *end) == NULL ||
-                                                                  end[1])))
+    if (!decimal(in, end, true) || errno || !isfinite(x) || x < 0 ||
+        (*end && (strchr("smh", *end) == NULL || end[1])))
         return -1;
     snprintf(out, n, "%.17g", x * unit);
     return 0;

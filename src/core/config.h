@@ -125,6 +125,9 @@ int config_set_arg(struct config *c, const char *arg, struct error *e);
 bool config_is_explicit(const struct config *c, const char *path);
 /* Sets one key from text, e.g. ("loader.num_workers", "4"). */
 int config_set(struct config *c, const char *path, const char *value, struct error *e);
+/* The length of the number v starts with in the config's one grammar
+ * (config_set.c; a sign only where `sign`), 0 where it starts with none. */
+size_t config_number_span(const char *v, bool real, bool sign);
 /* A value the run resolved (a file's shape, the loss "auto" picks), not the
  * user's: the key stays given or not as it was (a tuned config writes the
  * keys given). A value the key refuses is not set. */

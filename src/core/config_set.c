@@ -25,13 +25,13 @@ static const char *shown(const char *v, char *buf, size_t n)
     return buf;
 }
 
-/* The one number grammar, for YAML scalars and --set alike: an integer is
- * decimal digits, a real is decimal digits with an optional point and
- * exponent (1, 1.5, .5, 5., 2e-3); a sign only where the key's range has
+/* The one number grammar, for YAML scalars, --set and the flags alike: an
+ * integer is decimal digits, a real is decimal digits with an optional point
+ * and exponent (1, 1.5, .5, 5., 2e-3); a sign only where the key's range has
  * negative values; no spaces, no hex (0x10, 0x1p3), no inf or nan, no '_'.
  * strtoll and strtod accept more (leading spaces, hex, "inf"): they only
- * convert what this has accepted. The length of the sign and digits. */
-static size_t number_span(const char *v, bool real, bool sign)
+ * convert what this has accepted. */
+size_t config_number_span(const char *v, bool real, bool sign)
 {
     size_t i = sign && (v[0] == '-' || v[0] == '+');
     size_t digits = strspn(v + i, "0123456789");
@@ -46,11 +46,16 @@ static size_t number_span(const char *v, bool real, bool sign)
     if (real && (v[i] == 'e' || v[i] == 'E')) {
         size_t j = i + 1 + (v[i + 1] == '-' || v[i + 1] == '+');
         size_t exp = strspn(v + j, "0123456789");
-        if (exp == 0)
-            return 0;
-        i = j + exp;
+        i = exp ? j + exp : i;
     }
-    return v[i] == '\0' ? i : 0;
+    return i;
+}
+
+/* Whether v is one number of the grammar, whole. */
+static bool number_span(const char *v, bool real, bool sign)
+{
+    size_t n = config_number_span(v, real, sign);
+    return n > 0 && v[n] == '\0';
 }
 
 /* 0, or an error naming what the grammar wants when v is not k's number: a
