@@ -485,6 +485,11 @@ expect 2 "sweep point loader.persistent_workers=true: loader.persistent_workers"
 # ... and from a file's sweep:, the point's error names the file and the sweep entry's line
 expect 2 "sweep point loader.persistent_workers=true: $TMP/r1.yaml:4: loader.persistent_workers: needs" -- \
     --config "$(yaml r1.yaml "loader:\n  num_workers: 0\nsweep:\n  loader.persistent_workers: [false, true]\n")"
+# ... with the whole path, however long (a path of 400 bytes was cut at 255)
+long="$TMP/$(printf 'd%.0s' {1..200})/$(printf 'e%.0s' {1..200})"
+mkdir -p "$long" && printf 'loader:\n  persistent_workers: true\n' >"$long/c.yaml"
+expect 2 "dpbench: $long/c.yaml:2: loader.persistent_workers: needs" -- --config "$long/c.yaml"
+rm -r "${long%/*}"
 expect 0 "verdict" -- --set loader.prefetch_factor=3 --set loader.num_workers=1
 expect 0 "loader.pin_memory=true: pin_memory and async_copy have no effect" -- --sweep loader.pin_memory=false,true
 expect 2 "train.lr: '1e-310' is too small: expected 0 or a magnitude of at least 1.17549e-38" -- --set train.lr=1e-310

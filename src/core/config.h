@@ -106,7 +106,7 @@ struct config {
         int line;      // its line in the file's sweep: (0: --sweep), for a point's errors
     } sweep[CONFIG_MAX_SWEEP_KEYS];
     int n_sweep;
-    char source[CONFIG_STR]; // file the config came from, "" = defaults only
+    char source[4096]; // file the config came from (as long as a path may be), "" = defaults only
     unsigned long long explicit_keys; // bit i: keys[i] was given (file, --set, sweep)
     int key_line[CONFIG_MAX_KEYS]; // keys[i]'s line in source, 0 = not from the file
 };

@@ -41,7 +41,7 @@ int error_set(struct error *e, const char *fmt, ...)
 
 int error_wrap(struct error *e, const char *fmt, ...)
 {
-    char prefix[512], old[sizeof e->msg];
+    char prefix[sizeof e->msg], old[sizeof e->msg];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
