@@ -324,6 +324,9 @@ expect 2 "utf8.yaml:2:10: malformed YAML: invalid leading UTF-8 octet (0xff)" --
     --config "$(yaml utf8.yaml 'seed: 1\nname: caf\377\n')"
 expect 2 "utf8b.yaml:2:10: malformed YAML: invalid leading UTF-8 octet (0xff)" -- \
     --config "$(yaml utf8b.yaml '\357\273\277seed: 1\rname: caf\377\n')" # a BOM, a lone CR
+# Latin-1 text: placed at the byte that begins a character, not the one after it
+expect 2 "latin1.yaml:2:10: malformed YAML: not UTF-8: the byte 0xe9 begins a character that 0x73 does not continue" -- \
+    --config "$(yaml latin1.yaml 'seed: 1\nname: caf\351s\n')"
 # a list's items are numbers, each: none empty, none holding a comma (never dropped or split)
 expect 2 "items.yaml:2:15: transform.mean: expected a number, found '0.4,0.3'" -- \
     --config "$(yaml items.yaml 'transform:\n  mean: [0.5, \"0.4,0.3\"]\n  std: [1, 1]\n')"

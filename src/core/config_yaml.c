@@ -69,7 +69,11 @@ static int next(struct reader *r)
         if (p->error == YAML_READER_ERROR) { // a byte that is no text: only its offset is set
             m = (yaml_mark_t){0};
             size_t i = r->len >= 3 && !memcmp(r->text, "\xef\xbb\xbf", 3) ? 3 : 0; // a BOM is no column
-            for (; i < p->problem_offset && i < r->len; i++)
+            size_t end = p->problem_offset, lead = end - (end > 0); // a byte that breaks off a
+            while (lead > i && ((unsigned char)r->text[lead] & 0xC0) == 0x80) // sequence: where
+                lead--;                                                       // that began
+            bool cut = !strcmp(p->problem, "invalid trailing UTF-8 octet") && end < r->len;
+            for (end = cut ? lead : end; i < end && i < r->len; i++)
                 if (r->text[i] == '\n' || r->text[i] == '\r') // CR LF, LF or CR alone: one break
                     m.line++, m.column = 0, i += r->text[i] == '\r' && i + 1 < r->len &&
                                                  r->text[i + 1] == '\n';
@@ -78,6 +82,10 @@ static int next(struct reader *r)
             char byte[16] = "";
             if (p->problem_value >= 0) // -1: a sequence cut short, no one byte to name
                 snprintf(byte, sizeof byte, " (0x%02x)", (unsigned)p->problem_value);
+            if (cut)
+                return at(r, m, "malformed YAML: not UTF-8: the byte 0x%02x begins a character that "
+                          "0x%02x does not continue (Latin-1 text? save the file as UTF-8)",
+                          (unsigned char)r->text[lead], (unsigned)p->problem_value);
             return at(r, m, "malformed YAML: %s%s", p->problem, byte);
         }
         if (p->context) // where the construct that is not closed began
