@@ -324,6 +324,11 @@ expect 2 "utf8.yaml:2:10: malformed YAML: invalid leading UTF-8 octet (0xff)" --
     --config "$(yaml utf8.yaml 'seed: 1\nname: caf\377\n')"
 expect 2 "utf8b.yaml:2:10: malformed YAML: invalid leading UTF-8 octet (0xff)" -- \
     --config "$(yaml utf8b.yaml '\357\273\277seed: 1\rname: caf\377\n')" # a BOM, a lone CR
+# a key over libyaml's 1024 characters is named as such (libyaml says "mapping values are not allowed")
+expect 2 "longkey.yaml:2:1103: malformed YAML: a key longer than 1024 characters" -- \
+    --config "$(yaml longkey.yaml "train:\n  $(printf 'x%.0s' {1..1100}): 1\n")"
+expect 2 "inline.yaml:1:1108: malformed YAML: mapping values are not allowed in this context" -- \
+    --config "$(yaml inline.yaml "train: $(printf 'x%.0s' {1..1100}): 1\n")"
 # Latin-1 text: placed at the byte that begins a character, not the one after it
 expect 2 "latin1.yaml:2:10: malformed YAML: not UTF-8: the byte 0xe9 begins a character that 0x73 does not continue" -- \
     --config "$(yaml latin1.yaml 'seed: 1\nname: caf\351s\n')"

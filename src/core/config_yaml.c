@@ -57,6 +57,21 @@ static const char *event_name(yaml_event_type_t t)
     }
 }
 
+/* The bytes of line `line`'s key (from its first character, after any
+ * "- ", to its first ':' that a space or the line's end follows). */
+static size_t key_bytes(const struct reader *r, size_t line)
+{
+    size_t i = 0, k;
+    for (; i < r->len && line > 0; i++) // CR LF, LF or CR alone: one break
+        line -= r->text[i] == '\n' ||
+                (r->text[i] == '\r' && (i + 1 == r->len || r->text[i + 1] != '\n'));
+    i += strspn(r->text + i, " -");
+    for (k = i; k < r->len && !strchr("\r\n", r->text[k]); k++)
+        if (r->text[k] == ':' && (k + 1 == r->len || strchr(" \r\n", r->text[k + 1])))
+            break;
+    return k - i;
+}
+
 /* Advances to the next event; refuses aliases everywhere. */
 static int next(struct reader *r)
 {
@@ -91,6 +106,10 @@ static int next(struct reader *r)
         if (p->context) // where the construct that is not closed began
             return at(r, m, "malformed YAML: %s (from line %zu, column %zu): %s", p->context,
                       p->context_mark.line + 1, p->context_mark.column + 1, p->problem);
+        if (p->problem && !strcmp(p->problem, "mapping values are not allowed in this context") &&
+            key_bytes(r, m.line) > 1024) // libyaml ends a plain key there
+            return at(r, m, "malformed YAML: a key longer than 1024 characters (YAML's limit; "
+                      "no dpbench key is)");
         return at(r, m, "malformed YAML: %s", p->problem ? p->problem : "parse error");
     }
     r->have_ev = true;
