@@ -72,46 +72,53 @@ static size_t key_bytes(const struct reader *r, size_t line)
     return k - i;
 }
 
+/* libyaml's error, placed: a byte that is no text at its column (libyaml
+ * gives only its offset), at the one that began the character it breaks
+ * off; a construct not closed from where it began. */
+static int parse_error(struct reader *r)
+{
+    yaml_parser_t *p = &r->parser;
+    yaml_mark_t m = p->problem_mark;
+    if (p->error == YAML_READER_ERROR) { // a byte that is no text: only its offset is set
+        m = (yaml_mark_t){0};
+        size_t i = r->len >= 3 && !memcmp(r->text, "\xef\xbb\xbf", 3) ? 3 : 0; // a BOM is no column
+        size_t end = p->problem_offset, lead = end - (end > 0); // a byte that breaks off a
+        while (lead > i && ((unsigned char)r->text[lead] & 0xC0) == 0x80) // sequence: where
+            lead--;                                                       // that began
+        bool cut = !strcmp(p->problem, "invalid trailing UTF-8 octet") && end < r->len;
+        for (end = cut ? lead : end; i < end && i < r->len; i++)
+            if (r->text[i] == '\n' || r->text[i] == '\r') // CR LF, LF or CR alone: one break
+                m.line++, m.column = 0, i += r->text[i] == '\r' && i + 1 < r->len &&
+                                             r->text[i + 1] == '\n';
+            else
+                m.column += ((unsigned char)r->text[i] & 0xC0) != 0x80; // a character's first byte
+        char byte[16] = "";
+        if (p->problem_value >= 0) // -1: a sequence cut short, no one byte to name
+            snprintf(byte, sizeof byte, " (0x%02x)", (unsigned)p->problem_value);
+        if (cut)
+            return at(r, m, "malformed YAML: not UTF-8: the byte 0x%02x begins a character that "
+                      "0x%02x does not continue (Latin-1 text? save the file as UTF-8)",
+                      (unsigned char)r->text[lead], (unsigned)p->problem_value);
+        return at(r, m, "malformed YAML: %s%s", p->problem, byte);
+    }
+    if (p->context) // where the construct that is not closed began
+        return at(r, m, "malformed YAML: %s (from line %zu, column %zu): %s", p->context,
+                  p->context_mark.line + 1, p->context_mark.column + 1, p->problem);
+    if (p->problem && !strcmp(p->problem, "mapping values are not allowed in this context") &&
+        key_bytes(r, m.line) > 1024) // libyaml ends a plain key there
+        return at(r, m, "malformed YAML: a key longer than 1024 characters (YAML's limit; "
+                  "no dpbench key is)");
+    return at(r, m, "malformed YAML: %s", p->problem ? p->problem : "parse error");
+}
+
 /* Advances to the next event; refuses aliases everywhere. */
 static int next(struct reader *r)
 {
     if (r->have_ev)
         yaml_event_delete(&r->ev);
     r->have_ev = false;
-    if (!yaml_parser_parse(&r->parser, &r->ev)) {
-        yaml_parser_t *p = &r->parser;
-        yaml_mark_t m = p->problem_mark;
-        if (p->error == YAML_READER_ERROR) { // a byte that is no text: only its offset is set
-            m = (yaml_mark_t){0};
-            size_t i = r->len >= 3 && !memcmp(r->text, "\xef\xbb\xbf", 3) ? 3 : 0; // a BOM is no column
-            size_t end = p->problem_offset, lead = end - (end > 0); // a byte that breaks off a
-            while (lead > i && ((unsigned char)r->text[lead] & 0xC0) == 0x80) // sequence: where
-                lead--;                                                       // that began
-            bool cut = !strcmp(p->problem, "invalid trailing UTF-8 octet") && end < r->len;
-            for (end = cut ? lead : end; i < end && i < r->len; i++)
-                if (r->text[i] == '\n' || r->text[i] == '\r') // CR LF, LF or CR alone: one break
-                    m.line++, m.column = 0, i += r->text[i] == '\r' && i + 1 < r->len &&
-                                                 r->text[i + 1] == '\n';
-                else
-                    m.column += ((unsigned char)r->text[i] & 0xC0) != 0x80; // a character's first byte
-            char byte[16] = "";
-            if (p->problem_value >= 0) // -1: a sequence cut short, no one byte to name
-                snprintf(byte, sizeof byte, " (0x%02x)", (unsigned)p->problem_value);
-            if (cut)
-                return at(r, m, "malformed YAML: not UTF-8: the byte 0x%02x begins a character that "
-                          "0x%02x does not continue (Latin-1 text? save the file as UTF-8)",
-                          (unsigned char)r->text[lead], (unsigned)p->problem_value);
-            return at(r, m, "malformed YAML: %s%s", p->problem, byte);
-        }
-        if (p->context) // where the construct that is not closed began
-            return at(r, m, "malformed YAML: %s (from line %zu, column %zu): %s", p->context,
-                      p->context_mark.line + 1, p->context_mark.column + 1, p->problem);
-        if (p->problem && !strcmp(p->problem, "mapping values are not allowed in this context") &&
-            key_bytes(r, m.line) > 1024) // libyaml ends a plain key there
-            return at(r, m, "malformed YAML: a key longer than 1024 characters (YAML's limit; "
-                      "no dpbench key is)");
-        return at(r, m, "malformed YAML: %s", p->problem ? p->problem : "parse error");
-    }
+    if (!yaml_parser_parse(&r->parser, &r->ev))
+        return parse_error(r);
     r->have_ev = true;
     /* a "\0" escape: a C string ends there; refused by the reading pass, which knows the
      * key, with what comes before it (a control byte as '?') */
