@@ -248,8 +248,9 @@ static int side_config(int n_rest, char **rest, const char *path, struct options
         rc = error_set(e, "compare -c: %s with these flags has a sweep; compare -c compares "
                           "two single configs (drop --sweep; --no-sweep leaves out a file's "
                           "sweep:)", path);
+    size_t n = strlen(path); // the error names which side's config, once
     if (rc == 0 && (emulate_profile_apply(c, e) || config_validate(c, e)))
-        rc = error_wrap(e, "%s", path);
+        rc = strncmp(e->msg, path, n) || e->msg[n] != ':' ? error_wrap(e, "%s", path) : -1;
     return rc;
 }
 
