@@ -164,7 +164,8 @@ static int add_float(const struct key *k, void *dst, int i, const char *item, st
 
 /* Refuses what the YAML reader refuses in a string, for values that come from
  * the command line: invalid UTF-8 and control characters (they would break
- * the JSON, the CSV and the text headers). */
+ * the JSON, the CSV and the text headers); and, from both, the characters
+ * that reorder text (a result named one way would show as another). */
 static int check_text(const struct key *k, const char *v, struct error *e)
 {
     const unsigned char *s = (const unsigned char *)v;
@@ -186,6 +187,10 @@ static int check_text(const struct key *k, const char *v, struct error *e)
         if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
             return error_set(e, "%s: control character U+%04X at byte %zu", k->path, (unsigned)cp,
                              i + 1);
+        if (cp == 0x61c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+            (cp >= 0x2066 && cp <= 0x2069)) // a name could show as another
+            return error_set(e, "%s: bidirectional control character U+%04X at byte %zu (it "
+                             "reorders the text shown around it)", k->path, (unsigned)cp, i + 1);
         i += len;
     }
     return 0;
