@@ -35,7 +35,9 @@
 # that ran passed, 1 when one failed or no GPU could be used. GPU_BENCH_ARGS adds --set options to every
 # training run (e.g. '--set train.epochs=1' for a quick look), GPU_BENCH_OUT
 # names another folder for the results, GPU_BENCH_SANITIZER_S limits each
-# compute-sanitizer run (default 600 s; the sanitizers run last).
+# compute-sanitizer run (default 600 s; the sanitizers run last), and
+# GPU_BENCH_PART_S every other program a part runs (default 1200 s: a part
+# that hangs is stopped, marked FAILED, and the next one runs).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
@@ -48,14 +50,20 @@ touch "$tmp/start"
 summary=() tutorial=()
 read -r -a extra <<<"${GPU_BENCH_ARGS:-}"
 
-# part NAME CMD...: runs CMD, its output on the terminal and in NAME-STAMP.txt
+# part NAME CMD...: runs CMD, its output on the terminal and in NAME-STAMP.txt;
+# a program stopped after GPU_BENCH_PART_S seconds (a function: each program
+# it runs), so a part that hangs costs its limit, not the machine's lease
+part_s=${GPU_BENCH_PART_S:-1200}
+limited() { timeout -k 30 "$part_s" "$@"; }
 part() {
     local name=$1 rc
     shift
     echo "== $name: $*"
-    "$@" 2>&1 | tee "$out/$name-$stamp.txt"
+    if declare -F "$1" >/dev/null; then "$@"; else limited "$@"; fi 2>&1 | tee "$out/$name-$stamp.txt"
     rc=${PIPESTATUS[0]}
-    if [ "$rc" -eq 0 ]; then summary+=("ok       $name"); else summary+=("FAILED   $name (exit $rc)"); fi
+    if [ "$rc" -eq 0 ]; then summary+=("ok       $name")
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then summary+=("FAILED   $name (stopped after ${part_s} s: GPU_BENCH_PART_S)")
+    else summary+=("FAILED   $name (exit $rc)"); fi
     return "$rc"
 }
 skip() { echo "== $1: skipped: $2"; summary+=("skipped  $1: $2"); }
@@ -164,20 +172,20 @@ sanitize() { # TOOL: compute-sanitizer on two short runs (MSE; cross-entropy and
 
 block_vs_spin() { # the same runs with spinning and with sleeping waits, then B against A
     for sync in spin block; do
-        DPBENCH_CUDA_SYNC=$sync "$dpbench" --config configs/gpu.yaml "${extra[@]}" \
+        DPBENCH_CUDA_SYNC=$sync limited "$dpbench" --config configs/gpu.yaml "${extra[@]}" \
             --set name="sync-$sync-gpu" --out "$out" -q >/dev/null &&
-        DPBENCH_CUDA_SYNC=$sync "$dpbench" --config configs/tutorial.yaml --set parallel.device=cuda \
+        DPBENCH_CUDA_SYNC=$sync limited "$dpbench" --config configs/tutorial.yaml --set parallel.device=cuda \
             --set train.epochs=100 "${extra[@]}" --set name="sync-$sync-tutorial" --out "$out" -q \
-            >/dev/null || return 1
+            >/dev/null || return # its exit status: 124 where it was stopped
     done
     for cfg in gpu tutorial; do
         echo "# $cfg: block (B) against spin (A): a ratio above 1.02 is a step more than 2% slower"
-        "$dpbench" compare "$(json "sync-spin-$cfg")" "$(json "sync-block-$cfg")"
+        limited "$dpbench" compare "$(json "sync-spin-$cfg")" "$(json "sync-block-$cfg")"
     done
 }
 
 h2d() { # the table alone in the part's file (gpu-targets.py reads it); the profile by --out
-    "$dpbench" --h2d-bandwidth --out "$out" 2>"$tmp/h2d.err" || { cat "$tmp/h2d.err"; return 1; }
+    limited "$dpbench" --h2d-bandwidth --out "$out" 2>"$tmp/h2d.err" || { local rc=$?; cat "$tmp/h2d.err"; return $rc; }
 }
 
 if [ "$ngpu" -gt 0 ]; then
