@@ -320,8 +320,13 @@ static int compare_configs(int argc, char **argv)
     rc = rc ? rc : side_config(n_rest, rest, paths[1], &ob, &cb, &e);
     if (rc == 0 && (plain_run(&a.opts, &e) || fail_on_check(fail_on_arg, &e)))
         rc = -1;
-    if (rc == 0 && (points_add(&a.points, &a.res.cfg, paths[0], &e) ||
-                    points_add(&a.points, &cb, paths[1], &e)))
+    char label[2][512]; // the paths; one path twice: the sides told apart
+    bool same = rc == 0 && !strcmp(paths[0], paths[1]);
+    for (int s = 0; s < 2; s++)
+        snprintf(label[s], sizeof label[s], "%s%s", paths[s] ? paths[s] : "",
+                 same ? (s ? " (B)" : " (A)") : "");
+    if (rc == 0 && (points_add(&a.points, &a.res.cfg, label[0], &e) ||
+                    points_add(&a.points, &cb, label[1], &e)))
         rc = -1;
     a.points.each = true; // A against itself is a fair question
     int status = rc > 0 ? EXIT_OK : rc ? EXIT_USAGE : EXIT_OK;
