@@ -300,6 +300,13 @@ printf 'name: knobs\ntune:\n  knobs: "num_workers, foo"\n' >"$TMP/knobs.yaml"
 for t in --tune ""; do
     expect 2 "knobs.yaml:3: tune.knobs: unknown knob 'foo'" -- $t -c "$TMP/knobs.yaml"
 done
+# a knob named that acts at no setting in reach says so (the search runs on)
+expect 0 "tune.knobs names pin_memory, which has no effect at any setting the search reaches: this backend copies no batch" -- \
+    --tune -c configs/tutorial.yaml --set tune.knobs=pin_memory -q
+expect 0 "tune.knobs names prefetch_factor, which has no effect at any setting the search reaches: there are no workers" -- \
+    --tune -c configs/tutorial.yaml --set tune.knobs=prefetch_factor -q
+expect 0 "# --tune" -- --tune -c configs/tutorial.yaml --set tune.knobs=num_workers,prefetch_factor -q
+grep -q "no effect at any setting" "$TMP/err" && bad "a note for prefetch_factor with num_workers searched: $(cat "$TMP/err")"
 
 echo "tune: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

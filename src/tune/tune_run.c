@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "effect.h"
 #include "load.h"
 #include "progress.h"
 
@@ -122,6 +123,23 @@ void tune_options_init(struct tune_options *o, const struct config *base,
     o->knobs = tune_parse_knobs(base->tune.knobs, &o->knobs, &e) ? TUNE_ALL_KNOBS : o->knobs;
 }
 
+/* A note for each knob tune.knobs names that acts at no setting the search
+ * reaches (with the knobs it searches that would let it act turned on). */
+static void note_inert(const struct tune_options *o)
+{
+    struct config c = *o->base; // shallow: only the loader's fields change
+    if (o->knobs >> TUNE_WORKERS & 1 && o->max_workers > 0)
+        c.loader.num_workers = o->max_workers;
+    c.loader.async_copy |= o->knobs >> TUNE_ASYNC & 1;
+    for (int k = TUNE_PREFETCH; k < TUNE_N_KNOBS && config_is_explicit(o->base, "tune.knobs"); k++)
+        if (o->knobs >> k & 1 && !effect_knob_acts(o->be, tune_knob_key(k), &c))
+            fprintf(stderr, "dpbench: --tune: tune.knobs names %s, which has no effect at any "
+                    "setting the search reaches: %s\n", tune_knob_key(k) + strlen("loader."),
+                    k < TUNE_PIN ? "there are no workers (loader.num_workers is 0, and tune.knobs "
+                    "leaves it out)" : !effect_copy_knobs(o->be) ? "this backend copies no batch "
+                    "to a device" : "loader.async_copy is false, and tune.knobs leaves it out");
+}
+
 int tune_main(struct results *res, const struct backend *be, size_t max_bytes, struct error *e)
 {
     struct tune_options o;
@@ -131,6 +149,7 @@ int tune_main(struct results *res, const struct backend *be, size_t max_bytes, s
                         "settings from the config as given\n");
     config_clear_sweep(&res->cfg);
     tune_options_init(&o, &res->cfg, be, (double)cores_usable());
+    note_inert(&o);
     o.max_bytes = estimate_host(&res->cfg, &o.est) == 0 ? max_bytes : 0; // else refused before
     if (dataset_init(&d, &res->cfg, e))
         return (res->interrupted = stop_requested()) ? 0 : -2;
