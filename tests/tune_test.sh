@@ -27,6 +27,8 @@ if "$BIN" --tune "${IN[@]}" --out "$TMP/in" --format json >"$TMP/in.json" 2>"$TM
 else bad "input-bound --tune exit $?: $(head -c 400 "$TMP/in.err")"; fi
 check "t['trials'][0]['settings']['num_workers'] == 0 and t['trials'][0]['rounds'] > 0" \
     "$TMP/in.json" "trial 0 is not the config as given"
+check "t['trials'][0]['vs_given'] == {'ratio': 1, 'ci95': [1, 1], 'verdict': 'same', 'rounds': t['trials'][0]['rounds'], 'rounds_needed': None}" \
+    "$TMP/in.json" "trial 0 against itself is not 1, as the table has it"
 check "len(d['runs']) == len(t['trials']) and all(len(r['epochs']) == tr['stats']['epochs'] > 0 for r, tr in zip(d['runs'], t['trials']))" \
     "$TMP/in.json" "runs do not hold every trial's epochs"
 check "all(tr['predicted_ms'] > 0 and tr['rounds'] >= 0 for tr in t['trials']) and len(t['predicted']) == 1 + 2 * 5 * 2" \
@@ -300,6 +302,11 @@ printf 'name: knobs\ntune:\n  knobs: "num_workers, foo"\n' >"$TMP/knobs.yaml"
 for t in --tune ""; do
     expect 2 "knobs.yaml:3: tune.knobs: unknown knob 'foo'" -- $t -c "$TMP/knobs.yaml"
 done
+# the config as given against itself is 1 in the JSON as in the table, with no round
+# raced too (the tutorial's epoch is too short to tune: the profile only)
+"$BIN" --tune -c configs/tutorial.yaml --format json >"$TMP/short.json" 2>/dev/null
+check "t['outcome'] == 'too_short' and t['trials'][0]['rounds'] == 0 and t['trials'][0]['vs_given']['ratio'] == 1" \
+    "$TMP/short.json" "trial 0 against itself is not 1 where nothing was raced"
 # a knob named that acts at no setting in reach says so (the search runs on)
 expect 0 "tune.knobs names pin_memory, which has no effect at any setting the search reaches: this backend copies no batch" -- \
     --tune -c configs/tutorial.yaml --set tune.knobs=pin_memory -q

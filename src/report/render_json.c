@@ -370,6 +370,9 @@ static cJSON *tune_trial_json(const struct results *r, int i)
     cJSON_AddItemToObject(o, "median_ci95_ms", pair_json(s->ci95_ms));
     struct ratio q;
     report_pair(r, 0, i, &q);
+    if (i == 0 && run->n_epochs) // the config as given against itself, as the table has it
+        q = (struct ratio){.ratio = 1, .ci95 = {1, 1}, .verdict = VERDICT_SAME, .units = q.units,
+                           .units_needed = -1};
     cJSON_AddItemToObject(o, "vs_given", ratio_json(&q));
     return o;
 }
