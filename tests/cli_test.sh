@@ -337,9 +337,15 @@ expect 2 "longkey.yaml:2:1103: malformed YAML: a key longer than 1024 characters
     --config "$(yaml longkey.yaml "train:\n  $(printf 'x%.0s' {1..1100}): 1\n")"
 expect 2 "inline.yaml:1:1108: malformed YAML: mapping values are not allowed in this context" -- \
     --config "$(yaml inline.yaml "train: $(printf 'x%.0s' {1..1100}): 1\n")"
+# (characters, not bytes: a key of 600 two-byte characters is within the limit)
+expect 2 "wide.yaml:1:604: malformed YAML: mapping values are not allowed in this context" -- \
+    --config "$(yaml wide.yaml "$(printf '\303\251%.0s' {1..600}): x: y\n")"
 # Latin-1 text: placed at the byte that begins a character, not the one after it
 expect 2 "latin1.yaml:2:10: malformed YAML: not UTF-8: the byte 0xe9 begins a character that 0x73 does not continue" -- \
     --config "$(yaml latin1.yaml 'seed: 1\nname: caf\351s\n')"
+# ... and any other UTF-8 error in it is named as likely Latin-1 too
+expect 2 "umlaut.yaml:2:8: malformed YAML: invalid leading UTF-8 octet (0xfc) (Latin-1 text? save the file as UTF-8)" -- \
+    --config "$(yaml umlaut.yaml 'seed: 1\nname: M\374ller\n')"
 # a list's items are numbers, each: none empty, none holding a comma (never dropped or split)
 expect 2 "items.yaml:2:15: transform.mean: expected a number, found '0.4,0.3'" -- \
     --config "$(yaml items.yaml 'transform:\n  mean: [0.5, \"0.4,0.3\"]\n  std: [1, 1]\n')"

@@ -57,19 +57,24 @@ static const char *event_name(yaml_event_type_t t)
     }
 }
 
-/* The bytes of line `line`'s key (from its first character, after any
- * "- ", to its first ':' that a space or the line's end follows). */
-static size_t key_bytes(const struct reader *r, size_t line)
+/* The characters of the key that ends at m, the ':' libyaml stopped at
+ * (marks count characters, a BOM not among them): from the line's first one
+ * after any indent and "- "; 0 where a ": " comes before it on the line (a
+ * value then, not a key). */
+static size_t key_chars(const struct reader *r, yaml_mark_t m)
 {
-    size_t i = 0, k;
-    for (; i < r->len && line > 0; i++) // CR LF, LF or CR alone: one break
-        line -= r->text[i] == '\n' ||
-                (r->text[i] == '\r' && (i + 1 == r->len || r->text[i + 1] != '\n'));
-    i += strspn(r->text + i, " -");
-    for (k = i; k < r->len && !strchr("\r\n", r->text[k]); k++)
-        if (r->text[k] == ':' && (k + 1 == r->len || strchr(" \r\n", r->text[k + 1])))
+    size_t i = r->len >= 3 && !memcmp(r->text, "\xef\xbb\xbf", 3) ? 3 : 0, c = 0, skip = 0;
+    for (; i < r->len; i++) // to the line's first character
+        if (((unsigned char)r->text[i] & 0xC0) != 0x80 && c++ == m.index - m.column)
             break;
-    return k - i;
+    for (; i < r->len && (r->text[i] == ' ' || r->text[i] == '-'); i++)
+        skip++;
+    for (c = skip; i + 1 < r->len && c < m.column; i++) {
+        if (r->text[i] == ':' && r->text[i + 1] == ' ')
+            return 0;
+        c += ((unsigned char)r->text[i] & 0xC0) != 0x80;
+    }
+    return m.column - skip;
 }
 
 /* libyaml's error, placed: a byte that is no text at its column (libyaml
@@ -99,13 +104,14 @@ static int parse_error(struct reader *r)
             return at(r, m, "malformed YAML: not UTF-8: the byte 0x%02x begins a character that "
                       "0x%02x does not continue (Latin-1 text? save the file as UTF-8)",
                       (unsigned char)r->text[lead], (unsigned)p->problem_value);
-        return at(r, m, "malformed YAML: %s%s", p->problem, byte);
+        return at(r, m, "malformed YAML: %s%s%s", p->problem, byte, strstr(p->problem, "UTF-8")
+                  ? " (Latin-1 text? save the file as UTF-8)" : "");
     }
     if (p->context) // where the construct that is not closed began
         return at(r, m, "malformed YAML: %s (from line %zu, column %zu): %s", p->context,
                   p->context_mark.line + 1, p->context_mark.column + 1, p->problem);
     if (p->problem && !strcmp(p->problem, "mapping values are not allowed in this context") &&
-        key_bytes(r, m.line) > 1024) // libyaml ends a plain key there
+        key_chars(r, m) > 1024) // libyaml ends a plain key there
         return at(r, m, "malformed YAML: a key longer than 1024 characters (YAML's limit; "
                   "no dpbench key is)");
     return at(r, m, "malformed YAML: %s", p->problem ? p->problem : "parse error");
