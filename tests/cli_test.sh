@@ -297,7 +297,7 @@ expect 2 "unknown option '--verbose=1': --verbose takes no value" -- --verbose=1
 expect 2 "compare: unknown option '--fromat': did you mean --format?" -- compare a.json b.json --fromat json
 expect 2 "/nonexistent/a.yaml: cannot open config" -- compare -c/nonexistent/a.yaml -c configs/tutorial.yaml
 # one config twice (an A/A check): the sides' points, warnings and notes tell A from B
-expect 0 "configs/tutorial.yaml (A): B's point is configs/tutorial.yaml (B)" -- \
+expect 0 "(A) configs/tutorial.yaml: B's point is (B) configs/tutorial.yaml" -- \
     compare -c configs/tutorial.yaml -c configs/tutorial.yaml --repeat 2 -q
 # a side's config error names its file once: at its line where the file gave the key, else before it
 expect 2 "dpbench: $TMP/pf.yaml:2: loader.prefetch_factor: can only" -- \
