@@ -486,6 +486,7 @@ expect 2 "name: control character U+0001 at byte 2" -- --set name="$(printf 'a\0
 expect 2 "name: control character U+000A at byte 2" -- --set name="$(printf 'a\nb')"
 expect 2 "name: bidirectional control character U+202E at byte 4 (it reorders" -- --set name="$(printf 'run\342\200\256fdp.exe')"
 expect 2 "dataset.path: bidirectional control character U+2067 at byte 1" -- --config "$(yaml bidi.yaml 'dataset:\n  path: \342\201\247x\n')"
+expect 2 ": cannot open folder" -- --set dataset.kind=folder --set dataset.path="$(printf '\327\220\342\200\217x')" # a right-to-left mark is taken
 expect 2 "name: invalid UTF-8 at byte 4" -- --set name="$(printf 'caf\303')"
 expect 2 "--set name=caf?: name: invalid UTF-8" -- --set name="$(printf 'caf\303')"
 expect 0 "name: café" -- --set name=café

@@ -187,8 +187,9 @@ static int check_text(const struct key *k, const char *v, struct error *e)
         if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
             return error_set(e, "%s: control character U+%04X at byte %zu", k->path, (unsigned)cp,
                              i + 1);
-        if (cp == 0x61c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-            (cp >= 0x2066 && cp <= 0x2069)) // a name could show as another
+        // the bidirectional embeddings, overrides and isolates: a name could show as another
+        // (the marks U+200E and U+200F, found in right-to-left file names, stay)
+        if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
             return error_set(e, "%s: bidirectional control character U+%04X at byte %zu (it "
                              "reorders the text shown around it)", k->path, (unsigned)cp, i + 1);
         i += len;
