@@ -75,15 +75,19 @@ static void split_config(const cJSON *cfg, const char *backend, cJSON *work, cJS
             strcmp(sec->string, "sweep") == 0 || strcmp(sec->string, "bench") == 0 ||
             strcmp(sec->string, "tune") == 0)
             continue;
-        cJSON *w = cJSON_AddObjectToObject(work, sec->string);
+        if (cJSON_GetObjectItemCaseSensitive(work, sec->string))
+            continue; // a name twice once scrubbed ("a\u0001", "a\u0002"): the first, as
+        cJSON *w = cJSON_AddObjectToObject(work, sec->string); // a lookup finds it
         cJSON *s = cJSON_AddObjectToObject(set, sec->string);
         const cJSON *k;
         cJSON_ArrayForEach(k, sec)
         {
-            if (strcmp(sec->string, "parallel") == 0 && strcmp(k->string, "device") == 0)
+            cJSON *to = is_workload(sec->string, k->string) ? w : s;
+            if ((strcmp(sec->string, "parallel") == 0 && strcmp(k->string, "device") == 0) ||
+                cJSON_GetObjectItemCaseSensitive(w, k->string) ||
+                cJSON_GetObjectItemCaseSensitive(s, k->string))
                 continue;
-            cJSON_AddItemToObject(is_workload(sec->string, k->string) ? w : s, k->string,
-                                  cJSON_Duplicate(k, 1));
+            cJSON_AddItemToObject(to, k->string, cJSON_Duplicate(k, 1));
         }
     }
     if (strncmp(backend, "torch-", 6) == 0)
@@ -138,8 +142,9 @@ static uint64_t text_hash(const char *s) // FNV-1a
 }
 
 /* Equal wherever compare_same finds a and b alike (an object's keys in any
- * order: each named once, as compare_file_read checks), so pairing compares
- * the trees only where the hashes agree. */
+ * order: each named once, as split_config makes the workload and settings
+ * even where scrubbing made two keys one), so pairing compares the trees
+ * only where the hashes agree. */
 static uint64_t tree_hash(const cJSON *x)
 {
     double v;
