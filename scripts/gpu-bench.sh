@@ -53,8 +53,9 @@ read -r -a extra <<<"${GPU_BENCH_ARGS:-}"
 # part NAME CMD...: runs CMD, its output on the terminal and in NAME-STAMP.txt;
 # a program stopped after GPU_BENCH_PART_S seconds (a function: each program
 # it runs), so a part that hangs costs its limit, not the machine's lease
+# (--foreground: in the terminal's process group, so Ctrl-C still stops it)
 part_s=${GPU_BENCH_PART_S:-1200}
-limited() { timeout -k 30 "$part_s" "$@"; }
+limited() { timeout --foreground -k 30 "$part_s" "$@"; }
 part() {
     local name=$1 rc
     shift
@@ -62,7 +63,8 @@ part() {
     if declare -F "$1" >/dev/null; then "$@"; else limited "$@"; fi 2>&1 | tee "$out/$name-$stamp.txt"
     rc=${PIPESTATUS[0]}
     if [ "$rc" -eq 0 ]; then summary+=("ok       $name")
-    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then summary+=("FAILED   $name (stopped after ${part_s} s: GPU_BENCH_PART_S)")
+    elif [ "$rc" -eq 124 ]; then summary+=("FAILED   $name (exit 124: over its time limit, GPU_BENCH_PART_S=${part_s} s or GPU_BENCH_SANITIZER_S)")
+    elif [ "$rc" -eq 137 ]; then summary+=("FAILED   $name (exit 137: killed, after its time limit or out of memory)")
     else summary+=("FAILED   $name (exit $rc)"); fi
     return "$rc"
 }
