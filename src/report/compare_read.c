@@ -75,9 +75,9 @@ static void split_config(const cJSON *cfg, const char *backend, cJSON *work, cJS
             strcmp(sec->string, "sweep") == 0 || strcmp(sec->string, "bench") == 0 ||
             strcmp(sec->string, "tune") == 0)
             continue;
-        if (cJSON_GetObjectItemCaseSensitive(work, sec->string))
-            continue; // a name twice once scrubbed ("a\u0001", "a\u0002"): the first, as
-        cJSON *w = cJSON_AddObjectToObject(work, sec->string); // a lookup finds it
+        if (cJSON_GetObjectItemCaseSensitive(work, sec->string) || !strcmp(sec->string, "backend"))
+            continue; // a name twice once scrubbed ("a\u0001", "a\u0002"): the first, as a
+        cJSON *w = cJSON_AddObjectToObject(work, sec->string); // lookup finds it ("backend": below)
         cJSON *s = cJSON_AddObjectToObject(set, sec->string);
         const cJSON *k;
         cJSON_ArrayForEach(k, sec)
@@ -90,9 +90,7 @@ static void split_config(const cJSON *cfg, const char *backend, cJSON *work, cJS
             cJSON_AddItemToObject(to, k->string, cJSON_Duplicate(k, 1));
         }
     }
-    if (strncmp(backend, "torch-", 6) == 0)
-        backend += 6;
-    cJSON_AddStringToObject(set, "backend", backend);
+    cJSON_AddStringToObject(set, "backend", strncmp(backend, "torch-", 6) ? backend : backend + 6);
 }
 
 /* x's number: a number's, or a raw item's digits (config.c writes a large integer so) */
@@ -122,6 +120,12 @@ bool compare_same(const cJSON *a, const cJSON *b)
             return false;
         y = y ? y->next : NULL;
     }
+    if (cJSON_IsObject(a)) // both ways round: a key twice (once scrubbed) is looked up by its first
+        cJSON_ArrayForEach(y, b)
+        {
+            if (!compare_same(cJSON_GetObjectItemCaseSensitive(a, y->string), y))
+                return false;
+        }
     return true;
 }
 
@@ -141,11 +145,13 @@ static uint64_t text_hash(const char *s) // FNV-1a
     return h;
 }
 
-/* Equal wherever compare_same finds a and b alike (an object's keys in any
- * order: each named once, as split_config makes the workload and settings
- * even where scrubbing made two keys one), so pairing compares the trees
- * only where the hashes agree. */
-static uint64_t tree_hash(const cJSON *x)
+/* Equal wherever compare_same finds a and b alike, so pairing compares the
+ * trees only where the hashes agree. An object's keys count in any order at
+ * the top two levels (the workload or settings and their sections: each key
+ * named once there, as split_config makes them); deeper (no config value
+ * dpbench writes is an object) an object counts by its size alone, as a key
+ * twice there (once scrubbed) would make a sum of its items unequal. */
+static uint64_t tree_hash(const cJSON *x, int depth)
 {
     double v;
     uint64_t h = x ? (uint64_t)(x->type & 0xFF) : 0;
@@ -156,13 +162,15 @@ static uint64_t tree_hash(const cJSON *x)
     }
     if (cJSON_IsString(x) || cJSON_IsRaw(x))
         return mix(h ^ text_hash(x->valuestring));
+    if (cJSON_IsObject(x) && depth >= 2)
+        return mix(h ^ (uint64_t)cJSON_GetArraySize(x));
     const cJSON *c;
     cJSON_ArrayForEach(c, x)
     {
         if (cJSON_IsObject(x))
-            h += mix(text_hash(c->string) ^ tree_hash(c)); // a sum: the keys' order is no matter
+            h += mix(text_hash(c->string) ^ tree_hash(c, depth + 1)); // a sum: in any order
         else
-            h = mix(h ^ tree_hash(c));
+            h = mix(h ^ tree_hash(c, depth + 1));
     }
     return h;
 }
@@ -187,8 +195,8 @@ int compare_diffs(const cJSON *a, const cJSON *b, const char *prefix, char diffs
         cJSON_ArrayForEach(k, pair[side])
         {
             const cJSON *other = cJSON_GetObjectItemCaseSensitive(pair[1 - side], k->string);
-            if (side == 1 && other)
-                continue; // seen from a's side
+            if (side == 1 && other && cJSON_GetObjectItemCaseSensitive(b, k->string) == k)
+                continue; // seen from a's side (a key twice once scrubbed: its second is not)
             char path[128];
             snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", k->string);
             if (other && cJSON_IsObject(k) && cJSON_IsObject(other)) {
@@ -354,7 +362,7 @@ static int read_point(struct compare_file *f, const cJSON *runs, const cJSON *ru
         return error_set(e, "out of memory");
     split_config(cfg, cJSON_IsString(backend) ? backend->valuestring : "?", p->workload,
                  p->settings);
-    p->hash[0] = tree_hash(p->workload), p->hash[1] = tree_hash(p->settings);
+    p->hash[0] = tree_hash(p->workload, 0), p->hash[1] = tree_hash(p->settings, 0);
     const cJSON *m = measured_run(f, runs, run, i, e);
     if (!m)
         return -1;
