@@ -337,6 +337,8 @@ expect 2 "longkey.yaml:2:1103: malformed YAML: a key longer than 1024 characters
     --config "$(yaml longkey.yaml "train:\n  $(printf 'x%.0s' {1..1100}): 1\n")"
 expect 2 "inline.yaml:1:1108: malformed YAML: mapping values are not allowed in this context" -- \
     --config "$(yaml inline.yaml "train: $(printf 'x%.0s' {1..1100}): 1\n")"
+expect 2 "tab.yaml:1:1108: malformed YAML: mapping values are not allowed in this context" -- \
+    --config "$(yaml tab.yaml "train:\t$(printf 'x%.0s' {1..1100}): 1\n")" # ':' then a tab: a value
 # (characters, not bytes: a key of 600 two-byte characters is within the limit)
 expect 2 "wide.yaml:1:604: malformed YAML: mapping values are not allowed in this context" -- \
     --config "$(yaml wide.yaml "$(printf '\303\251%.0s' {1..600}): x: y\n")"

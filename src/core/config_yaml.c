@@ -59,8 +59,8 @@ static const char *event_name(yaml_event_type_t t)
 
 /* The characters of the key that ends at m, the ':' libyaml stopped at
  * (marks count characters, a BOM not among them): from the line's first one
- * after any indent and "- "; 0 where a ": " comes before it on the line (a
- * value then, not a key). */
+ * after any indent and "- "; 0 where a ':' and a space or tab come before it
+ * on the line (a value then, not a key). */
 static size_t key_chars(const struct reader *r, yaml_mark_t m)
 {
     size_t i = r->len >= 3 && !memcmp(r->text, "\xef\xbb\xbf", 3) ? 3 : 0, c = 0, skip = 0;
@@ -70,7 +70,7 @@ static size_t key_chars(const struct reader *r, yaml_mark_t m)
     for (; i < r->len && (r->text[i] == ' ' || r->text[i] == '-'); i++)
         skip++;
     for (c = skip; i + 1 < r->len && c < m.column; i++) {
-        if (r->text[i] == ':' && r->text[i + 1] == ' ')
+        if (r->text[i] == ':' && (r->text[i + 1] == ' ' || r->text[i + 1] == '\t'))
             return 0;
         c += ((unsigned char)r->text[i] & 0xC0) != 0x80;
     }
