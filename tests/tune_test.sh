@@ -314,6 +314,8 @@ expect 0 "tune.knobs names prefetch_factor, which has no effect at any setting t
     --tune -c configs/tutorial.yaml --set tune.knobs=prefetch_factor -q
 expect 0 "# --tune" -- --tune -c configs/tutorial.yaml --set tune.knobs=num_workers,prefetch_factor -q
 grep -q "no effect at any setting" "$TMP/err" && bad "a note for prefetch_factor with num_workers searched: $(cat "$TMP/err")"
+expect 0 "# --tune" -- --tune -c configs/tutorial.yaml --set tune.knobs= -q # "": all knobs, no note
+grep -q "no effect at any setting" "$TMP/err" && bad "a note for tune.knobs given empty (all): $(cat "$TMP/err")"
 
 echo "tune: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

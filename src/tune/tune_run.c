@@ -131,7 +131,7 @@ static void note_inert(const struct tune_options *o)
     if (o->knobs >> TUNE_WORKERS & 1 && o->max_workers > 0)
         c.loader.num_workers = o->max_workers;
     c.loader.async_copy |= o->knobs >> TUNE_ASYNC & 1;
-    for (int k = TUNE_PREFETCH; k < TUNE_N_KNOBS && config_is_explicit(o->base, "tune.knobs"); k++)
+    for (int k = TUNE_PREFETCH; k < TUNE_N_KNOBS && o->base->tune.knobs[0]; k++) // "": all
         if (o->knobs >> k & 1 && !effect_knob_acts(o->be, tune_knob_key(k), &c))
             fprintf(stderr, "dpbench: --tune: tune.knobs names %s, which has no effect at any "
                     "setting the search reaches: %s\n", tune_knob_key(k) + strlen("loader."),
