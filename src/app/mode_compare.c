@@ -214,8 +214,8 @@ static int both_print(FILE *f, struct app *a, const struct renderer *r)
     }
     if (a->res.n_runs < 2) // a stop before either ran: the run, as it stands
         return r->results(f, &a->res);
-    if (!doc || compare_interleaved(&cr, doc, a->points.label[0], a->points.label[1],
-                                    a->res.cfg.bench.threshold, &e)) {
+    if (!doc || compare_interleaved(&cr, doc, a->points.cfg[0].source, a->points.cfg[1].source,
+                                    a->res.cfg.bench.threshold, &e)) { // the files; the labels: points
         if (!doc)
             return -1;
         compare_free(&cr);
