@@ -52,10 +52,23 @@ read -r -a extra <<<"${GPU_BENCH_ARGS:-}"
 
 # part NAME CMD...: runs CMD, its output on the terminal and in NAME-STAMP.txt;
 # a program stopped after GPU_BENCH_PART_S seconds (a function: each program
-# it runs), so a part that hangs costs its limit, not the machine's lease
-# (--foreground: in the terminal's process group, so Ctrl-C still stops it)
+# it runs), so a part that hangs costs its limit, not the machine's lease.
+# timeout gives the program a process group of its own, killed whole at the
+# limit (mpirun's ranks too); the terminal's Ctrl-C does not reach that group,
+# so limited passes it on, and a part so stopped ends the script (exit 130).
 part_s=${GPU_BENCH_PART_S:-1200}
-limited() { timeout --foreground -k 30 "$part_s" "$@"; }
+limited() { # [limit_s=S] limited CMD...
+    local pid rc
+    timeout -k 30 "${limit_s:-$part_s}" "$@" &
+    pid=$!
+    trap "kill -INT -- -$pid 2>/dev/null" INT
+    trap "kill -TERM -- -$pid 2>/dev/null" TERM
+    wait "$pid"
+    rc=$?
+    while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done # a wait cut short by a signal
+    trap - INT TERM
+    return "$rc"
+}
 part() {
     local name=$1 rc
     shift
@@ -66,6 +79,7 @@ part() {
     elif [ "$rc" -eq 124 ]; then summary+=("FAILED   $name (exit 124: over its time limit, GPU_BENCH_PART_S=${part_s} s or GPU_BENCH_SANITIZER_S)")
     elif [ "$rc" -eq 137 ]; then summary+=("FAILED   $name (exit 137: killed, after its time limit or out of memory)")
     else summary+=("FAILED   $name (exit $rc)"); fi
+    [ "$rc" -eq 130 ] && { echo "gpu-bench: interrupted during $name" >&2; exit 130; }
     return "$rc"
 }
 skip() { echo "== $1: skipped: $2"; summary+=("skipped  $1: $2"); }
@@ -164,10 +178,10 @@ json() { find "$out" -name "$1-2*.json" | sort | tail -1; } # the newest result 
 sanitize() { # TOOL: compute-sanitizer on two short runs (MSE; cross-entropy and the count)
     local tool=$1 extra=() limit=${GPU_BENCH_SANITIZER_S:-600}
     [ "$tool" = memcheck ] && extra=(--leak-check full)
-    timeout "$limit" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
+    limit_s=$limit limited "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
         --config configs/gpu.yaml --set dataset.length=20000 --set train.warmup_epochs=0 \
         --set train.epochs=1 --set parallel.replicas=3 --set 'parallel.devices=[0,0,0]' &&
-    timeout "$limit" "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
+    limit_s=$limit limited "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode 1 "$dpbench" \
         --config configs/gpu.yaml --set dataset.kind=idx --set dataset.path="$tmp/idx/train-images-idx3-ubyte" \
         --set loader.batch_size=64 --set train.warmup_epochs=0 --set train.epochs=1
 }
