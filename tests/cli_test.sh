@@ -299,6 +299,12 @@ expect 2 "/nonexistent/a.yaml: cannot open config" -- compare -c/nonexistent/a.y
 # one config twice (an A/A check): the sides' points, warnings and notes tell A from B
 expect 0 "(A) configs/tutorial.yaml: B's point is (B) configs/tutorial.yaml" -- \
     compare -c configs/tutorial.yaml -c configs/tutorial.yaml --repeat 2 -q
+# two long paths are labelled by their ends, where they differ
+long="$TMP/$(printf 'd%.0s' {1..250})/$(printf 'e%.0s' {1..250})"
+mkdir -p "$long" && cp configs/tutorial.yaml "$long/a.yaml" && cp configs/tutorial.yaml "$long/b.yaml"
+expect 0 "eeee/a.yaml: B's point is ...$(printf 'd%.0s' {1..10})" -- compare -c "$long/a.yaml" -c "$long/b.yaml" --repeat 2 -q
+grep -q "eeee/b.yaml$" "$TMP/out" || bad "compare -c of two long paths: B's label lacks its end: $(tail -3 "$TMP/out")"
+rm -r "${long%/*}"
 # a side's config error names its file once: at its line where the file gave the key, else before it
 expect 2 "dpbench: $TMP/pf.yaml:2: loader.prefetch_factor: can only" -- \
     compare -c configs/tutorial.yaml -c "$(yaml pf.yaml 'loader:\n  prefetch_factor: 2\n')"

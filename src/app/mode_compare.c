@@ -320,11 +320,16 @@ static int compare_configs(int argc, char **argv)
     rc = rc ? rc : side_config(n_rest, rest, paths[1], &ob, &cb, &e);
     if (rc == 0 && (plain_run(&a.opts, &e) || fail_on_check(fail_on_arg, &e)))
         rc = -1;
-    char label[2][512]; // the paths; one path twice: the sides told apart (first: a long
-    bool same = rc == 0 && !strcmp(paths[0], paths[1]); // path is cut at its end)
-    for (int s = 0; s < 2; s++)
-        snprintf(label[s], sizeof label[s], "%s%s", same ? (s ? "(B) " : "(A) ") : "",
-                 paths[s] ? paths[s] : "");
+    char label[2][512]; // the paths; one path twice: the sides told apart
+    bool same = rc == 0 && !strcmp(paths[0], paths[1]);
+    for (int s = 0; s < 2; s++) { // a long path by its end (where two differ), whole characters
+        const char *p = paths[s] ? paths[s] : "";
+        size_t n = strlen(p), from = n > 480 ? n - 480 : 0;
+        while (from > 0 && (p[from] & 0xC0) == 0x80)
+            from++;
+        snprintf(label[s], sizeof label[s], "%s%s%s", same ? (s ? "(B) " : "(A) ") : "",
+                 from ? "..." : "", p + from);
+    }
     if (rc == 0 && (points_add(&a.points, &a.res.cfg, label[0], &e) ||
                     points_add(&a.points, &cb, label[1], &e)))
         rc = -1;
