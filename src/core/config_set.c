@@ -52,7 +52,7 @@ size_t config_number_span(const char *v, bool real, bool sign)
 }
 
 /* Whether v is one number of the grammar, whole. */
-static bool number_span(const char *v, bool real, bool sign)
+static bool number_whole(const char *v, bool real, bool sign)
 {
     size_t n = config_number_span(v, real, sign);
     return n > 0 && v[n] == '\0';
@@ -64,9 +64,9 @@ static int number_check(const struct key *k, const char *v, bool real, struct er
 {
     char b[96];
     bool sign = k->min < 0;
-    if (number_span(v, real, sign))
+    if (number_whole(v, real, sign))
         return 0;
-    if (!sign && (v[0] == '-' || v[0] == '+') && number_span(v + 1, real, false))
+    if (!sign && (v[0] == '-' || v[0] == '+') && number_whole(v + 1, real, false))
         return error_set(e, "%s: expected %s in [%.*g, %.*g] written without a sign, found %s",
                          k->path, real ? "a number" : "an integer", real ? 6 : 17, k->min,
                          real ? 6 : 17, k->max, strlen(v) > 40 ? shown(v, b, sizeof b) : v);
